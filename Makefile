@@ -1,0 +1,81 @@
+# Two commands on a fresh machine with Python 3.11+ and make:
+#   make lab    build .venv (once), then open JupyterLab at the first notebook
+#   make test   build .venv (once), then run every test
+# The environment is rebuilt only when requirements.txt or pyproject.toml changes.
+
+PYTHON      ?= python3
+VENV        := .venv
+PY          := $(VENV)/bin/python
+STAMP       := $(VENV)/.built
+COLAB_VENV  := .venv-colab
+COLAB_STAMP := $(COLAB_VENV)/.built
+COLAB_PKG   := $(COLAB_VENV)/.helpers-installed
+# helpers/ and its .py files: a file added, changed or removed reinstalls it in .venv-colab.
+HELPERS_SRC := $(shell find helpers -name __pycache__ -prune -o \( -type d -o -name '*.py' \) -print 2>/dev/null)
+FIRST_NB    := notebooks/00_start_here.ipynb
+
+# JupyterLab: loopback only, token authentication always on (a random token unless
+# JUPYTER_TOKEN is set). Root (containers, CI) needs --allow-root.
+LAB_PORT    ?= 8888
+LAB_FLAGS   ?=
+ROOT_FLAG   := $(if $(filter 0,$(shell id -u)),--allow-root,)
+LAB_CMD     := $(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(LAB_PORT) \
+               --ServerApp.open_browser=True $(ROOT_FLAG) $(LAB_FLAGS) $(FIRST_NB)
+
+.PHONY: lab test test-fast lint colab-env bench clean help
+
+help:
+	@echo "make lab    - open JupyterLab at $(FIRST_NB)"
+	@echo "make test   - run every test (unit, property, notebooks, Colab versions, browser)"
+	@echo "make bench  - speed and memory against torch's kernels (benchmarks/)"
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python 3.11+ is required")'
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+# A second environment with the versions Google Colab ships (tests/colab/), rebuilt only when
+# requirements-colab.txt changes. The package goes in NOT editable, as `pip install git+...`
+# puts it in Colab, and is reinstalled (only it) whenever pyproject.toml or helpers/ changes;
+# tests/colab/ then runs each notebook there alone in an empty folder.
+$(COLAB_STAMP): requirements-colab.txt
+	rm -rf $(COLAB_VENV)
+	$(PYTHON) -m venv $(COLAB_VENV)
+	$(COLAB_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(COLAB_VENV)/bin/python -m pip install --quiet -r requirements-colab.txt
+	touch $(COLAB_STAMP)
+
+$(COLAB_PKG): $(COLAB_STAMP) pyproject.toml $(HELPERS_SRC)
+	rm -rf build
+	$(COLAB_VENV)/bin/python -m pip install --quiet --no-deps --no-build-isolation --force-reinstall .
+	rm -rf build
+	touch $(COLAB_PKG)
+
+colab-env: $(COLAB_PKG)
+
+lab: $(STAMP)
+	$(LAB_CMD)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check helpers tests notebooks
+
+# One pytest run (settings in pyproject.toml), ordered quick to slow by tests/conftest.py:
+# unit and hygiene tests, every notebook under strict nbval, `make lab`'s server, every
+# notebook with Colab's versions, then every notebook's widgets in headless Chromium.
+test: $(STAMP) $(COLAB_PKG)
+	$(VENV)/bin/ruff check helpers tests notebooks
+	$(PY) -m pytest
+
+# Unit, property and hygiene tests only: no kernels, servers or browsers.
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow and not browser and not notebook"
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) $(COLAB_VENV) .pytest_cache .ruff_cache .hypothesis

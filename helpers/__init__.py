@@ -1,0 +1,27 @@
+"""Layer Normalization, hands-on: from-scratch, drop-in normalization layers.
+
+Everything here mirrors ``torch.nn.functional`` and ``torch.nn`` exactly (same
+signatures, defaults, parameter and buffer names, results and errors), written with
+tensor operations a learner can read instead of torch's fused norm kernels.
+
+>>> import torch, helpers
+>>> x = torch.randn(2, 3, 4)
+>>> torch.allclose(helpers.layer_norm(x, (4,)), torch.nn.functional.layer_norm(x, (4,)), atol=1e-6)
+True
+"""
+
+from helpers.autograd import LayerNormFunction
+from helpers.functional import batch_norm, group_norm, layer_norm, rms_norm
+from helpers.modules import BatchNorm1d, GroupNorm, LayerNorm, RMSNorm
+
+__all__ = [
+    "BatchNorm1d",
+    "GroupNorm",
+    "LayerNorm",
+    "LayerNormFunction",
+    "RMSNorm",
+    "batch_norm",
+    "group_norm",
+    "layer_norm",
+    "rms_norm",
+]

@@ -1,0 +1,298 @@
+"""Checks: compare a result with a reference, and give a learner instant feedback.
+
+- :func:`compare` is makemore's ``cmp``: exact / close / max difference, as a one-row
+  DataFrame (``pd.concat`` several to build a table).
+- :class:`Exercise` describes one exercise: a reference callable, seeded input cases
+  and the common mistakes worth a hint. :func:`check` runs a learner's function on every
+  case and returns a :class:`Verdict` that shows as one friendly line ("✅ ..." / "❌ ...").
+  Notebooks add their own with :func:`register`; the first one, ``"layer_norm_one_token"``,
+  is registered below.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+__all__ = [
+    "Case",
+    "Exercise",
+    "Verdict",
+    "check",
+    "check_layer_norm_one_token",
+    "compare",
+    "default_tolerances",
+    "register",
+    "registered",
+]
+
+# torch.testing.assert_close's defaults: (rtol, atol) per dtype.
+_TOLERANCES = {
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+}
+
+
+def default_tolerances(*dtypes: torch.dtype) -> tuple[float, float]:
+    """``(rtol, atol)`` that ``torch.testing.assert_close`` uses for the least precise dtype."""
+    found = [_TOLERANCES.get(d, (0.0, 0.0)) for d in dtypes]
+    return max(r for r, _ in found), max(a for _, a in found)
+
+
+def _as_tensor(value, arg: str) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    try:
+        return torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(
+            f"compare(): argument '{arg}' must be a tensor (or convertible to one), "
+            f"got {type(value).__name__}"
+        ) from err
+
+
+def compare(mine, reference, *, name: str | None = None, atol: float | None = None,
+            rtol: float | None = None) -> pd.DataFrame:
+    """Compare ``mine`` with ``reference``, element by element; nothing is broadcast.
+
+    Args:
+        mine: your result (a tensor, or anything ``torch.as_tensor`` accepts).
+        reference: the result to match, with exactly the same shape.
+        name: the row's label. Default: ``"mine"``.
+        atol, rtol: tolerances for ``close`` (``|mine - reference| <= atol + rtol * |reference|``).
+            Default: ``torch.testing.assert_close``'s for the less precise of the two dtypes
+            (float32: ``rtol=1.3e-6, atol=1e-5``).
+
+    Returns:
+        A one-row DataFrame with columns ``exact`` (same dtype and every value equal,
+        NaN where the reference has NaN), ``close`` (within the tolerances), ``max_abs_diff``
+        (in float64; NaN where only one side is NaN) and ``dtype`` (``"float32"``, or
+        ``"float64 vs float32"`` when they differ, which makes ``exact`` False).
+
+    Raises:
+        ValueError: the shapes differ.
+
+    Example::
+
+        >>> compare(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.000001]), name="y")
+           exact  close  max_abs_diff    dtype
+        y  False   True  9.536743e-07  float32
+    """
+    a, b = _as_tensor(mine, "mine"), _as_tensor(reference, "reference")
+    if a.shape != b.shape:
+        raise ValueError(
+            f"compare(): shapes differ: mine has shape {tuple(a.shape)}, reference has shape "
+            f"{tuple(b.shape)} (nothing is broadcast; make them the same shape first)"
+        )
+    default_rtol, default_atol = default_tolerances(a.dtype, b.dtype)
+    rtol = default_rtol if rtol is None else rtol
+    atol = default_atol if atol is None else atol
+    a64, b64 = a.to("cpu", torch.float64), b.to("cpu", torch.float64)
+    both_nan = a64.isnan() & b64.isnan()
+    diff = torch.where(both_nan, 0.0, (a64 - b64).abs())
+    diff = torch.where((a64 == b64) & a64.isinf(), 0.0, diff)  # inf == inf, not inf - inf
+    max_abs_diff = diff.max().item() if diff.numel() else 0.0
+    exact = a.dtype == b.dtype and bool(((a64 == b64) | both_nan).all())
+    close = bool(torch.allclose(a64, b64, rtol=rtol, atol=atol, equal_nan=True))
+    dtype = str(a.dtype).removeprefix("torch.")
+    if a.dtype != b.dtype:
+        dtype += " vs " + str(b.dtype).removeprefix("torch.")
+    return pd.DataFrame(
+        {"exact": [exact], "close": [close], "max_abs_diff": [max_abs_diff], "dtype": [dtype]},
+        index=pd.Index([name or "mine"]),
+    )
+
+
+# ---------------------------------------------------------------- exercises
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input for an exercise: ``make(generator)`` returns the positional arguments."""
+
+    description: str
+    make: Callable[[torch.Generator], tuple]
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """An exercise a learner's function is checked against.
+
+    Args:
+        name: the key in the registry, e.g. ``"layer_norm_one_token"``.
+        reference: computes the right answer from a case's arguments (torch's own, ideally).
+        cases: the inputs, each made from a seeded generator, easy ones first.
+        mistakes: ``hint -> wrong implementation``; when a learner's output matches a wrong
+            implementation's (and not the reference's), the verdict gives that hint.
+        hint: what to say when the output is wrong in a way no mistake explains.
+        seed: the first case's seed; case ``i`` uses ``seed + i``.
+    """
+
+    name: str
+    reference: Callable
+    cases: Sequence[Case]
+    mistakes: Mapping[str, Callable] = field(default_factory=dict)
+    hint: str = "compare your steps with the formula, one line at a time."
+    seed: int = 0
+
+    def inputs(self) -> list[tuple]:
+        """Each case's arguments, made afresh from its seed."""
+        return [c.make(torch.Generator().manual_seed(self.seed + i)) for i, c in enumerate(self.cases)]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of :func:`check`: ``bool(verdict)`` is whether it passed; it shows as ``message``."""
+
+    passed: bool
+    message: str
+    table: pd.DataFrame
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        return self.message
+
+
+_REGISTRY: dict[str, Exercise] = {}
+
+
+def register(exercise: Exercise) -> Exercise:
+    """Add ``exercise`` to the registry under ``exercise.name`` (replacing one of that name)."""
+    if not isinstance(exercise, Exercise):
+        raise TypeError(f"register(): argument 'exercise' must be an Exercise, got {type(exercise).__name__}")
+    _REGISTRY[exercise.name] = exercise
+    return exercise
+
+
+def registered() -> list[str]:
+    """The names of the registered exercises."""
+    return sorted(_REGISTRY)
+
+
+def _clone(args: tuple) -> tuple:
+    return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.2g}" if math.isfinite(x) else str(x)
+
+
+def _run(exercise: Exercise, fn: Callable, args: tuple) -> tuple[str | None, str | None, dict]:
+    """Run ``fn(*args)`` against the reference: (what is wrong, a hint, a table row); (None, None, row) if right."""
+    expected = exercise.reference(*_clone(args))
+    try:
+        got = fn(*_clone(args))
+    except Exception as err:  # the learner's code: any error is feedback, not a crash
+        why = f"your function raised {type(err).__name__}: {err}"
+        return why, "read the error's last line; try your function on `torch.randn(4)` in a cell of its own.", {"ok": False}
+    if not isinstance(got, torch.Tensor):
+        why = f"your function returned {type(got).__name__}, expected a torch.Tensor"
+        return why, "return the tensor you computed, not a number or a list.", {"ok": False}
+    if got.shape != expected.shape:
+        why = f"your function returned shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
+        return why, "the output has the input's shape: one normalized value per input value.", {"ok": False}
+    row = compare(got, expected).iloc[0].to_dict()
+    if got.dtype != expected.dtype:
+        why = f"your function returned dtype {got.dtype}, expected {expected.dtype}"
+        return why, "keep the input's dtype (no `.double()` or float64 constants).", {**row, "ok": False}
+    if not row["close"]:
+        why = f"max difference {_fmt(row['max_abs_diff'])} from the reference"
+        return why, _diagnose(exercise, got, args) or exercise.hint, {**row, "ok": False}
+    return None, None, {**row, "ok": True}
+
+
+def _diagnose(exercise: Exercise, got: torch.Tensor, args: tuple) -> str | None:
+    """The hint of the first known mistake that reproduces ``got`` on ``args``."""
+    for hint, wrong in exercise.mistakes.items():
+        expected = wrong(*_clone(args))
+        if got.shape == expected.shape and compare(got, expected)["close"].item():
+            return hint
+    return None
+
+
+def check(exercise: str | Exercise, fn: Callable) -> Verdict:
+    """Run ``fn`` on every case of ``exercise`` and compare it with the reference.
+
+    Args:
+        exercise: a registered exercise's name, or an :class:`Exercise`.
+        fn: the learner's function; it gets each case's arguments (copies: changing
+            them in place cannot spoil the check).
+
+    Returns:
+        A :class:`Verdict`: ``✅`` when every case matches the reference within
+        :func:`compare`'s default tolerances (same shape and dtype too); otherwise ``❌``
+        with the first failing case, how far off it is and a hint. ``verdict.table``
+        has a row per case.
+    """
+    if isinstance(exercise, str):
+        if exercise not in _REGISTRY:
+            raise KeyError(f"check(): no exercise named {exercise!r}; registered: {registered()}")
+        exercise = _REGISTRY[exercise]
+    if not callable(fn):
+        raise TypeError(f"check(): argument 'fn' must be a function, got {type(fn).__name__}")
+    rows, failure = [], None
+    for case, args in zip(exercise.cases, exercise.inputs(), strict=True):
+        why, hint, row = _run(exercise, fn, args)
+        rows.append({"case": case.description, **row})
+        if why is not None and failure is None:
+            failure = (case, why, hint)
+    table = pd.DataFrame(rows).set_index("case")
+    if failure is None:
+        n = len(exercise.cases)
+        return Verdict(True, f"✅ {exercise.name}: all {n} cases match the reference. Well done!", table)
+    case, why, hint = failure
+    return Verdict(False, f"❌ {exercise.name}: case '{case.description}': {why}.\n   Hint: {hint}", table)
+
+
+# ------------------------------------------------ notebook 00: one token's LayerNorm
+
+
+def _token_reference(x: torch.Tensor) -> torch.Tensor:
+    return F.layer_norm(x, x.shape[-1:], eps=1e-5)
+
+
+def _randn_token(n: int, mean: float = 0.0, std: float = 1.0) -> Callable[[torch.Generator], tuple]:
+    return lambda g: (torch.randn(n, generator=g) * std + mean,)
+
+
+register(Exercise(
+    name="layer_norm_one_token",
+    reference=_token_reference,
+    cases=[
+        Case("4 features from randn", _randn_token(4)),
+        Case("8 features, mean 3 and std 10", _randn_token(8, mean=3.0, std=10.0)),
+        Case("8 features that barely differ (std 0.01)", _randn_token(8, mean=1.0, std=0.01)),
+        Case("all 4 features equal", lambda g: (torch.full((4,), 2.5),)),
+    ],
+    mistakes={
+        "`x.var()` divides by n - 1 (unbiased); LayerNorm divides by n: use "
+        "`x.var(unbiased=False)` or `((x - mean) ** 2).mean()`.":
+            lambda x: (x - x.mean()) / torch.sqrt(x.var() + 1e-5),
+        "eps goes inside the square root: `torch.sqrt(var + eps)`, not `torch.sqrt(var) + eps`.":
+            lambda x: (x - x.mean()) / (x.var(unbiased=False).sqrt() + 1e-5),
+        "divide by the standard deviation `sqrt(var + eps)`, not by the variance.":
+            lambda x: (x - x.mean()) / (x.var(unbiased=False) + 1e-5),
+        "subtract the mean before dividing: LayerNorm centres, then scales.":
+            lambda x: x / torch.sqrt(x.var(unbiased=False) + 1e-5),
+        "now divide the centred values by `sqrt(var + eps)`.":
+            lambda x: x - x.mean(),
+        "add eps = 1e-5 under the square root: it matters when the features barely differ, "
+        "and without it equal features give 0 / 0 = nan.":
+            lambda x: (x - x.mean()) / x.var(unbiased=False).sqrt(),
+    },
+    hint="LayerNorm of one token is (x - mean) / sqrt(var + 1e-5), with the biased variance.",
+))
+
+
+def check_layer_norm_one_token(fn: Callable[[torch.Tensor], torch.Tensor]) -> Verdict:
+    """Check ``fn(x)``: LayerNorm (no gamma/beta, eps = 1e-5) of one token, ``x`` of shape ``(dim,)``."""
+    return check("layer_norm_one_token", fn)

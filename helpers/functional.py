@@ -1,0 +1,402 @@
+r"""Layer, RMS, Batch and Group Normalization as plain tensor operations.
+
+Each function has exactly the signature, defaults, results and errors of its
+``torch.nn.functional`` twin, but is written so a learner can read it: a mean, the
+variance of the centred values, ``rsqrt``, a scale and a shift. Autograd
+differentiates these few operations for us; :mod:`helpers.autograd` derives the
+LayerNorm backward by hand.
+
+All four share one idea. Pick the dimensions to take statistics over, then
+
+.. math::
+    \hat{x} = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}}, \qquad
+    y = \hat{x} \cdot \gamma + \beta
+
+and only the dimensions differ:
+
+- ``layer_norm``: over each sample's own features, the last ``len(normalized_shape)``
+  dimensions; :math:`\gamma, \beta` have shape ``normalized_shape``.
+- ``rms_norm``: the same dimensions, but without centring and without :math:`\beta`.
+- ``batch_norm``: over the batch (and length) for each channel; :math:`\gamma, \beta`
+  have shape ``(C,)``.
+- ``group_norm``: over each sample's group of ``C / G`` channels; :math:`\gamma, \beta`
+  have shape ``(C,)``.
+
+Two numerical rules hold throughout, as in torch's kernels:
+
+- The variance is computed *after* centring, as the mean of :math:`(x - \mathrm{E}[x])^2`
+  (the biased estimator, dividing by :math:`n`). The shortcut
+  :math:`\mathrm{E}[x^2] - \mathrm{E}[x]^2` subtracts two large, nearly equal numbers
+  when the mean is large compared with the spread, and cancels catastrophically.
+- float16 and bfloat16 inputs are upcast to float32 for the statistics and the
+  affine transform; the result is cast back to the input's dtype once, at the end.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from helpers._validation import (
+    accumulation_dtype,
+    check_channel_vector,
+    check_floating_input,
+    check_layer_norm_args,
+    check_normalized_shape,
+    check_num_groups,
+    check_param_dtypes,
+    check_param_shape,
+    check_running_stats_not_differentiable,
+    verify_batch_size,
+)
+
+__all__ = ["batch_norm", "group_norm", "layer_norm", "rms_norm"]
+
+
+def _standardize(x: Tensor, dims: tuple[int, ...], eps: float) -> tuple[Tensor, Tensor, Tensor]:
+    r"""Return :math:`\hat{x} = (x - \mu) / \sqrt{\sigma^2 + \epsilon}` and :math:`\mu, \sigma^2`.
+
+    ``mean`` and ``var`` keep the reduced dimensions (size 1) so they broadcast back
+    against ``x``. ``var`` is the biased variance: the mean of the squared centred
+    values, computed in two passes so that no cancellation can occur.
+    """
+    mean = x.mean(dim=dims, keepdim=True)
+    centred = x - mean
+    var = (centred * centred).mean(dim=dims, keepdim=True)
+    # eps goes inside the square root: it bounds 1/std by 1/sqrt(eps) for a constant row.
+    return centred * torch.rsqrt(var + eps), mean, var
+
+
+def _affine(
+    x_hat: Tensor, weight: Tensor | None, bias: Tensor | None, shape: tuple[int, ...]
+) -> Tensor:
+    """``x_hat * weight + bias``, each reshaped to ``shape`` so it broadcasts.
+
+    The parameters are cast to ``x_hat``'s (accumulation) dtype first, so a float16
+    weight is applied in float32 and the output is rounded only once.
+    """
+    y = x_hat
+    if weight is not None:
+        y = y * weight.to(y.dtype).reshape(shape)
+    if bias is not None:
+        y = y + bias.to(y.dtype).reshape(shape)
+    return y
+
+
+def _channel_shape(input: Tensor) -> tuple[int, ...]:
+    """``(1, C, 1, ..., 1)``: the shape that broadcasts a per-channel vector over input."""
+    return (1, input.shape[1]) + (1,) * (input.dim() - 2)
+
+
+def layer_norm(
+    input: Tensor,
+    normalized_shape: list[int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-05,
+) -> Tensor:
+    r"""Apply Layer Normalization over the last ``len(normalized_shape)`` dimensions.
+
+    .. math::
+        y = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}} * \gamma + \beta
+
+    The mean and the (biased) variance are taken over each sample's own features,
+    the trailing dimensions named by ``normalized_shape``; no batch statistics are
+    involved, so training and evaluation behave the same.
+
+    Args:
+        input: the tensor to normalize, of shape ``(*, *normalized_shape)``.
+        normalized_shape (list, tuple or torch.Size of ints): the trailing shape to
+            normalize over, e.g. ``(dim,)`` per token or ``(seq_len, dim)`` per
+            sentence. A bare int is refused, as in ``torch.nn.functional``.
+        weight: :math:`\gamma`, of shape ``normalized_shape``, or ``None`` for 1.
+        bias: :math:`\beta`, of shape ``normalized_shape``, or ``None`` for 0.
+        eps: added to the variance inside the square root. Default: 1e-5
+
+    Shape:
+        - Input: :math:`(*, \text{normalized\_shape})`
+        - Output: same shape as input, same dtype as input
+
+    Examples::
+
+        >>> x = torch.tensor([[1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0]])
+        >>> layer_norm(x, (4,))  # each row gets mean 0 and variance 1
+        tensor([[-1.3416, -0.4472,  0.4472,  1.3416],
+                [-1.3416, -0.4472,  0.4472,  1.3416]])
+        >>> import torch.nn.functional as F
+        >>> y = torch.randn(2, 3, 4)
+        >>> torch.allclose(layer_norm(y, (3, 4)), F.layer_norm(y, (3, 4)), atol=1e-6)
+        True
+    """
+    shape = check_layer_norm_args(input, normalized_shape, weight, bias)
+
+    dims = tuple(range(-len(shape), 0))  # the trailing, normalized dimensions
+    x_hat, _, _ = _standardize(input.to(accumulation_dtype(input.dtype)), dims, eps)
+    return _affine(x_hat, weight, bias, shape).to(input.dtype)
+
+
+def rms_norm(
+    input: Tensor,
+    normalized_shape: list[int],
+    weight: Tensor | None = None,
+    eps: float | None = None,
+) -> Tensor:
+    r"""Apply Root Mean Square Layer Normalization over the trailing dimensions.
+
+    .. math::
+        y = \frac{x}{\mathrm{RMS}(x)} * \gamma, \qquad
+        \mathrm{RMS}(x) = \sqrt{\epsilon + \frac{1}{n} \sum_{i=1}^{n} x_i^2}
+
+    LayerNorm without the centring and without :math:`\beta`: it only fixes each
+    sample's scale. Cheaper, and what LLaMA-style Transformers use.
+
+    Args:
+        input: the tensor to normalize, of shape ``(*, *normalized_shape)``.
+        normalized_shape (list, tuple or torch.Size of ints): the trailing shape to
+            normalize over.
+        weight: :math:`\gamma`, of shape ``normalized_shape``, or ``None`` for 1.
+            Any dtype: it is cast to the computation dtype.
+        eps: added to the mean square inside the square root. ``None`` (default)
+            means the machine epsilon of the computation dtype:
+            ``torch.finfo(torch.float32).eps`` for float16, bfloat16 and float32
+            inputs, ``torch.finfo(torch.float64).eps`` for float64 inputs.
+
+    Shape:
+        - Input: :math:`(*, \text{normalized\_shape})`
+        - Output: same shape as input, same dtype as input
+
+    Examples::
+
+        >>> x = torch.tensor([[3.0, 4.0], [-6.0, 8.0]])
+        >>> rms_norm(x, (2,), eps=0.0)  # RMS of each row: 3.5355 and 7.0711
+        tensor([[ 0.8485,  1.1314],
+                [-0.8485,  1.1314]])
+    """
+    shape = check_normalized_shape("rms_norm", input, normalized_shape)
+    check_param_shape("rms_norm", "weight", weight, shape)
+    # torch's rms_norm also takes complex inputs (and any weight dtype).
+    check_floating_input("rms_norm", input, allow_complex=True)
+
+    acc = accumulation_dtype(input.dtype)
+    if eps is None:
+        eps = torch.finfo(acc).eps
+    x = input.to(acc)
+    dims = tuple(range(-len(shape), 0))
+    mean_square = (x * x).mean(dim=dims, keepdim=True)
+    y = x * torch.rsqrt(mean_square + eps)
+    if weight is not None:
+        y = y * weight.to(acc)
+    return y.to(input.dtype)
+
+
+def batch_norm(
+    input: Tensor,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-05,
+) -> Tensor:
+    r"""Apply Batch Normalization to each channel ``C`` of an ``(N, C, *)`` input.
+
+    .. math::
+        y = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}} * \gamma + \beta
+
+    In training (``training=True``) the mean and biased variance are taken per
+    channel over the batch and any trailing dimensions, and, when running
+    statistics are given, they are updated in place:
+
+    .. math::
+        \hat{\mu} \leftarrow (1 - m)\,\hat{\mu} + m\,\mu_B, \qquad
+        \hat{\sigma}^2 \leftarrow (1 - m)\,\hat{\sigma}^2 + m\,\frac{n}{n - 1}\,\sigma_B^2
+
+    with :math:`m` = ``momentum`` and :math:`n` values per channel: the batch is
+    normalized with its *biased* variance, but the running estimate stores the
+    *unbiased* one. In evaluation (``training=False``) the running statistics are
+    used instead of the batch's.
+
+    Args:
+        input: of shape ``(N, C, *)``.
+        running_mean: the running mean, of shape ``(C,)``, or ``None``.
+        running_var: the running (unbiased) variance, of shape ``(C,)``, or ``None``.
+            Both are required when ``training=False``.
+        weight: :math:`\gamma`, with ``C`` elements, or ``None`` for 1.
+        bias: :math:`\beta`, with ``C`` elements, or ``None`` for 0.
+        training: use (and update) batch statistics. Default: ``False``
+        momentum: the update factor :math:`m` of the running statistics. Default: 0.1
+        eps: added to the variance inside the square root; must be positive in
+            training and non-negative in evaluation. Default: 1e-5
+
+    .. note::
+        With float16/bfloat16 *parameters* (not float32 ones), torch's CPU kernel
+        rounds the batch mean and 1/std to that dtype before normalizing; here they
+        stay in float32, so the two can differ by an ulp of the half type.
+
+    Shape:
+        - Input: :math:`(N, C, *)`
+        - Output: same shape as input, same dtype as input
+
+    Examples::
+
+        >>> x = torch.tensor([[1.0, 10.0], [3.0, 30.0]])  # 2 samples, 2 features
+        >>> mean, var = torch.zeros(2), torch.ones(2)
+        >>> batch_norm(x, mean, var, training=True)  # each column: mean 0, variance 1
+        tensor([[-1.0000, -1.0000],
+                [ 1.0000,  1.0000]])
+        >>> mean  # 0.9 * 0 + 0.1 * batch mean
+        tensor([0.2000, 2.0000])
+        >>> var  # 0.9 * 1 + 0.1 * unbiased batch variance (2 and 200)
+        tensor([ 1.1000, 20.9000])
+    """
+    op = "batch_norm"
+    # The checks torch makes in Python, in its order (with its messages).
+    if training:
+        verify_batch_size(input.size())
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    elif eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    if momentum is None:
+        raise TypeError(
+            "batch_norm(): argument 'momentum' must be float, but got None "
+            "(BatchNorm1d(momentum=None) computes 1 / num_batches_tracked for it)"
+        )
+    if training and (running_mean is None) != (running_var is None):
+        raise ValueError(
+            "batch_norm(): running_mean and running_var must either both be None or neither "
+            f"be None, but got running_mean={_describe(running_mean)} and "
+            f"running_var={_describe(running_var)}"
+        )
+    if not training:
+        for name, stat in (("running_mean", running_mean), ("running_var", running_var)):
+            if stat is None:
+                raise RuntimeError(
+                    f"batch_norm(): {name} must be defined in evaluation mode "
+                    f"(training=False), but got {name}=None"
+                )
+
+    # torch counts a 1-D input as having 0 channels, so any parameter mismatches.
+    num_channels = input.shape[1] if input.dim() > 1 else 0
+    check_channel_vector(op, "weight", weight, num_channels, strict_1d=False)
+    check_channel_vector(op, "bias", bias, num_channels, strict_1d=False)
+    check_channel_vector(op, "running_mean", running_mean, num_channels, strict_1d=True)
+    check_channel_vector(op, "running_var", running_var, num_channels, strict_1d=True)
+    check_param_dtypes(
+        op,
+        input,
+        {"weight": weight, "bias": bias, "running_mean": running_mean, "running_var": running_var},
+    )
+    check_running_stats_not_differentiable(op, running_mean, running_var)
+    check_floating_input(op, input)
+    if input.dim() < 2:
+        raise IndexError(
+            f"batch_norm(): expected input of shape (N, C, *) with at least 2 dimensions, "
+            f"but got input of shape {list(input.shape)}"
+        )
+
+    acc = accumulation_dtype(input.dtype)
+    x = input.to(acc)
+    channel_shape = _channel_shape(input)
+    if training:
+        dims = (0, *range(2, input.dim()))  # every dimension but the channels
+        x_hat, mean, var = _standardize(x, dims, eps)
+        if running_mean is not None and input.numel() > 0:
+            n = input.numel() // num_channels  # values per channel
+            _update_running_stats(running_mean, running_var, mean, var * n / (n - 1), momentum)
+    else:
+        mean = running_mean.to(acc).reshape(channel_shape)
+        var = running_var.to(acc).reshape(channel_shape)
+        x_hat = (x - mean) * torch.rsqrt(var + eps)
+    return _affine(x_hat, weight, bias, channel_shape).to(input.dtype)
+
+
+def _update_running_stats(
+    running_mean: Tensor,
+    running_var: Tensor,
+    batch_mean: Tensor,
+    unbiased_var: Tensor,
+    momentum: float,
+) -> None:
+    """Exponential moving average, in place: the buffers are the caller's (a module's)."""
+    with torch.no_grad():  # running statistics are data, not part of the graph
+        acc = batch_mean.dtype
+        new_mean = (1 - momentum) * running_mean.to(acc) + momentum * batch_mean.flatten()
+        new_var = (1 - momentum) * running_var.to(acc) + momentum * unbiased_var.flatten()
+        running_mean.copy_(new_mean)
+        running_var.copy_(new_var)
+
+
+def _describe(stat: Tensor | None) -> str:
+    return "None" if stat is None else f"a tensor of shape {list(stat.shape)}"
+
+
+def group_norm(
+    input: Tensor,
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-05,
+) -> Tensor:
+    r"""Apply Group Normalization: each sample's channels are split into groups.
+
+    .. math::
+        y = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}} * \gamma + \beta
+
+    The ``C`` channels of each sample are split into ``num_groups`` groups of
+    ``C / num_groups`` consecutive channels; mean and biased variance are taken over
+    each group (and all trailing dimensions). ``num_groups=1`` is LayerNorm over
+    ``(C, *)`` with per-channel :math:`\gamma, \beta`; ``num_groups=C`` is
+    InstanceNorm.
+
+    Args:
+        input: of shape ``(N, C, *)``.
+        num_groups (int): number of groups; must divide ``C``.
+        weight: :math:`\gamma`, of shape ``(C,)``, or ``None`` for 1.
+        bias: :math:`\beta`, of shape ``(C,)``, or ``None`` for 0.
+        eps: added to the variance inside the square root. Default: 1e-5
+
+    Shape:
+        - Input: :math:`(N, C, *)`
+        - Output: same shape as input, same dtype as input
+
+    Examples::
+
+        >>> x = torch.tensor([[[1.0], [3.0], [10.0], [30.0]]])  # N=1, C=4, L=1
+        >>> group_norm(x, 2).flatten()  # groups {1, 3} and {10, 30}
+        tensor([-1.0000,  1.0000, -1.0000,  1.0000])
+    """
+    op = "group_norm"
+    num_groups = check_num_groups(num_groups)
+    if input.dim() < 2:
+        raise RuntimeError(
+            f"group_norm(): expected input of shape (N, C, *) with at least 2 dimensions, "
+            f"but got input of shape {list(input.shape)}"
+        )
+    batch, channels = input.shape[:2]
+    spatial = list(input.shape[2:])
+    if num_groups == 0:  # torch fails here dividing by num_groups, hence the type
+        raise ZeroDivisionError(
+            f"group_norm(): expected num_groups to be a positive divisor of the "
+            f"{channels} channels, but got num_groups=0"
+        )
+    verify_batch_size([batch * channels // num_groups, num_groups, *spatial])
+    if num_groups < 0 or channels % num_groups != 0:
+        raise RuntimeError(
+            f"group_norm(): expected num_groups to be a positive divisor of the number of "
+            f"channels {channels} (input.shape[1]), but got num_groups={num_groups} for "
+            f"input of shape {list(input.shape)}"
+        )
+    check_channel_vector(op, "weight", weight, channels, strict_1d=True)
+    check_channel_vector(op, "bias", bias, channels, strict_1d=True)
+    check_param_dtypes(op, input, {"weight": weight, "bias": bias})
+    check_floating_input(op, input)
+
+    # (N, C, *) -> (N, G, C/G, *): each group's values then share dims 2, 3, ...
+    grouped = input.to(accumulation_dtype(input.dtype)).reshape(
+        batch, num_groups, channels // num_groups, *spatial
+    )
+    x_hat, _, _ = _standardize(grouped, tuple(range(2, grouped.dim())), eps)
+    x_hat = x_hat.reshape(input.shape)
+    return _affine(x_hat, weight, bias, _channel_shape(input)).to(input.dtype)

@@ -1,0 +1,131 @@
+"""Statistics tables: what a normalization layer sees, one row per group it normalizes.
+
+A *group* is every entry of a tensor that shares the same index over the dims that are
+**kept**; the dims in ``dims`` are **reduced** (averaged over). For ``x`` of shape
+``(batch, seq_len, dim)``:
+
+- ``group_stats(x, -1)`` has one row per token: what ``nn.LayerNorm(dim)`` normalizes;
+- ``group_stats(x, (1, 2))`` has one row per sentence: ``nn.LayerNorm((seq_len, dim))``;
+- ``group_stats(x, (0, 1))`` has one row per feature: what BatchNorm normalizes.
+
+Everything is computed in float64 with two passes (centre first, then average the
+squares), so the table is a trustworthy reference for float32 layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import torch
+
+__all__ = ["group_stats"]
+
+
+def _check_dims(dims, ndim: int, fn: str = "group_stats") -> tuple[int, ...]:
+    """``dims`` as a sorted tuple of non-negative ints, or a ValueError/TypeError that says why."""
+    given = (dims,) if isinstance(dims, int) and not isinstance(dims, bool) else dims
+    if not isinstance(given, Sequence) or isinstance(given, str) or not all(
+        isinstance(d, int) and not isinstance(d, bool) for d in given
+    ):
+        raise TypeError(f"{fn}(): argument 'dims' must be an int or a tuple of ints, got {dims!r}")
+    if len(given) == 0:
+        raise ValueError(f"{fn}(): argument 'dims' must name at least one dim to reduce, got {dims!r}")
+    out = []
+    for d in given:
+        if not -ndim <= d < ndim:
+            raise ValueError(
+                f"{fn}(): argument 'dims' has {d}, out of range for a tensor with {ndim} dims "
+                f"(expected a dim in [{-ndim}, {ndim - 1}])"
+            )
+        d = d % ndim
+        if d in out:
+            raise ValueError(f"{fn}(): argument 'dims' names dim {d} twice, got {dims!r}")
+        out.append(d)
+    return tuple(sorted(out))
+
+
+def _check_names(names, ndim: int, fn: str = "group_stats") -> tuple[str, ...]:
+    if names is None:
+        return tuple(f"dim{d}" for d in range(ndim))
+    if isinstance(names, str) or not isinstance(names, Sequence):
+        raise TypeError(f"{fn}(): argument 'names' must be a tuple of strings, got {names!r}")
+    names = tuple(names)
+    if len(names) != ndim or not all(isinstance(n, str) for n in names):
+        raise ValueError(
+            f"{fn}(): argument 'names' must have one string per dim of x ({ndim}), got {names!r}"
+        )
+    if len(set(names)) != ndim:
+        raise ValueError(f"{fn}(): argument 'names' must not repeat a name, got {names!r}")
+    return names
+
+
+def group_stats(x: torch.Tensor, dims, *, names: Sequence[str] | None = None) -> pd.DataFrame:
+    r"""Mean and biased variance of every group of ``x`` that a norm over ``dims`` would see.
+
+    .. math::
+        \mu_g = \frac{1}{n}\sum_{i \in g} x_i \qquad
+        \sigma^2_g = \frac{1}{n}\sum_{i \in g} (x_i - \mu_g)^2
+
+    Args:
+        x: a tensor with at least one dim (any real dtype; read in float64, never changed).
+        dims: the dim or dims to reduce, as an int or a tuple of ints (negative counts
+            from the end). The remaining dims index the groups.
+        names: optional name for each dim of ``x``, e.g. ``("sample", "token", "feature")``;
+            the kept dims' names label the rows. Default: ``dim0``, ``dim1``, ...
+
+    Returns:
+        A DataFrame with one row per group, indexed by the kept dims (a MultiIndex when
+        more than one dim is kept; a single row labelled ``"all"`` when every dim is
+        reduced), and columns ``count`` (entries per group), ``mean``, ``var`` (biased:
+        divided by ``count``, as LayerNorm does) and ``std`` (``sqrt(var)``).
+
+    Example::
+
+        >>> x = torch.tensor([[1.0, 2.0, 3.0, 4.0], [10.0, 20.0, 30.0, 40.0]])
+        >>> group_stats(x, -1, names=("sample", "feature"))
+                count  mean     var        std
+        sample
+        0           4   2.5    1.25   1.118034
+        1           4  25.0  125.00  11.180340
+    """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"group_stats(): argument 'x' must be a torch.Tensor, got {type(x).__name__}")
+    if x.ndim == 0:
+        raise ValueError("group_stats(): argument 'x' must have at least one dim, got a 0-dim tensor")
+    if x.is_complex():
+        raise TypeError(f"group_stats(): argument 'x' must be real, got dtype {x.dtype}")
+    reduced = _check_dims(dims, x.ndim)
+    names = _check_names(names, x.ndim)
+    kept = tuple(d for d in range(x.ndim) if d not in reduced)
+
+    # Kept dims first, reduced dims last, then one row per group.
+    x64 = x.detach().to(device="cpu", dtype=torch.float64)
+    rows = x64.permute(*kept, *reduced).reshape(_numel(x.shape, kept), _numel(x.shape, reduced))
+    mean = rows.mean(dim=1)
+    var = (rows - mean[:, None]).square().mean(dim=1)  # two-pass: centre, then square
+
+    if kept:
+        sizes = [range(x.shape[d]) for d in kept]
+        if len(kept) == 1:
+            index = pd.Index(sizes[0], name=names[kept[0]])
+        else:
+            index = pd.MultiIndex.from_product(sizes, names=[names[d] for d in kept])
+    else:
+        index = pd.Index(["all"], name="group")
+    return pd.DataFrame(
+        {
+            "count": rows.shape[1],
+            "mean": mean.numpy(),
+            "var": var.numpy(),
+            "std": var.sqrt().numpy(),
+        },
+        index=index,
+    )
+
+
+def _numel(shape: torch.Size, dims: tuple[int, ...]) -> int:
+    n = 1
+    for d in dims:
+        n *= shape[d]
+    return n

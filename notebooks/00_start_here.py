@@ -1,0 +1,308 @@
+# %%
+# Make `helpers` (this set's package) importable: installed, from a checkout, or in Colab.
+import importlib.util
+import pathlib
+import subprocess
+import sys
+
+REPO_URL = "https://github.com/layernorm-hands-on/layernorm-hands-on"
+if importlib.util.find_spec("helpers") is None:
+    checkout = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
+                     if (p / "helpers" / "__init__.py").is_file()), None)
+    if checkout is not None:
+        sys.path.insert(0, str(checkout))
+    elif "google.colab" in sys.modules:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
+    else:
+        raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, "
+                                  f"or `pip install git+{REPO_URL}` in this kernel's environment.")
+import helpers  # noqa: E402,F401
+
+# %% [markdown]
+# # 00 · Start here: Layer Normalization, hands-on
+#
+# This set teaches **Layer Normalization** (LN, 层归一化) by building it, checking it against
+# PyTorch and watching it work. Each notebook runs top to bottom in seconds on a laptop CPU.
+#
+# **In this notebook you will**
+#
+# 1. find your way around the set (the map);
+# 2. learn how its interactive widgets work, in JupyterLab and in Google Colab;
+# 3. meet the Chinese terms of the lesson this set grows from, next to their English names;
+# 4. compute LN of a 2 × 4 batch with the set's own `helpers.layer_norm`, check it against
+#    PyTorch, and see every sample come out with mean 0 and variance (almost) 1;
+# 5. move one sample with two sliders and watch its LN output stay where it was, then check
+#    that with numbers;
+# 6. write LN of one token yourself and get instant feedback.
+#
+# The cell above makes `helpers`, the set's small package, importable (in Colab it installs it).
+
+# %% [markdown]
+# ## The map
+#
+# | notebook | what it shows | status |
+# |---|---|---|
+# | `00_start_here.ipynb` | this map, the widgets, a glossary, a first taste of LN | **here** |
+# | `01_layernorm_from_the_formula.ipynb` | the formula term by term: mean, biased variance, `eps`, `gamma` and `beta` | planned |
+# | `02_token_vs_sentence.ipynb` | normalizing per token (`normalized_shape=dim`) or per sentence (`(seq_len, dim)`); the lesson's code, digit for digit | planned |
+# | `03_layernorm_vs_batchnorm.ipynb` | the two-sample example the lesson promises; BN's `running_mean`/`running_var`, which LN does not keep | planned |
+# | `04_before_the_activation.ipynb` | where LN sits: before or after the activation, Pre-LN vs Post-LN | planned |
+# | `05_does_it_speed_up_training.ipynb` | small seeded training runs with and without LN, and what they show | planned |
+# | `06_backward_numerics_speed.ipynb` | the backward pass by hand, numerics, speed against PyTorch's kernels | planned |
+#
+# Only this notebook exists so far. The others are listed by name, without links, so that no
+# link leads nowhere; each becomes a link when it lands.
+
+# %% [markdown]
+# ## How the widgets work
+#
+# - **Run everything first**: JupyterLab *Run → Run All Cells*; Colab *Runtime → Run all*.
+#   A widget is live only while the kernel that ran its cell is running; a stored notebook
+#   shows at most a still picture of it.
+# - **Sliders redraw when you let go**, not while you drag, so each position is computed
+#   once. You can also click a slider and use the arrow keys, or type into its number box.
+# - **Every control changes what is shown**, and under each widget a *check it* cell states
+#   the same thing in numbers, with `assert`s: nothing rests on a picture alone.
+# - **Colab**: widgets work out of the box. Colab ships ipywidgets 7.7 (the versions this set
+#   is tested against in Colab's configuration are in `requirements-colab.txt`); the widgets
+#   here use only what ipywidgets 7.7 and 8 share.
+# - **If a widget shows as a line of text** (its class name and children) or as
+#   "Loading widget...", the front end did not draw it: run the cell again in a running
+#   kernel. Outside JupyterLab and Colab (classic Notebook, VS Code), the ipywidgets
+#   extension for that front end must be installed; `make lab` sets all of this up.
+
+# %% [markdown]
+# ## Glossary: English ↔ the lesson's Chinese
+#
+# The lesson (`layer_normalization_lesson.zh.txt`, in Chinese) uses these words; the set uses
+# the English ones.
+#
+# | English | 中文 (the lesson's words) | note |
+# |---|---|---|
+# | Layer Normalization, LN | 层归一化 | normalizes each sample over its own features |
+# | Batch Normalization, BN | 批量归一化 | normalizes each feature over the batch |
+# | standardize, normalize | 标准化 | subtract the mean, divide by the standard deviation |
+# | mean | 均值 | `E[x]` |
+# | variance | 方差 | `Var[x]`, biased (divide by n: `unbiased=False` in the lesson's code) |
+# | batch | 批次 | |
+# | sample | 样本 | one row of the batch |
+# | feature | 特征 | one entry of a sample |
+# | token | token | the lesson keeps the English word |
+# | sentence | sentence, 句子 | a sequence of tokens |
+# | per token / per sentence | 以 token 为单位 / 以 sentence 为单位 | what one mean and variance are computed over |
+# | small constant `eps` (1e-5) | 小常数 | "用于避免除以零", to avoid dividing by zero |
+# | learnable parameter | 可学习参数, 学习参数 | `gamma` (γ) and `beta` (β) |
+# | scale | 缩放, 尺度 | what γ controls |
+# | shift | 平移 | what β controls |
+# | backpropagation | 反向传播 | how γ and β are updated |
+# | activation function | 激活函数 | |
+# | nonlinearity | 非线性 | |
+# | input distribution | 输入分布 | of a layer, which keeps changing during training |
+# | convergence | 收敛 | |
+# | training stability | 训练稳定性 | |
+# | expressive power | 表达能力 | |
+# | `running_mean`, `running_var` | running_mean, running_var | BN accumulates (累计) them during training; LN keeps none |
+
+# %% [markdown]
+# ## First taste: LN of a 2 × 4 batch
+#
+# LN looks at **one sample at a time**. For each sample it computes the mean and the
+# variance of that sample's own features, then
+#
+# $$y = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}} \cdot \gamma + \beta,
+# \qquad \epsilon = 10^{-5},$$
+#
+# with the biased variance (divide by the number of features). `gamma` starts at 1 and
+# `beta` at 0, and without them (as here) LN is just the fraction. Notebooks 01 and 02
+# take the formula apart; here we only run it.
+#
+# Below, the second sample is the first one times 10 plus 5. `helpers.layer_norm` is the
+# set's own, written from scratch with the signature of `torch.nn.functional.layer_norm`;
+# `compare` puts it next to PyTorch's.
+
+# %%
+# %matplotlib inline
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from IPython.display import display
+
+from helpers.checks import check_layer_norm_one_token, compare
+from helpers.stats import group_stats
+from helpers.widgets import shift_scale_demo, shift_scale_state
+
+x = torch.tensor([[1.0, 2.0, 3.0, 4.0],
+                  [15.0, 25.0, 35.0, 45.0]])  # 2 samples x 4 features; row 1 = 10 * row 0 + 5
+y = helpers.layer_norm(x, normalized_shape=(4,))
+print(y)
+compare(y, F.layer_norm(x, normalized_shape=(4,)), name="helpers.layer_norm vs torch")
+
+# %% [markdown]
+# `close` means equal within float32's usual tolerance, `max_abs_diff` is the largest
+# difference (0 when `exact`). Both rows of `y` are the same: LN does not see where a sample
+# sits or how spread out it is, only the pattern of its features (more on that below).
+#
+# `group_stats` gives one row per group that LN normalizes: here, one row per sample, the
+# mean and biased variance computed in float64.
+
+# %%
+names = ("sample", "feature")
+stats = pd.concat({"input x": group_stats(x, dims=-1, names=names),
+                   "output y": group_stats(y, dims=-1, names=names)}, axis=1)
+stats.round(6) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+# %% [markdown]
+# Every output row has mean 0 and variance **almost** 1: LN divides by
+# $\sqrt{\mathrm{Var}[x] + \epsilon}$, so the output's variance is
+# $\mathrm{Var}[x] / (\mathrm{Var}[x] + \epsilon)$, e.g. $1.25 / 1.25001 = 0.999992$.
+
+# %%
+var_x, var_y = stats["input x"]["var"], stats["output y"]["var"]
+assert (stats["output y"]["mean"].abs() < 1e-6).all()
+assert ((var_y - var_x / (var_x + 1e-5)).abs() < 1e-6).all()
+var_y.round(6)
+
+# %% [markdown]
+# ## See it: move one sample
+#
+# A seeded batch of 4 samples × 8 features. The sliders scale sample 0 (by a positive
+# factor) and then shift it: sample 0 becomes `scale · x + shift`.
+#
+# - **left**: the inputs. Sample 0 (blue) moves; a pale band marks where it was; the axis
+#   follows the data.
+# - **right**: LN's outputs, on a fixed axis. Sample 0's line stays on its pale band.
+# - **table**: each sample's mean and standard deviation, before and after LN. Sample 0's
+#   input mean follows the shift and its input std the scale; the outputs stay at 0 and 1.
+
+# %%
+# NBVAL_IGNORE_OUTPUT: displays a widget (two sliders and their live figure and table)
+demo = shift_scale_demo(seed=0)
+display(demo)
+
+# %% [markdown]
+# ## Check it: the same claim in numbers
+#
+# The picture says sample 0's output did not move. Here it is with `assert`s, on the
+# widget's own batch (`demo.state` holds what the widget shows now).
+
+# %%
+x8 = demo.state["original_inputs"]  # the widget's batch: 4 samples x 8 features
+moved = x8.clone()
+moved[0] = 3.0 * x8[0] + 5.0  # scale sample 0 by 3, then shift it by 5
+
+before = helpers.layer_norm(x8, (8,))
+after = helpers.layer_norm(moved, (8,))
+
+assert (moved[0] - x8[0]).abs().min() > 1.0  # sample 0's input really moved...
+assert torch.allclose(after[0], before[0], atol=1e-5)  # ...its output did not
+assert torch.equal(after[1:], before[1:])  # and the other samples are untouched: LN never mixes samples
+print("all three hold")
+
+# %% [markdown]
+# The same for a few slider positions, read from `shift_scale_state`, the plain function
+# behind the widget. The last row scales sample 0 by 0.001, far below the slider's range:
+
+# %%
+rows = []
+for shift, scale in [(0.0, 1.0), (5.0, 1.0), (0.0, 4.0), (-5.0, 0.25), (0.0, 0.001)]:
+    state = shift_scale_state(x8, shift, scale)
+    table = state["table"]
+    rows.append({
+        "shift": shift, "scale": scale,
+        "input mean": table.loc[0, "input mean"], "input std": table.loc[0, "input std"],
+        "output std": table.loc[0, "output std"],
+        "largest output change": (state["outputs"][0] - state["original_outputs"][0]).abs().max().item(),
+    })
+pd.DataFrame(rows).round(4) + 0.0
+
+# %% [markdown]
+# The invariance holds while the sample's spread is large next to `eps`. Scaling by $a$
+# multiplies the variance by $a^2$, so the output becomes
+# $(x - \mathrm{E}[x]) / \sqrt{\mathrm{Var}[x] + \epsilon / a^2}$: for $a = 0.001$,
+# $\epsilon / a^2 = 10$ swamps a variance near 1 and the output shrinks toward 0. That is
+# `eps` at work: it also keeps a sample whose features are all equal from giving 0 / 0.
+
+# %%
+a = 0.001
+var0 = x8[0].double().var(unbiased=False)
+expected_std = torch.sqrt(var0 / (var0 + 1e-5 / a**2)).item()
+assert abs(rows[-1]["output std"] - expected_std) < 1e-4
+round(expected_std, 4)
+
+# %% [markdown]
+# ## Your turn: LN of one token
+#
+# Write `my_layer_norm(x)` for a single token `x` of shape `(dim,)`, with no `gamma` or
+# `beta`: the mean, the **biased** variance, then $(x - \mathrm{E}[x]) / \sqrt{\mathrm{Var}[x] + 10^{-5}}$.
+# `check_layer_norm_one_token` runs it on 4 seeded tokens (easy ones first, then features that
+# barely differ, then features that are all equal) and compares it with
+# `torch.nn.functional.layer_norm`.
+#
+# As shipped, the function only centres, so the verdict is ❌ with a hint. Finish it and run
+# the cell again until you see ✅.
+
+# %%
+def my_layer_norm(x, eps=1e-5):
+    """LayerNorm of one token x, shape (dim,), without gamma and beta."""
+    mean = x.mean()
+    centred = x - mean
+    return centred  # TODO: divide by sqrt(var + eps), with var the biased variance
+
+
+check_layer_norm_one_token(my_layer_norm)
+
+# %% [markdown]
+# The checker knows the usual slips. `x.var()`, for one, divides by n − 1 (unbiased):
+
+# %%
+check_layer_norm_one_token(lambda x: (x - x.mean()) / torch.sqrt(x.var() + 1e-5))
+
+# %% [markdown]
+# <details><summary>A solution (open it after you have tried)</summary>
+#
+# ```python
+# def my_layer_norm(x, eps=1e-5):
+#     mean = x.mean()
+#     var = ((x - mean) ** 2).mean()  # biased: divide by n, as LayerNorm does
+#     return (x - mean) / torch.sqrt(var + eps)
+# ```
+#
+# </details>
+#
+# The checker accepts it:
+
+# %%
+def solution(x, eps=1e-5):
+    mean = x.mean()
+    var = ((x - mean) ** 2).mean()  # biased: divide by n, as LayerNorm does
+    return (x - mean) / torch.sqrt(var + eps)
+
+
+check_layer_norm_one_token(solution)
+
+# %% [markdown]
+# ## Summary
+#
+# - LN normalizes **each sample over its own features**: afterwards every sample has mean 0
+#   and variance $\mathrm{Var}/(\mathrm{Var} + \epsilon)$, a hair under 1.
+# - Shifting a sample, or scaling it by a positive factor, leaves its LN output unchanged as
+#   long as its spread is large next to `eps`; the other samples are never affected.
+# - The tools of the set: `helpers.layer_norm` and friends (drop-in for PyTorch's),
+#   `helpers.stats.group_stats` (one row per normalized group), `helpers.checks.compare`
+#   (exact / close / max difference) and `helpers.checks` exercises (instant feedback).
+#
+# Next: `01_layernorm_from_the_formula.ipynb` (planned).
+#
+# ## References
+#
+# - J. L. Ba, J. R. Kiros, G. E. Hinton, *Layer Normalization*, 2016,
+#   [arXiv:1607.06450](https://arxiv.org/abs/1607.06450). Its analysis section,
+#   *Invariance under weights and data transformations* (Table 1 and equation 7), shows LN's
+#   invariance to re-scaling a single training case and to re-centering the weight matrix
+#   (which shifts all of a case's summed inputs by the same amount): the widget's two sliders.
+# - PyTorch, [`torch.nn.LayerNorm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.LayerNorm.html)
+#   and [`torch.nn.functional.layer_norm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.functional.layer_norm.html):
+#   the formula, `eps=1e-5` and the biased variance.
+# - [ipywidgets documentation](https://ipywidgets.readthedocs.io/): sliders, `Output` and
+#   `continuous_update`.
+# - The lesson this set grows from, in Chinese (its terms are in the glossary above).

@@ -1,0 +1,295 @@
+"""Every notebook, opened in JupyterLab (the server `make lab` starts) in headless Chromium:
+run all cells, then move every slider and change every other control, and check that what
+the widget shows changes each time, with no traceback and no "Error displaying widget".
+
+Playwright (sync API) drives Debian's /usr/bin/chromium; no browser is downloaded. Without
+Chromium these tests skip, except under CI=true, where they fail (.ci/run installs it).
+Autosave is off on the test server (conftest.py), and the notebooks are checked unchanged on
+disk afterwards: running them here never rewrites the stored outputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+OPEN_TIMEOUT_MS = 90_000
+RUN_ALL_TIMEOUT_S = 120
+CHANGE_TIMEOUT_S = 30
+BAD_TEXT = re.compile(r"Traceback \(most recent call last\)|Error displaying widget|"
+                      r"Error rendering|Failed to display|Loading widget\.\.\.")
+
+# Controls, by kind (ipywidgets 8 and 7 class names), and what is shown in a cell's output area
+# once they are taken out of it.
+CONTROLS = {
+    "slider": ".widget-slider",
+    "dropdown": ".widget-dropdown",
+    "select": ".widget-select:not(.widget-select-multiple)",
+    "toggle-buttons": ".widget-toggle-buttons",
+    "toggle-button": ".widget-toggle-button:not(.widget-toggle-buttons .widget-toggle-button)",
+    "checkbox": ".widget-checkbox",
+    "radio": ".widget-radio",
+    "button": "button.widget-button, button.jupyter-button:not(.widget-toggle-button)",
+}
+UNDRIVEN = ".widget-text, .widget-textarea, .widget-colorpicker, .widget-datepicker"
+
+_JS_TAG_CONTROLS = """([controls, undriven]) => {
+  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  const cells = [...panel.querySelectorAll('.jp-Cell')];
+  const found = [];
+  for (const [kind, selector] of Object.entries(controls)) {
+    for (const el of panel.querySelectorAll('.jp-OutputArea ' + selector)) {
+      if (el.closest('[data-lnt-control]')) continue;  // a button inside tagged toggle buttons
+      const cell = el.closest('.jp-Cell');
+      el.setAttribute('data-lnt-control', String(found.length));
+      const clean = t => (t || '').replace(/\u200b/g, '').trim();
+      const label = [...el.querySelectorAll('.widget-label, label')].find(l => clean(l.textContent));
+      found.push({id: found.length, kind, cell: cells.indexOf(cell),
+                  label: clean(label ? label.textContent : el.textContent).slice(0, 40)});
+    }
+  }
+  const skipped = [...panel.querySelectorAll('.jp-OutputArea :is(' + undriven + ')')].length;
+  return {found, skipped};
+}"""
+
+_JS_SHOWN = """([cellIndex, controls]) => {
+  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  const cell = panel.querySelectorAll('.jp-Cell')[cellIndex];
+  const area = cell.querySelector('.jp-Cell-outputArea, .jp-OutputArea');
+  if (!area) return '';
+  const clone = area.cloneNode(true);
+  clone.querySelectorAll(Object.values(controls).join(',')).forEach(e => e.remove());
+  return clone.innerHTML;
+}"""
+
+_JS_STATE = """() => {
+  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  if (!panel) return null;
+  const prompts = [...panel.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+      .map(p => p.textContent.trim());
+  const indicator = panel.querySelector('.jp-Notebook-ExecutionIndicator');
+  return {prompts, status: indicator ? indicator.getAttribute('data-status') : null,
+          text: panel.querySelector('.jp-Notebook').innerText};
+}"""
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    if not os.path.exists(CHROMIUM):
+        message = f"{CHROMIUM} is missing (apt-get install chromium; .ci/run does)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM,
+            headless=True, args=CHROMIUM_FLAGS, viewport={"width": 1400, "height": 1000})
+        context.set_default_timeout(30_000)
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+@pytest.fixture(scope="module")
+def notebooks_unchanged():
+    """The notebooks on disk are byte for byte what they were (restored, and failed, if not)."""
+    before = {p: p.read_bytes() for p in (ROOT / "notebooks").iterdir() if p.is_file()}
+    yield
+    changed = [p.name for p, data in before.items() if not p.exists() or p.read_bytes() != data]
+    for path in changed:
+        path.write_bytes(before[path])
+    added = [p.name for p in (ROOT / "notebooks").iterdir() if p.is_file() and p not in before]
+    assert not changed and not added, f"the browser run wrote to notebooks/: {changed + added}"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _wait(predicate, timeout_s: float, what: str, interval: float = 0.25):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def _idle_and_all_run(page) -> bool:
+    state = page.evaluate(_JS_STATE)
+    return bool(state and state["status"] == "idle" and state["prompts"]
+                and all(re.fullmatch(r"\[\d+\]:", p) for p in state["prompts"]))
+
+
+def _menu(page, menu: str, item: str) -> None:
+    page.locator(".lm-MenuBar-item", has_text=re.compile(rf"^{menu}$")).click()
+    page.locator(".lm-Menu-item:visible", has_text=re.compile(rf"^{re.escape(item)}")).first.click()
+
+
+def _settle(page, cell: int, timeout_s: float = CHANGE_TIMEOUT_S) -> str:
+    """Wait for the kernel to be idle and the cell's display to stop changing; return it."""
+    last = None
+    stable = 0
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        state = page.evaluate(_JS_STATE)
+        shown = page.evaluate(_JS_SHOWN, [cell, CONTROLS])
+        stable = stable + 1 if (shown == last and state["status"] == "idle") else 0
+        if stable >= 3:
+            return shown
+        last = shown
+        time.sleep(0.2)
+    return last
+
+
+def _drive(page, control: dict) -> str:
+    """Change one control; returns a short description of what was done."""
+    root = page.locator(f'[data-lnt-control="{control["id"]}"]')
+    root.scroll_into_view_if_needed()
+    kind = control["kind"]
+    if kind == "slider":
+        handle = root.locator(".noUi-handle, .ui-slider-handle").first
+        readout = root.locator(".widget-readout").first
+        before = readout.inner_text() if readout.count() else None
+        for key in ("ArrowRight", "ArrowLeft", "ArrowLeft"):
+            handle.focus()
+            handle.press(key)
+            if readout.count() == 0 or _wait_quiet(lambda: readout.inner_text() != before, 2):
+                return f"{key} ({before} -> {readout.inner_text() if readout.count() else '?'})"
+        raise AssertionError(f"slider {control['label']!r} did not move with the arrow keys")
+    if kind in ("dropdown", "select"):
+        select = root.locator("select").first
+        current = select.input_value()
+        values = select.locator("option").evaluate_all("os => os.map(o => o.value)")
+        other = next(v for v in values if v != current)
+        select.select_option(other)
+        return f"select {other!r}"
+    if kind == "toggle-buttons":
+        button = root.locator("button:not(.mod-active)").first
+        text = button.inner_text()
+        button.click()
+        return f"click {text!r}"
+    if kind in ("toggle-button", "button"):
+        root.click()
+        return "click"
+    if kind == "checkbox":
+        root.locator("input[type=checkbox]").click()
+        return "toggle"
+    if kind == "radio":
+        choice = root.locator("input[type=radio]:not(:checked)").first
+        choice.click()
+        return "choose another"
+    raise AssertionError(kind)
+
+
+def _log_count(page) -> int:
+    """The count on Lab's log-console status item (kernel output that belongs to no cell)."""
+    item = page.locator(".jp-LogConsoleStatusItem")
+    text = item.first.inner_text().strip() if item.count() else ""
+    return int(text) if text.isdigit() else 0
+
+
+def _log_console_text(page) -> str:
+    _menu(page, "View", "Show Log Console")
+    panel = page.locator(".jp-LogConsolePanel").first
+    panel.wait_for()
+    _wait_quiet(lambda: len(panel.inner_text()) > 40, 5)
+    return panel.inner_text()
+
+
+def _wait_quiet(predicate, timeout_s: float) -> bool:
+    try:
+        return bool(_wait(predicate, timeout_s, "", interval=0.1))
+    except AssertionError:
+        return False
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_widgets_respond_in_jupyterlab(lab_server, browser, notebooks_unchanged, notebook):
+    page = browser.new_page()
+    page_errors: list[str] = []
+    page.on("pageerror", lambda error: page_errors.append(str(error)))
+    try:
+        path = lab_server.api_path(notebook)
+        page.goto(f"{lab_server.url}/lab/workspaces/test-{notebook.stem}/tree/{path}"
+                  f"?reset&token={lab_server.token}")
+        page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) "
+                               '.jp-Notebook-ExecutionIndicator[data-status="idle"]',
+                               timeout=OPEN_TIMEOUT_MS)
+
+        # Clear the stored outputs (so that a numbered prompt means "ran here"), then run all.
+        _menu(page, "Edit", "Clear Outputs of All Cells")
+        _wait(lambda: not any(re.fullmatch(r"\[\d+\]:", p)
+                              for p in page.evaluate(_JS_STATE)["prompts"]), 10, "cleared outputs")
+        started = time.monotonic()
+        _menu(page, "Run", "Run All Cells")
+        _wait(lambda: _idle_and_all_run(page), RUN_ALL_TIMEOUT_S, "every cell to run")
+        ran_s = time.monotonic() - started
+        text = page.evaluate(_JS_STATE)["text"]
+        assert not BAD_TEXT.search(text), f"after Run All: {BAD_TEXT.search(text).group(0)}\n{text[-3000:]}"
+
+        tagged = page.evaluate(_JS_TAG_CONTROLS, [CONTROLS, UNDRIVEN])
+        controls = tagged["found"]
+        failures, done = [], []
+        seen_in_log = _log_count(page)
+        if seen_in_log:
+            failures.append(f"Run All put {seen_in_log} message(s) in the log console")
+        for control in controls:
+            before = _settle(page, control["cell"])
+            action = _drive(page, control)
+            changed = _wait_quiet(
+                lambda c=control, b=before: page.evaluate(_JS_SHOWN, [c["cell"], CONTROLS]) != b,
+                CHANGE_TIMEOUT_S)
+            after = _settle(page, control["cell"])
+            record = (f"cell {control['cell']} {control['kind']} {control['label']!r}: {action}; "
+                      f"shown {_digest(before)} -> {_digest(after)}")
+            logged = _log_count(page)
+            if logged > seen_in_log:
+                record += f"; {logged - seen_in_log} new message(s) in the log console"
+                seen_in_log = logged
+            done.append(record)
+            if not changed or after == before:
+                failures.append(record + ": what the widget shows did not change")
+            text = page.evaluate(_JS_STATE)["text"]
+            if (bad := BAD_TEXT.search(text)) is not None:
+                failures.append(record + f": the page shows {bad.group(0)!r}")
+        # Output that belongs to no cell (a callback's traceback or print outside an Output
+        # widget) lands in Lab's log console, where a learner never looks: none is allowed.
+        if _log_count(page):
+            failures.append(f"the log console holds {_log_count(page)} message(s) "
+                            f"(a widget callback raised or printed outside an Output):\n"
+                            f"{_log_console_text(page)[-3000:]}")
+        print(f"{notebook.name}: ran in {ran_s:.1f} s; drove {len(controls)} controls"
+              f" ({tagged['skipped']} text inputs not driven)", *done, sep="\n  ")
+        assert not failures, "\n".join(failures)
+        widget_errors = [e for e in page_errors if "widget" in e.lower()]
+        assert not widget_errors, f"JavaScript errors from widgets: {widget_errors}"
+    finally:
+        for session in _sessions(lab_server):
+            lab_server.delete(f"/api/sessions/{session['id']}")
+        page.close()
+
+
+def _sessions(lab_server) -> list[dict]:
+    import json
+
+    status, body = lab_server.get("/api/sessions")
+    return json.loads(body) if status == 200 else []

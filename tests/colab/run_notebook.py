@@ -1,0 +1,145 @@
+"""Run one notebook the way Google Colab would meet it: alone, with Colab's versions.
+
+Run with the Colab-versions environment's Python (``.venv-colab/bin/python``), where the
+package is pip-installed (not editable). The notebook is copied ALONE into an empty temporary
+folder, so its first cell can only find ``helpers`` as an installed package; it is executed
+there by nbclient with a kernel running this very Python, in throwaway HOME / JUPYTER_* /
+IPYTHONDIR / MPLCONFIGDIR folders.
+
+Exit status 0 when every cell ran with no error output, no traceback, no "Error displaying
+widget"-like text and no warning on stderr; 1 otherwise, with the problems printed. The last
+line of stdout is a JSON report.
+
+    .venv-colab/bin/python tests/colab/run_notebook.py notebooks/00_start_here.ipynb
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+KERNEL_NAME = "colab-versions-python"
+PROBE_MARK = "__COLAB_RUN_PROBE__"
+PROBE_SOURCE = f"""\
+import json as _json, sys as _sys
+import helpers as _helpers
+print({PROBE_MARK!r}, _json.dumps({{"executable": _sys.executable, "helpers": _helpers.__file__}}))
+"""
+BAD_TEXT = re.compile(
+    r"Traceback \(most recent call last\)|Error displaying widget|Error rendering|"
+    r"Failed to display|Loading widget\.\.\.|model not found"
+)
+WARNING = re.compile(r"\b[A-Z]\w*Warning\b:")
+
+
+def _isolate(tmp: Path) -> Path:
+    """Throwaway user folders, and a kernelspec that runs this interpreter; returns the workdir."""
+    home = tmp / "home"
+    for var, sub in [("JUPYTER_CONFIG_DIR", ".jupyter"), ("JUPYTER_DATA_DIR", ".local/share/jupyter"),
+                     ("JUPYTER_RUNTIME_DIR", ".local/share/jupyter/runtime"),
+                     ("IPYTHONDIR", ".ipython"), ("MPLCONFIGDIR", ".config/matplotlib")]:
+        (home / sub).mkdir(parents=True, exist_ok=True)
+        os.environ[var] = str(home / sub)
+    os.environ["HOME"] = str(home)
+    for var in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "MPLBACKEND", "JUPYTER_PATH"):
+        os.environ.pop(var, None)
+    spec_dir = home / ".local/share/jupyter/kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (Colab versions)", "language": "python",
+    }))
+    workdir = tmp / "work"
+    workdir.mkdir()
+    return workdir
+
+
+def _texts(output) -> list[str]:
+    if output.get("output_type") == "stream":
+        return [output.get("text", "")]
+    if output.get("output_type") == "error":
+        return ["\n".join(output.get("traceback", []))]
+    return [v for k, v in output.get("data", {}).items()
+            if isinstance(v, str) and not k.startswith("image/")]
+
+
+def problems_in(nb) -> list[str]:
+    problems = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or PROBE_MARK in cell.source:
+            continue
+        head = cell.source.strip().splitlines()[0][:70] if cell.source.strip() else ""
+        where = f"cell {index} ({head!r})"
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                problems.append(f"{where}: {output.get('ename')}: {output.get('evalue')}")
+                continue
+            for text in _texts(output):
+                if (match := BAD_TEXT.search(text)) is not None:
+                    problems.append(f"{where}: output shows {match.group(0)!r}: {text[:500]}")
+                if output.get("name") == "stderr" and (match := WARNING.search(text)):
+                    problems.append(f"{where}: a warning on stderr: {text[:500]}")
+    return problems
+
+
+def run(notebook: Path, timeout: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix="colab-run-") as tmp:
+        workdir = _isolate(Path(tmp))
+        copy = workdir / notebook.name
+        shutil.copyfile(notebook, copy)
+        nb = nbformat.read(copy, as_version=4)
+        nb.cells.append(nbformat.v4.new_code_cell(PROBE_SOURCE))
+        client = NotebookClient(nb, timeout=timeout, kernel_name=KERNEL_NAME, allow_errors=True,
+                                record_timing=False, resources={"metadata": {"path": str(workdir)}})
+        started = time.monotonic()
+        fatal = None
+        try:
+            client.execute(cwd=str(workdir))
+        except (CellExecutionError, CellTimeoutError, DeadKernelError) as error:
+            fatal = f"{type(error).__name__}: {str(error)[:2000]}"
+        seconds = time.monotonic() - started
+        leftovers = sorted(p.name for p in workdir.iterdir() if p.name != notebook.name)
+
+    problems = problems_in(nb)
+    if fatal:
+        problems.insert(0, fatal)
+    probe = None
+    for output in nb.cells[-1].get("outputs", []):
+        if output.get("output_type") == "stream" and PROBE_MARK in output.get("text", ""):
+            probe = json.loads(output["text"].split(PROBE_MARK, 1)[1])
+    if probe is None:
+        problems.append("the probe cell did not run: the notebook stopped early")
+    else:
+        if Path(probe["executable"]).resolve() != Path(sys.executable).resolve():
+            problems.append(f"the kernel ran {probe['executable']}, not {sys.executable}")
+        if "site-packages" not in probe["helpers"]:
+            problems.append(f"helpers was imported from {probe['helpers']}, not the installed package")
+    return {"notebook": notebook.name, "seconds": round(seconds, 1), "problems": problems,
+            "probe": probe, "files_left_in_workdir": leftovers}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebook", type=Path)
+    parser.add_argument("--timeout", type=int, default=120, help="seconds per cell")
+    args = parser.parse_args()
+    report = run(args.notebook.resolve(), args.timeout)
+    for problem in report["problems"]:
+        print(f"PROBLEM: {problem}")
+    print(json.dumps(report))
+    return 1 if report["problems"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,322 @@
+"""helpers' modules as drop-in replacements for torch.nn's: constructor signatures,
+repr, parameters and buffers, state_dict both ways, training and evaluation, running
+statistics, and a whole model trained with either."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_functional import assert_same_signature
+from torch import nn
+
+import helpers
+from helpers import modules as HM
+
+MODULES = ["LayerNorm", "RMSNorm", "BatchNorm1d", "GroupNorm"]
+
+# (class name, positional args, keyword args, input shape)
+CASES = [
+    ("LayerNorm", (4,), {}, (3, 5, 4)),
+    ("LayerNorm", ((5, 4),), {"eps": 1e-3}, (3, 5, 4)),
+    ("LayerNorm", ([5, 4],), {"elementwise_affine": False}, (3, 5, 4)),
+    ("LayerNorm", (torch.Size([4]),), {"bias": False}, (2, 4)),
+    ("LayerNorm", ((3, 5, 4),), {}, (3, 5, 4)),
+    ("RMSNorm", (4,), {}, (3, 5, 4)),
+    ("RMSNorm", ((5, 4),), {"eps": 1e-6}, (3, 5, 4)),
+    ("RMSNorm", (4,), {"elementwise_affine": False}, (2, 4)),
+    ("BatchNorm1d", (3,), {}, (8, 3)),
+    ("BatchNorm1d", (3,), {"momentum": 0.5}, (4, 3, 5)),
+    ("BatchNorm1d", (3,), {"momentum": None}, (4, 3, 5)),
+    ("BatchNorm1d", (3,), {"affine": False}, (8, 3)),
+    ("BatchNorm1d", (3,), {"bias": False, "eps": 1e-3}, (8, 3)),
+    ("BatchNorm1d", (3,), {"track_running_stats": False}, (4, 3, 5)),
+    ("BatchNorm1d", (3, 1e-5, None, False, False), {}, (4, 3, 5)),
+    ("GroupNorm", (2, 4), {}, (3, 4, 5)),
+    ("GroupNorm", (1, 4), {"affine": False}, (3, 4)),
+    ("GroupNorm", (4, 4), {"bias": False}, (3, 4, 2)),
+    ("GroupNorm", (3, 6, 1e-3), {}, (2, 6, 3, 3)),
+]
+CASE_IDS = [f"{name}{args}{kwargs}" for name, args, kwargs, _ in CASES]
+
+
+def randn(*shape, seed=0, dtype=torch.float32):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=gen).to(dtype)
+
+
+def build_twins(name, args, kwargs, **factory):
+    """(ours, torch's), the same module from helpers and torch.nn."""
+    return getattr(helpers, name)(*args, **kwargs, **factory), getattr(nn, name)(
+        *args, **kwargs, **factory
+    )
+
+
+def randomize(module, seed=1):
+    """Random parameters and running statistics, so that equal results mean something."""
+    with torch.no_grad():
+        for i, p in enumerate(module.parameters()):
+            p.copy_(randn(*p.shape, seed=seed + i))
+        if getattr(module, "running_var", None) is not None:
+            module.running_mean.copy_(randn(*module.running_mean.shape, seed=seed + 10))
+            module.running_var.copy_(randn(*module.running_var.shape, seed=seed + 11).abs() + 0.5)
+            module.num_batches_tracked.fill_(7)
+
+
+def step(assert_close, ours, theirs, x, seed):
+    """One forward and backward through both; outputs and all gradients must agree."""
+    x_ours, x_theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+    y_ours, y_theirs = ours(x_ours), theirs(x_theirs)
+    assert_close(y_ours, y_theirs)
+    grad_output = randn(*y_theirs.shape, seed=seed)
+    y_ours.backward(grad_output)
+    y_theirs.backward(grad_output)
+    assert_close(x_ours.grad, x_theirs.grad, scale=10)
+    for (name, p), (name_t, p_t) in zip(
+        ours.named_parameters(), theirs.named_parameters(), strict=True
+    ):
+        assert name == name_t
+        assert_close(p.grad, p_t.grad, scale=10, msg=f"grad of {name}")
+
+
+def assert_same_state(assert_close, ours, theirs):
+    ours_state, theirs_state = ours.state_dict(), theirs.state_dict()
+    assert list(ours_state) == list(theirs_state)
+    for key, value in theirs_state.items():
+        if value.is_floating_point():
+            assert_close(ours_state[key], value, msg=key)
+        else:  # num_batches_tracked: an exact count
+            assert torch.equal(ours_state[key], value), key
+
+
+# --- The constructor, repr, parameters and buffers -----------------------------------
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_constructor_signature_matches_torch(name):
+    assert_same_signature(getattr(helpers, name).__init__, getattr(nn, name).__init__)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_is_an_nn_module_exported_at_top_level(name):
+    cls = getattr(helpers, name)
+    assert cls is getattr(HM, name)
+    assert issubclass(cls, nn.Module) and not issubclass(cls, getattr(nn, name))
+    assert cls.__constants__ == getattr(nn, name).__constants__
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape", CASES, ids=CASE_IDS)
+def test_repr_matches_torch(name, args, kwargs, shape):
+    ours, theirs = build_twins(name, args, kwargs)
+    assert repr(ours) == repr(theirs)
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape", CASES, ids=CASE_IDS)
+def test_fresh_parameters_and_buffers_match_torch(name, args, kwargs, shape):
+    ours, theirs = build_twins(name, args, kwargs)
+    for mine, their in [
+        (ours.named_parameters(), theirs.named_parameters()),
+        (ours.named_buffers(), theirs.named_buffers()),
+    ]:
+        mine, their = dict(mine), dict(their)
+        assert list(mine) == list(their)
+        for key, value in their.items():
+            assert mine[key].dtype == value.dtype, key
+            assert torch.equal(mine[key], value), key
+    for attr in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked"):
+        assert (getattr(ours, attr, None) is None) == (getattr(theirs, attr, None) is None), attr
+    assert ours.state_dict()._metadata[""] == theirs.state_dict()._metadata[""]
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape", CASES, ids=CASE_IDS)
+def test_factory_kwargs_create_parameters_in_dtype(name, args, kwargs, shape):
+    ours, theirs = build_twins(name, args, kwargs, device="cpu", dtype=torch.float64)
+    assert [(k, v.dtype) for k, v in ours.state_dict().items()] == [
+        (k, v.dtype) for k, v in theirs.state_dict().items()
+    ]
+
+
+def test_layer_norm_keeps_no_running_statistics():
+    # The lesson's point 7: unlike BatchNorm, LayerNorm has no buffers at all.
+    assert list(helpers.LayerNorm(4).named_buffers()) == []
+    assert list(helpers.BatchNorm1d(4).named_buffers()) != []
+
+
+# --- Training and evaluation ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape", CASES, ids=CASE_IDS)
+def test_training_steps_then_eval_match_torch(assert_close, name, args, kwargs, shape):
+    ours, theirs = build_twins(name, args, kwargs)
+    randomize(theirs)
+    ours.load_state_dict(theirs.state_dict())
+    for seed in range(3):  # running statistics evolve over several batches
+        step(assert_close, ours, theirs, randn(*shape, seed=100 + seed) * 2 + 1, seed)
+        assert_same_state(assert_close, ours, theirs)
+    ours.eval()
+    theirs.eval()
+    step(assert_close, ours, theirs, randn(*shape, seed=200) * 2 + 1, seed=5)
+    assert_same_state(assert_close, ours, theirs)  # evaluation changes no statistics
+
+
+@pytest.mark.parametrize("momentum", [0.1, 0.5, None])
+def test_batch_norm_running_statistics_over_many_batches(assert_close, momentum):
+    ours, theirs = build_twins("BatchNorm1d", (3,), {"momentum": momentum})
+    batches = [randn(6, 3, 4, seed=s) * (s + 1) + s for s in range(6)]
+    for x in batches:
+        ours(x)
+        theirs(x)
+    assert_same_state(assert_close, ours, theirs)
+    assert ours.num_batches_tracked.item() == len(batches)
+    if momentum is None:  # a cumulative average: every batch weighs the same
+        means = torch.stack([x.mean((0, 2)) for x in batches]).mean(0)
+        variances = torch.stack([x.transpose(0, 1).flatten(1).var(1) for x in batches]).mean(0)
+        assert_close(ours.running_mean, means)
+        assert_close(ours.running_var, variances)
+
+
+def test_batch_norm_eval_counts_no_batches():
+    bn = helpers.BatchNorm1d(3)
+    bn(randn(4, 3))
+    bn.eval()
+    before = {k: v.clone() for k, v in bn.state_dict().items()}
+    bn(randn(4, 3, seed=1))
+    assert all(torch.equal(v, before[k]) for k, v in bn.state_dict().items())
+    assert bn.num_batches_tracked.item() == 1
+
+
+def test_batch_norm_without_running_stats_uses_batch_statistics_in_eval(assert_close):
+    bn = helpers.BatchNorm1d(3, track_running_stats=False).eval()
+    x = randn(16, 3) * 5 + 2
+    y = bn(x)
+    assert_close(y.mean(0), torch.zeros(3), scale=10)
+    assert_close(bn.train()(x), y)
+
+
+def test_batch_norm_training_with_tracking_switched_off_after_construction(assert_close):
+    # torch passes no buffers when training with track_running_stats=False, even if
+    # buffers exist: they must stay untouched, and eval must then use them.
+    ours, theirs = build_twins("BatchNorm1d", (3,), {})
+    ours.track_running_stats = theirs.track_running_stats = False
+    x = randn(8, 3) * 3 + 1
+    assert_close(ours(x), theirs(x))
+    assert_same_state(assert_close, ours, theirs)
+    assert ours.num_batches_tracked.item() == 0
+    ours.eval()
+    theirs.eval()
+    assert_close(ours(x), theirs(x))
+
+
+# --- state_dict and load_state_dict, both ways ---------------------------------------
+
+
+@pytest.mark.parametrize("direction", ["torch->helpers", "helpers->torch"])
+@pytest.mark.parametrize("name,args,kwargs,shape", CASES, ids=CASE_IDS)
+def test_load_state_dict_both_ways(assert_close, name, args, kwargs, shape, direction):
+    ours, theirs = build_twins(name, args, kwargs)
+    source, target = (theirs, ours) if direction == "torch->helpers" else (ours, theirs)
+    randomize(source, seed=3)
+    assert source.state_dict().keys() == target.state_dict().keys()
+    result = target.load_state_dict(source.state_dict())
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    assert_same_state(assert_close, ours, theirs)
+    ours.eval()
+    theirs.eval()
+    x = randn(*shape, seed=4)
+    assert_close(ours(x), theirs(x))
+
+
+def test_batch_norm_loads_a_checkpoint_from_before_num_batches_tracked():
+    theirs = nn.BatchNorm1d(3)
+    state = theirs.state_dict()
+    del state["num_batches_tracked"]
+    state._metadata[""]["version"] = 1  # as saved by torch < 0.4.1
+    ours = helpers.BatchNorm1d(3)
+    ours.num_batches_tracked.fill_(5)
+    result = ours.load_state_dict(state)
+    assert result.missing_keys == []
+    assert ours.num_batches_tracked.item() == 5
+    with pytest.raises(RuntimeError, match="num_batches_tracked"):  # version 2 needs it
+        state._metadata[""]["version"] = 2
+        ours.load_state_dict(state)
+
+
+# --- Resetting -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape", CASES, ids=CASE_IDS)
+def test_reset_parameters_restores_a_fresh_module(name, args, kwargs, shape):
+    ours, theirs = build_twins(name, args, kwargs)
+    randomize(ours)
+    ours.reset_parameters()
+    for key, value in theirs.state_dict().items():
+        assert torch.equal(ours.state_dict()[key], value), key
+
+
+def test_batch_norm_reset_running_stats_keeps_parameters():
+    bn = helpers.BatchNorm1d(3)
+    randomize(bn)
+    weight = bn.weight.detach().clone()
+    bn.reset_running_stats()
+    assert torch.equal(bn.running_mean, torch.zeros(3))
+    assert torch.equal(bn.running_var, torch.ones(3))
+    assert bn.num_batches_tracked.item() == 0
+    assert torch.equal(bn.weight, weight)
+
+
+# --- Half precision ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name,args,kwargs,shape", CASES[::3], ids=CASE_IDS[::3])
+def test_half_precision_modules_match_torch(assert_close, name, args, kwargs, shape, dtype):
+    ours, theirs = build_twins(name, args, kwargs)
+    randomize(theirs)
+    ours.load_state_dict(theirs.state_dict())
+    ours.to(dtype)
+    theirs.to(dtype)
+    x = (randn(*shape) * 2 + 1).to(dtype)
+    assert_close(ours(x), theirs(x))
+    assert_same_state(assert_close, ours, theirs)
+
+
+# --- A whole model, swapped -------------------------------------------------------------
+
+
+def make_model(lib, seed):
+    torch.manual_seed(seed)
+    return nn.Sequential(
+        nn.Linear(6, 8),
+        lib.BatchNorm1d(8),
+        nn.ReLU(),
+        nn.Linear(8, 12),
+        nn.Unflatten(1, (3, 4)),
+        lib.LayerNorm(4),
+        lib.GroupNorm(3, 3),
+        nn.Flatten(),
+        lib.RMSNorm(12),
+        nn.Linear(12, 1),
+    )
+
+
+def test_a_model_trains_identically_with_either_library(assert_close):
+    ours, theirs = make_model(helpers, seed=0), make_model(nn, seed=0)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (ours, theirs)]
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        x, target = torch.randn(16, 6, generator=gen), torch.randn(16, 1, generator=gen)
+        losses = []
+        for model, optimizer in zip((ours, theirs), optimizers, strict=True):
+            optimizer.zero_grad()
+            loss = nn.functional.mse_loss(model(x), target)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss)
+        assert_close(losses[0], losses[1], scale=10)
+    for key, value in theirs.state_dict().items():
+        if value.is_floating_point():
+            assert_close(ours.state_dict()[key], value, scale=100, msg=key)
+    ours.eval()
+    theirs.eval()
+    x = torch.randn(4, 6, generator=gen)
+    assert_close(ours(x), theirs(x), scale=100)

@@ -1,0 +1,198 @@
+"""What every stored notebook must be, before nbval even runs it.
+
+Executed top to bottom (no unexecuted cell, execution counts exactly 1..n), no stored error,
+no machine path in any output, paired with an in-sync py:percent script, first code cell
+exactly ``helpers.bootstrap.FIRST_CELL``, every ``# NBVAL_IGNORE_OUTPUT`` explained, and listed
+in README.md and in notebooks/00_start_here.ipynb.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+import tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS_DIR = ROOT / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
+START_HERE = NOTEBOOKS_DIR / "00_start_here.ipynb"
+NAME = re.compile(r"^[0-9]{2}_[a-z0-9_]+\.ipynb$")
+
+# Paths of this machine (or any developer's) that must never be stored in an output.
+MACHINE_PATH = re.compile(
+    r"/root/|/tmp/|/work/|/home/[^/\s\"']+/|/Users/[^/\s\"']+/|site-packages|dist-packages"
+    r"|[A-Za-z]:\\\\?Users\\\\?"
+)
+IGNORE_MARKER = "# NBVAL_IGNORE_OUTPUT"
+# The convention: only a cell that displays a widget or prints a timing ignores its output,
+# and a comment line in it says which.
+IGNORE_REASON = re.compile(
+    r"\b(widgets?|sliders?|dashboards?|controls?|interactive|timings?|timed|times?|"
+    r"seconds|speed|benchmarks?|progress)\b",
+    re.IGNORECASE,
+)
+
+
+def _bootstrap():
+    """helpers/bootstrap.py, loaded on its own (without importing the rest of the package)."""
+    spec = importlib.util.spec_from_file_location("_bootstrap", ROOT / "helpers" / "bootstrap.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def _code_cells(nb) -> list:
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def _output_texts(output) -> list[str]:
+    """Every textual part of one output (image data is skipped: base64 can spell anything)."""
+    texts = []
+    if output.get("output_type") == "stream":
+        texts.append(output.get("text", ""))
+    elif output.get("output_type") == "error":
+        texts.extend([output.get("ename", ""), output.get("evalue", ""),
+                      *output.get("traceback", [])])
+    for mime, value in output.get("data", {}).items():
+        if mime.startswith("image/") and mime != "image/svg+xml":
+            continue
+        texts.append(value if isinstance(value, str) else json.dumps(value))
+    return texts
+
+
+_HEADER = re.compile(r"\A# ---\n(?:#.*\n)*?# ---\n\n?")
+
+
+def _without_header(text: str) -> str:
+    return _HEADER.sub("", text, count=1)
+
+
+def _ids(paths):
+    return [p.name for p in paths]
+
+
+def test_there_are_notebooks_and_a_start_here():
+    assert NOTEBOOKS, "notebooks/ holds no .ipynb"
+    assert START_HERE.is_file(), "notebooks/00_start_here.ipynb is missing"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+class TestNotebook:
+    def test_name_is_NN_title(self, path):
+        assert NAME.match(path.name), f"{path.name}: notebooks are named NN_title.ipynb"
+
+    def test_is_valid_nbformat4_with_python3_kernel(self, path):
+        nb = _read(path)
+        nbformat.validate(nb)
+        kernelspec = nb.metadata.get("kernelspec", {})
+        assert kernelspec.get("name") == "python3", (
+            f"{path.name}: kernelspec name is {kernelspec.get('name')!r}, expected 'python3' "
+            "(what Colab, Binder and a fresh `make lab` have)")
+
+    def test_every_code_cell_executed_in_order(self, path):
+        cells = _code_cells(_read(path))
+        assert cells, f"{path.name} has no code cell"
+        unexecuted = [i for i, c in enumerate(cells, 1) if c.get("execution_count") is None]
+        assert not unexecuted, (f"{path.name}: code cells {unexecuted} (counting code cells from 1) "
+                                "are not executed: run the notebook top to bottom and save it")
+        counts = [c.execution_count for c in cells]
+        assert counts == list(range(1, len(cells) + 1)), (
+            f"{path.name}: execution counts are {counts}, expected 1..{len(cells)}: "
+            "restart the kernel, run all, save")
+
+    def test_no_error_output(self, path):
+        for i, cell in enumerate(_code_cells(_read(path)), 1):
+            for output in cell.get("outputs", []):
+                assert output.get("output_type") != "error", (
+                    f"{path.name}, code cell {i}: stored error "
+                    f"{output.get('ename')}: {output.get('evalue')}")
+                text = "\n".join(_output_texts(output))
+                assert "Traceback (most recent call last)" not in text, (
+                    f"{path.name}, code cell {i}: a stored output holds a traceback")
+                assert "Error displaying widget" not in text
+
+    def test_no_machine_path_in_outputs(self, path):
+        for i, cell in enumerate(_code_cells(_read(path)), 1):
+            for output in cell.get("outputs", []):
+                for text in _output_texts(output):
+                    match = MACHINE_PATH.search(text)
+                    assert match is None, (
+                        f"{path.name}, code cell {i}: an output holds a machine path "
+                        f"{match.group(0)!r}: ...{text[max(0, match.start() - 60):match.end() + 60]}...")
+
+    def test_first_code_cell_is_the_bootstrap(self, path):
+        cells = _code_cells(_read(path))
+        assert cells and cells[0].source == _bootstrap().FIRST_CELL, (
+            f"{path.name}: the first code cell must be exactly helpers.bootstrap.FIRST_CELL "
+            "(copy it from helpers/bootstrap.py)")
+
+    def test_nbval_ignore_output_says_why(self, path):
+        for i, cell in enumerate(_code_cells(_read(path)), 1):
+            lines = cell.source.splitlines()
+            markers = [line for line in lines if line.strip().startswith(IGNORE_MARKER)]
+            if not markers:
+                assert IGNORE_MARKER not in cell.source, (
+                    f"{path.name}, code cell {i}: `{IGNORE_MARKER}` must be a comment line of its own")
+                continue
+            comments = [line.strip().lstrip("#").replace("NBVAL_IGNORE_OUTPUT", "").strip(" :-")
+                        for line in lines if line.strip().startswith("#")]
+            reasons = [c for c in comments if c and IGNORE_REASON.search(c)]
+            assert reasons, (
+                f"{path.name}, code cell {i}: `{IGNORE_MARKER}` needs a comment line saying why "
+                "(only cells that display a widget or print a timing may ignore their output), "
+                "e.g. `# NBVAL_IGNORE_OUTPUT: displays a widget`")
+
+    def test_has_an_in_sync_py_percent_pair(self, path):
+        script = path.with_suffix(".py")
+        assert script.is_file(), (f"{path.name} has no py:percent pair {script.name}: "
+                                  f"run `.venv/bin/jupytext --sync notebooks/{path.name}`")
+        script_text = script.read_text(encoding="utf-8")
+        assert "# %%" in script_text, f"{script.name} is not in the py:percent format"
+        stored = jupytext.read(script, fmt="py:percent")
+        notebook = jupytext.read(path)
+        pairs_ipynb = [(c.cell_type, c.source.rstrip()) for c in notebook.cells]
+        pairs_py = [(c.cell_type, c.source.rstrip()) for c in stored.cells]
+        if pairs_ipynb != pairs_py:
+            differ = next((i for i, (a, b) in enumerate(zip(pairs_ipynb, pairs_py, strict=False))
+                           if a != b), min(len(pairs_ipynb), len(pairs_py)))
+            pytest.fail(
+                f"{path.name} and {script.name} are out of sync (first difference at cell "
+                f"{differ + 1}; {len(pairs_ipynb)} cells vs {len(pairs_py)}): edit one, then run "
+                f"`.venv/bin/jupytext --sync notebooks/{path.name}` and re-execute the notebook")
+        # The text itself, less the YAML header (notebook metadata only, which jupytext
+        # writes or not depending on which side of the pair was created first).
+        expected = _without_header(jupytext.writes(notebook, fmt="py:percent"))
+        assert expected == _without_header(script_text), (
+            f"{script.name} is not exactly what jupytext writes for {path.name}: "
+            f"run `.venv/bin/jupytext --sync notebooks/{path.name}`")
+
+    def test_listed_in_readme_and_start_here(self, path):
+        readme = (ROOT / "README.md").read_text(encoding="utf-8")
+        assert path.name in readme, f"README.md's notebook list does not mention {path.name}"
+        if path != START_HERE and START_HERE.is_file():
+            text = "\n".join(c.source for c in _read(START_HERE).cells)
+            assert path.name in text, f"00_start_here.ipynb's notebook list does not mention {path.name}"
+
+
+def test_every_py_percent_script_has_its_notebook():
+    orphans = [p.name for p in NOTEBOOKS_DIR.glob("*.py") if not p.with_suffix(".ipynb").is_file()]
+    assert not orphans, f"notebooks/ scripts without a paired .ipynb: {orphans}"
+
+
+def test_repo_url_matches_pyproject():
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert _bootstrap().REPO_URL == pyproject["project"]["urls"]["Repository"]
+
+
+def test_first_cell_template_compiles():
+    compile(_bootstrap().FIRST_CELL, "<FIRST_CELL>", "exec")
