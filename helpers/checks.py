@@ -133,6 +133,7 @@ class Exercise:
             implementation's (and not the reference's), the verdict gives that hint.
         hint: what to say when the output is wrong in a way no mistake explains.
         seed: the first case's seed; case ``i`` uses ``seed + i``.
+        example: code for an input to try the function on, suggested when it raises.
     """
 
     name: str
@@ -141,6 +142,7 @@ class Exercise:
     mistakes: Mapping[str, Callable] = field(default_factory=dict)
     hint: str = "compare your steps with the formula, one line at a time."
     seed: int = 0
+    example: str = "torch.randn(4)"
 
     def inputs(self) -> list[tuple]:
         """Each case's arguments, made afresh from its seed."""
@@ -193,7 +195,7 @@ def _run(exercise: Exercise, fn: Callable, args: tuple) -> tuple[str | None, str
         got = fn(*_clone(args))
     except Exception as err:  # the learner's code: any error is feedback, not a crash
         why = f"your function raised {type(err).__name__}: {err}"
-        return why, "read the error's last line; try your function on `torch.randn(4)` in a cell of its own.", {"ok": False}
+        return why, f"read the error's last line; try your function on `{exercise.example}` in a cell of its own.", {"ok": False}
     if not isinstance(got, torch.Tensor):
         why = f"your function returned {type(got).__name__}, expected a torch.Tensor"
         return why, "return the tensor you computed, not a number or a list.", {"ok": False}
@@ -296,3 +298,122 @@ register(Exercise(
 def check_layer_norm_one_token(fn: Callable[[torch.Tensor], torch.Tensor]) -> Verdict:
     """Check ``fn(x)``: LayerNorm (no gamma/beta, eps = 1e-5) of one token, ``x`` of shape ``(dim,)``."""
     return check("layer_norm_one_token", fn)
+
+
+# ------------------------------------------------ notebook 02: LayerNorm per sentence
+
+__all__ += ["check_masked_sentence_layer_norm", "check_sentence_layer_norm"]
+
+
+def _sentence_reference(x: torch.Tensor) -> torch.Tensor:
+    return F.layer_norm(x, x.shape[-2:], eps=1e-5)
+
+
+def _randn_batch(batch: int, seq_len: int, dim: int, mean: float = 0.0,
+                 std: float = 1.0) -> Callable[[torch.Generator], tuple]:
+    return lambda g: (torch.randn(batch, seq_len, dim, generator=g) * std + mean,)
+
+
+def _per_sentence(x: torch.Tensor, dims: tuple[int, ...], *, unbiased: bool = False,
+                  eps_inside: bool = True) -> torch.Tensor:
+    """(x - mean) / sqrt(var + eps) over ``dims``: the right answer for dims (1, 2), else a slip."""
+    mean = x.mean(dim=dims, keepdim=True)
+    var = x.var(dim=dims, unbiased=unbiased, keepdim=True)
+    return (x - mean) / (torch.sqrt(var + 1e-5) if eps_inside else torch.sqrt(var) + 1e-5)
+
+
+register(Exercise(
+    name="sentence_layer_norm",
+    reference=_sentence_reference,
+    cases=[
+        Case("the lesson's shape (2, 3, 4), from rand", lambda g: (torch.rand(2, 3, 4, generator=g),)),
+        Case("3 sentences of 5 tokens x 8 features, mean 3 and std 10", _randn_batch(3, 5, 8, 3.0, 10.0)),
+        Case("1 sentence of 7 tokens x 4 features", _randn_batch(1, 7, 4)),
+    ],
+    mistakes={
+        "you normalized each token (statistics over the last dim only): a sentence's mean and "
+        "variance are over its tokens AND features, `dim=(1, 2)`.":
+            lambda x: _per_sentence(x, (2,)),
+        "you took one mean and variance for the whole batch: each sentence needs its own, "
+        "`dim=(1, 2)` with `keepdim=True`.":
+            lambda x: _per_sentence(x, (0, 1, 2)),
+        "you averaged over the tokens only (`dim=1`), once per feature: take the features too, "
+        "`dim=(1, 2)`.":
+            lambda x: _per_sentence(x, (1,)),
+        "`torch.var` divides by n - 1 unless you pass `unbiased=False`; LayerNorm divides by n.":
+            lambda x: _per_sentence(x, (1, 2), unbiased=True),
+        "eps goes inside the square root: `torch.sqrt(var + eps)`, not `torch.sqrt(var) + eps`.":
+            lambda x: _per_sentence(x, (1, 2), eps_inside=False),
+    },
+    hint="per sentence: the mean and the biased variance over dims (1, 2) with `keepdim=True`, "
+         "then (x - mean) / sqrt(var + 1e-5).",
+    example="torch.rand(3, 5, 4)",
+))
+
+
+def check_sentence_layer_norm(fn: Callable[[torch.Tensor], torch.Tensor]) -> Verdict:
+    """Check ``fn(x)``: LayerNorm per sentence (no gamma/beta, eps = 1e-5), ``x`` of shape
+    ``(batch, seq_len, dim)``, any batch and length: ``F.layer_norm(x, x.shape[-2:])``."""
+    return check("sentence_layer_norm", fn)
+
+
+def _padded(lengths: Sequence[int], dim: int, pad: float = 0.0) -> Callable[[torch.Generator], tuple]:
+    def make(g: torch.Generator) -> tuple:
+        from helpers.sequence import pad_batch
+
+        return pad_batch([torch.randn(n, dim, generator=g) for n in lengths], padding_value=pad)
+
+    return make
+
+
+def _masked_slip(x: torch.Tensor, mask: torch.Tensor, *, count_pads: bool = False,
+                 zero_pads: bool = True) -> torch.Tensor:
+    """Masked sentence LN, or a slip: dividing by every position's count, or leaving pads as they come."""
+    real = mask[..., None]
+    count = (x.shape[1] if count_pads else real.sum(dim=(1, 2), keepdim=True)) * x.shape[-1]
+    mean = torch.where(real, x, 0.0).sum(dim=(1, 2), keepdim=True) / count
+    var = torch.where(real, x - mean, 0.0).square().sum(dim=(1, 2), keepdim=True) / count
+    y = (x - mean) / torch.sqrt(var + 1e-5)
+    return torch.where(real, y, 0.0) if zero_pads else y
+
+
+def _masked_reference(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    from helpers.sequence import masked_layer_norm
+
+    return masked_layer_norm(x, mask)
+
+
+register(Exercise(
+    name="masked_sentence_layer_norm",
+    reference=_masked_reference,
+    cases=[
+        Case("2 sentences of 3 and 2 tokens x 4 features, padded with 0", _padded([3, 2], 4)),
+        Case("3 sentences of 5, 1 and 3 tokens x 8 features, padded with 0", _padded([5, 1, 3], 8)),
+        Case("2 sentences of 2 and 4 tokens, padded with 7.0", _padded([2, 4], 4, pad=7.0)),
+        Case("2 sentences of 3 tokens: no pad at all", _padded([3, 3], 4)),
+    ],
+    mistakes={
+        "the pads went into the mean and the variance: take them over the real tokens only "
+        "(e.g. sums of `torch.where(mask[..., None], x, 0.0)`, divided by the number of real "
+        "values), and set the pads' outputs to 0.":
+            lambda x, mask: F.layer_norm(x, x.shape[-2:]),
+        "the pads went into the mean and the variance (the pads' outputs are 0, good): take the "
+        "statistics over the real tokens only.":
+            lambda x, mask: F.layer_norm(x, x.shape[-2:]) * mask[..., None],
+        "divide by the number of REAL values (real tokens x dim), not by seq_len x dim: the "
+        "pads must not count.":
+            lambda x, mask: _masked_slip(x, mask, count_pads=True),
+        "the real tokens are right; now set the pads' outputs to 0, e.g. "
+        "`torch.where(mask[..., None], y, 0.0)`.":
+            lambda x, mask: _masked_slip(x, mask, zero_pads=False),
+    },
+    hint="per sentence, over its real tokens only: mean, then the biased variance of the "
+         "centred values, then (x - mean) / sqrt(var + 1e-5); 0 at every pad.",
+    example="helpers.sequence.pad_batch([torch.randn(3, 4), torch.randn(2, 4)])",
+))
+
+
+def check_masked_sentence_layer_norm(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Verdict:
+    """Check ``fn(x, mask)``: LayerNorm per sentence over the real tokens only (``mask`` True),
+    0 at the pads; ``x`` of shape ``(batch, seq_len, dim)``, ``mask`` ``(batch, seq_len)``."""
+    return check("masked_sentence_layer_norm", fn)

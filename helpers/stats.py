@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import pandas as pd
 import torch
 
-__all__ = ["group_stats"]
+__all__ = ["group_stats", "rounded"]
 
 
 def _check_dims(dims, ndim: int, fn: str = "group_stats") -> tuple[int, ...]:
@@ -129,3 +129,15 @@ def _numel(shape: torch.Size, dims: tuple[int, ...]) -> int:
     for d in dims:
         n *= shape[d]
     return n
+
+
+def rounded(frame: pd.DataFrame, decimals: int = 4) -> pd.DataFrame:
+    """``frame`` with its float columns rounded to ``decimals`` and ``-0.0`` shown as ``0.0``.
+
+    For display: a mean of -3e-8 rounds to -0.0, which reads like a sign that matters.
+    Integer and other columns are left as they are.
+    """
+    out = frame.copy()
+    floats = out.select_dtypes("float").columns
+    out[floats] = out[floats].round(decimals) + 0.0  # -0.0 + 0.0 == 0.0
+    return out

@@ -2,7 +2,8 @@
 
 Executed top to bottom (no unexecuted cell, execution counts exactly 1..n), no stored error,
 no machine path in any output, paired with an in-sync py:percent script, first code cell
-exactly ``helpers.bootstrap.FIRST_CELL``, every ``# NBVAL_IGNORE_OUTPUT`` explained, and listed
+exactly ``helpers.bootstrap.FIRST_CELL``, every ``# NBVAL_IGNORE_OUTPUT`` exact (nbval ignores
+anything else) and explained on a comment line of its own, and listed
 in README.md and in notebooks/00_start_here.ipynb.
 """
 
@@ -30,8 +31,9 @@ MACHINE_PATH = re.compile(
     r"|[A-Za-z]:\\\\?Users\\\\?"
 )
 IGNORE_MARKER = "# NBVAL_IGNORE_OUTPUT"
+NBVAL_MARKERS = {"NBVAL_IGNORE_OUTPUT", "NBVAL_CHECK_OUTPUT", "NBVAL_SKIP", "NBVAL_RAISES_EXCEPTION"}
 # The convention: only a cell that displays a widget or prints a timing ignores its output,
-# and a comment line in it says which.
+# and another comment line in it says which.
 IGNORE_REASON = re.compile(
     r"\b(widgets?|sliders?|dashboards?|controls?|interactive|timings?|timed|times?|"
     r"seconds|speed|benchmarks?|progress)\b",
@@ -68,13 +70,6 @@ def _output_texts(output) -> list[str]:
             continue
         texts.append(value if isinstance(value, str) else json.dumps(value))
     return texts
-
-
-_HEADER = re.compile(r"\A# ---\n(?:#.*\n)*?# ---\n\n?")
-
-
-def _without_header(text: str) -> str:
-    return _HEADER.sub("", text, count=1)
 
 
 def _ids(paths):
@@ -136,21 +131,24 @@ class TestNotebook:
             f"{path.name}: the first code cell must be exactly helpers.bootstrap.FIRST_CELL "
             "(copy it from helpers/bootstrap.py)")
 
-    def test_nbval_ignore_output_says_why(self, path):
+    def test_nbval_markers_are_exact_and_ignore_output_says_why(self, path):
         for i, cell in enumerate(_code_cells(_read(path)), 1):
-            lines = cell.source.splitlines()
-            markers = [line for line in lines if line.strip().startswith(IGNORE_MARKER)]
-            if not markers:
-                assert IGNORE_MARKER not in cell.source, (
-                    f"{path.name}, code cell {i}: `{IGNORE_MARKER}` must be a comment line of its own")
+            lines = [line.strip() for line in cell.source.splitlines()]
+            # nbval recognises a marker only as a comment line of its own, exactly
+            # (`# NBVAL_IGNORE_OUTPUT: why` is silently NOT a marker).
+            for line in lines:
+                if "NBVAL_" in line:
+                    assert line.startswith("#") and line.lstrip("#").strip() in NBVAL_MARKERS, (
+                        f"{path.name}, code cell {i}: {line!r} is not an nbval marker: write it "
+                        f"alone on its line (e.g. `{IGNORE_MARKER}`) and say why on the next line")
+            if IGNORE_MARKER not in lines:
                 continue
-            comments = [line.strip().lstrip("#").replace("NBVAL_IGNORE_OUTPUT", "").strip(" :-")
-                        for line in lines if line.strip().startswith("#")]
-            reasons = [c for c in comments if c and IGNORE_REASON.search(c)]
-            assert reasons, (
+            reasons = [line.lstrip("#").strip() for line in lines
+                       if line.startswith("#") and "NBVAL_" not in line]
+            assert any(IGNORE_REASON.search(r) for r in reasons), (
                 f"{path.name}, code cell {i}: `{IGNORE_MARKER}` needs a comment line saying why "
                 "(only cells that display a widget or print a timing may ignore their output), "
-                "e.g. `# NBVAL_IGNORE_OUTPUT: displays a widget`")
+                f"e.g. `{IGNORE_MARKER}` then `# displays a widget`")
 
     def test_has_an_in_sync_py_percent_pair(self, path):
         script = path.with_suffix(".py")
@@ -162,19 +160,25 @@ class TestNotebook:
         notebook = jupytext.read(path)
         pairs_ipynb = [(c.cell_type, c.source.rstrip()) for c in notebook.cells]
         pairs_py = [(c.cell_type, c.source.rstrip()) for c in stored.cells]
+        sync = f"run `.venv/bin/jupytext --sync notebooks/{path.name}`"
         if pairs_ipynb != pairs_py:
             differ = next((i for i, (a, b) in enumerate(zip(pairs_ipynb, pairs_py, strict=False))
                            if a != b), min(len(pairs_ipynb), len(pairs_py)))
             pytest.fail(
                 f"{path.name} and {script.name} are out of sync (first difference at cell "
-                f"{differ + 1}; {len(pairs_ipynb)} cells vs {len(pairs_py)}): edit one, then run "
-                f"`.venv/bin/jupytext --sync notebooks/{path.name}` and re-execute the notebook")
-        # The text itself, less the YAML header (notebook metadata only, which jupytext
-        # writes or not depending on which side of the pair was created first).
-        expected = _without_header(jupytext.writes(notebook, fmt="py:percent"))
-        assert expected == _without_header(script_text), (
-            f"{script.name} is not exactly what jupytext writes for {path.name}: "
-            f"run `.venv/bin/jupytext --sync notebooks/{path.name}`")
+                f"{differ + 1}; {len(pairs_ipynb)} cells vs {len(pairs_py)}): edit one, then "
+                f"{sync} and re-execute the notebook")
+        # What JupyterLab's jupytext checks before it opens a pair whose .ipynb is newer: both
+        # sides written out again must match, header (kernelspec, jupytext metadata) included;
+        # where they don't, Lab refuses to open the notebook (HTTP 400).
+        from_ipynb = jupytext.writes(notebook, fmt="py:percent")
+        assert jupytext.writes(stored, fmt="py:percent") == from_ipynb, (
+            f"{script.name} and {path.name} differ in their metadata header, so JupyterLab "
+            f"would refuse to open {path.name}: {sync}")
+        # And the script is byte for byte what jupytext writes (but for jupytext's version).
+        version = re.compile(r"^#\s+jupytext_version: .*$", re.MULTILINE)
+        assert version.sub("", from_ipynb) == version.sub("", script_text), (
+            f"{script.name} is not exactly what jupytext writes for {path.name}: {sync}")
 
     def test_listed_in_readme_and_start_here(self, path):
         readme = (ROOT / "README.md").read_text(encoding="utf-8")

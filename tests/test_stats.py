@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import helpers
-from helpers.stats import group_stats
+from helpers.stats import group_stats, rounded
 
 NAMES = ("sample", "token", "feature")
 
@@ -171,3 +171,14 @@ def test_bad_x():
         group_stats(torch.tensor(1.0), -1)
     with pytest.raises(TypeError, match=r"must be real"):
         group_stats(torch.zeros(2, 2, dtype=torch.complex64), -1)
+
+
+def test_rounded_rounds_floats_only_and_drops_the_minus_from_zero():
+    frame = pd.DataFrame({"count": [4, 4], "mean": [-3e-8, 1.23456789], "name": ["a", "b"]})
+    out = rounded(frame, 4)
+    assert out["count"].dtype == frame["count"].dtype and out["name"].tolist() == ["a", "b"]
+    assert out["mean"].tolist() == [0.0, 1.2346]
+    assert str(out.loc[0, "mean"]) == "0.0"  # not "-0.0"
+    assert frame.loc[0, "mean"] == -3e-8  # the input is not changed
+    both = rounded(pd.concat({"x": frame, "y": frame}, axis=1), 2)
+    assert both[("y", "mean")].tolist() == [0.0, 1.23] and both[("x", "count")].tolist() == [4, 4]

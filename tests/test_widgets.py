@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from helpers import plots
-from helpers.widgets import Dashboard, shift_scale_demo, shift_scale_state
+from helpers.widgets import Dashboard, png_bytes, shift_scale_demo, shift_scale_state
 
 X = torch.randn(4, 8, generator=torch.Generator().manual_seed(0))
 
@@ -84,52 +84,56 @@ def test_bad_arguments_say_what_was_expected(kwargs, match):
 
 
 @pytest.fixture
-def demo(monkeypatch):
-    """The notebook-00 dashboard, with each rendered figure recorded (not shown)."""
-    figures = []
-    monkeypatch.setattr(plt, "show", lambda *a, **k: figures.append(plt.gcf()))
-    box = shift_scale_demo(seed=0)
-    box.figures = figures
-    yield box
+def demo():
+    """The notebook-00 dashboard, built as the notebook builds it."""
+    yield shift_scale_demo(seed=0)
     plt.close("all")
 
 
-def test_the_demo_is_a_vbox_with_two_release_sliders_and_an_output(demo):
+def test_the_demo_is_a_vbox_with_two_release_sliders_a_figure_and_a_table(demo):
     assert isinstance(demo, widgets.VBox) and isinstance(demo, Dashboard)
     assert set(demo.controls) == {"shift", "scale"}
     for control in demo.controls.values():
         assert isinstance(control, widgets.FloatSlider)
         assert control.continuous_update is False
     assert demo.controls["scale"].min > 0
-    assert demo.output in demo.children
-    assert isinstance(demo.output, widgets.Output)
-    assert len(demo.figures) == 1  # drawn once when built
+    assert demo.image in demo.children and demo.table in demo.children
+    assert demo.image.value[:8] == b"\x89PNG\r\n\x1a\n"  # drawn once when built
+    assert demo.image.value == png_bytes(demo.figure)
+    assert "input mean" in demo.table.value and "<table" in demo.table.value
 
 
 def test_the_demo_uses_the_seeded_batch(demo):
     assert torch.equal(demo.state["original_inputs"], X)
 
 
+def test_the_figure_is_closed_so_pyplot_never_shows_it_twice(demo):
+    assert demo.figure.number not in plt.get_fignums()
+
+
 @pytest.mark.parametrize("name, value", [("shift", 3.5), ("scale", 2.75)])
 def test_every_control_changes_what_is_shown(demo, name, value):
-    before_state = demo.state
-    before_fig = demo.figures[-1]
+    before_state, before_fig = demo.state, demo.figure
+    before_png, before_html = demo.image.value, demo.table.value
     demo.controls[name].value = value
     assert demo.state is not before_state and demo.state[name] == value
-    assert len(demo.figures) == 2  # redrawn
-    ax_before, ax_after = before_fig.axes[0], demo.figures[-1].axes[0]
-    # The input panel changes: sample 0's points and the axis limits.
+    assert demo.figure is not before_fig
+    assert demo.image.value != before_png and demo.table.value != before_html
+    ax_before, ax_after = before_fig.axes[0], demo.figure.axes[0]
+    # The input panel changes: sample 0's points, the axis limits and the title.
     y_before = plots.find_line(ax_before, "sample 0").get_ydata()
     y_after = plots.find_line(ax_after, "sample 0").get_ydata()
     assert (abs(y_after - y_before)).max() > 0.5
     assert ax_after.get_ylim() != ax_before.get_ylim()
     assert ax_after.get_title() != ax_before.get_title()
-    # The readout changes: sample 0's input mean (shift) or std (scale).
+    # The readout changes: sample 0's input mean (shift) or std (scale), and the HTML shows it.
     column = "input mean" if name == "shift" else "input std"
-    assert demo.state["table"].loc[0, column] != pytest.approx(before_state["table"].loc[0, column])
+    new = demo.state["table"].loc[0, column]
+    assert new != pytest.approx(before_state["table"].loc[0, column])
+    assert f"{new:.3f}" in demo.table.value
     # The output panel does not: that is the lesson.
     out_before = plots.find_line(before_fig.axes[1], "sample 0").get_ydata()
-    out_after = plots.find_line(demo.figures[-1].axes[1], "sample 0").get_ydata()
+    out_after = plots.find_line(demo.figure.axes[1], "sample 0").get_ydata()
     assert out_after.tolist() == pytest.approx(out_before.tolist(), abs=1e-4)
 
 
@@ -141,8 +145,8 @@ def test_both_controls_together(demo):
     assert torch.allclose(state["outputs"][0], state["original_outputs"][0], atol=1e-3)
 
 
-def test_dashboard_calls_compute_with_every_controls_value():
-    calls, rendered = [], []
+def test_dashboard_calls_compute_with_every_controls_value_and_draws_each_state():
+    calls, drawn = [], []
     a = widgets.IntSlider(value=1, min=0, max=5)
     b = widgets.Dropdown(options=["x", "y"], value="x")
 
@@ -150,9 +154,18 @@ def test_dashboard_calls_compute_with_every_controls_value():
         calls.append((a, b))
         return f"{b}{a}"
 
-    box = Dashboard({"a": a, "b": b}, compute, rendered.append, title="<b>t</b>")
+    def draw(state):
+        drawn.append(state)
+        fig, ax = plt.subplots(figsize=(1, 1), dpi=20)
+        ax.set_title(state)
+        return fig
+
+    box = Dashboard({"a": a, "b": b}, compute, draw, title="<b>t</b>")
     a.value = 3
     b.value = "y"
     assert calls == [(1, "x"), (3, "x"), (3, "y")]
-    assert rendered == ["x1", "x3", "y3"] and box.state == "y3"
+    assert drawn == ["x1", "x3", "y3"] and box.state == "y3"
+    assert box.figure.axes[0].get_title() == "y3"
     assert isinstance(box.children[0], widgets.HTML) and box.children[0].value == "<b>t</b>"
+    assert box.table not in box.children  # no table asked for
+    plt.close("all")

@@ -30,8 +30,10 @@ CHROMIUM_FLAGS = [
 OPEN_TIMEOUT_MS = 90_000
 RUN_ALL_TIMEOUT_S = 120
 CHANGE_TIMEOUT_S = 30
-BAD_TEXT = re.compile(r"Traceback \(most recent call last\)|Error displaying widget|"
-                      r"Error rendering|Failed to display|Loading widget\.\.\.")
+ERROR_TEXT = re.compile(r"Traceback \(most recent call last\)|Error displaying widget|"
+                        r"Error rendering|Failed to display")
+# Once everything has settled, a widget still "Loading" never rendered.
+BAD_TEXT = re.compile(ERROR_TEXT.pattern + r"|Loading widget\.\.\.")
 
 # Controls, by kind (ipywidgets 8 and 7 class names), and what is shown in a cell's output area
 # once they are taken out of it.
@@ -82,8 +84,10 @@ _JS_STATE = """() => {
   const prompts = [...panel.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
       .map(p => p.textContent.trim());
   const indicator = panel.querySelector('.jp-Notebook-ExecutionIndicator');
-  return {prompts, status: indicator ? indicator.getAttribute('data-status') : null,
-          text: panel.querySelector('.jp-Notebook').innerText};
+  // What the code cells output (not the markdown, which may quote an error message).
+  const text = [...panel.querySelectorAll('.jp-CodeCell .jp-OutputArea')]
+      .map(o => o.innerText).join('\\n');
+  return {prompts, status: indicator ? indicator.getAttribute('data-status') : null, text};
 }"""
 
 
@@ -133,13 +137,43 @@ def _wait(predicate, timeout_s: float, what: str, interval: float = 0.25):
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
-def _idle_and_all_run(page) -> bool:
-    state = page.evaluate(_JS_STATE)
-    return bool(state and state["status"] == "idle" and state["prompts"]
-                and all(re.fullmatch(r"\[\d+\]:", p) for p in state["prompts"]))
+def _run_all(page) -> float:
+    """Run All Cells and wait until every code cell has run; fail fast on an error."""
+    started = time.monotonic()
+    _menu(page, "Run", "Run All Cells")
+    idle_since = None
+    while time.monotonic() - started < RUN_ALL_TIMEOUT_S:
+        state = page.evaluate(_JS_STATE)
+        done = [bool(re.fullmatch(r"\[\d+\]:", p)) for p in state["prompts"]]
+        if state["status"] == "idle":
+            if done and all(done):
+                return time.monotonic() - started
+            if (bad := ERROR_TEXT.search(state["text"])) is not None:
+                raise AssertionError(f"Run All stopped at code cell {done.index(False)}: "
+                                     f"{_around(state['text'], bad)}")
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since > 10:  # idle, yet cells never ran
+                raise AssertionError(f"Run All stopped at code cell {done.index(False)} "
+                                     f"(prompts {state['prompts']})")
+        else:
+            idle_since = None
+        time.sleep(0.25)
+    raise AssertionError(f"Run All took over {RUN_ALL_TIMEOUT_S} s")
+
+
+def _around(text: str, match: re.Match) -> str:
+    return f"{match.group(0)!r} in ...{text[max(0, match.start() - 300):match.end() + 1500]}..."
+
+
+def _no_dialog(page) -> None:
+    """Fail with its text if Lab shows a dialog (a file-load error, a kernel problem)."""
+    dialog = page.locator(".jp-Dialog")
+    if dialog.count():
+        raise AssertionError(f"JupyterLab shows a dialog: {dialog.first.inner_text()[:3000]}")
 
 
 def _menu(page, menu: str, item: str) -> None:
+    _no_dialog(page)
     page.locator(".lm-MenuBar-item", has_text=re.compile(rf"^{menu}$")).click()
     page.locator(".lm-Menu-item:visible", has_text=re.compile(rf"^{re.escape(item)}")).first.click()
 
@@ -231,20 +265,23 @@ def test_widgets_respond_in_jupyterlab(lab_server, browser, notebooks_unchanged,
         path = lab_server.api_path(notebook)
         page.goto(f"{lab_server.url}/lab/workspaces/test-{notebook.stem}/tree/{path}"
                   f"?reset&token={lab_server.token}")
+        page.wait_for_selector(".jp-Dialog, .jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell",
+                               timeout=OPEN_TIMEOUT_MS)
+        _no_dialog(page)
         page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) "
                                '.jp-Notebook-ExecutionIndicator[data-status="idle"]',
                                timeout=OPEN_TIMEOUT_MS)
+        time.sleep(0.5)  # a dialog raised while the kernel started
+        _no_dialog(page)
 
         # Clear the stored outputs (so that a numbered prompt means "ran here"), then run all.
         _menu(page, "Edit", "Clear Outputs of All Cells")
         _wait(lambda: not any(re.fullmatch(r"\[\d+\]:", p)
                               for p in page.evaluate(_JS_STATE)["prompts"]), 10, "cleared outputs")
-        started = time.monotonic()
-        _menu(page, "Run", "Run All Cells")
-        _wait(lambda: _idle_and_all_run(page), RUN_ALL_TIMEOUT_S, "every cell to run")
-        ran_s = time.monotonic() - started
+        ran_s = _run_all(page)
         text = page.evaluate(_JS_STATE)["text"]
-        assert not BAD_TEXT.search(text), f"after Run All: {BAD_TEXT.search(text).group(0)}\n{text[-3000:]}"
+        bad = BAD_TEXT.search(text)
+        assert bad is None, f"after Run All the page shows: {_around(text, bad)}"
 
         tagged = page.evaluate(_JS_TAG_CONTROLS, [CONTROLS, UNDRIVEN])
         controls = tagged["found"]
@@ -270,7 +307,7 @@ def test_widgets_respond_in_jupyterlab(lab_server, browser, notebooks_unchanged,
                 failures.append(record + ": what the widget shows did not change")
             text = page.evaluate(_JS_STATE)["text"]
             if (bad := BAD_TEXT.search(text)) is not None:
-                failures.append(record + f": the page shows {bad.group(0)!r}")
+                failures.append(record + f": the page shows {_around(text, bad)}")
         # Output that belongs to no cell (a callback's traceback or print outside an Output
         # widget) lands in Lab's log console, where a learner never looks: none is allowed.
         if _log_count(page):
@@ -282,6 +319,11 @@ def test_widgets_respond_in_jupyterlab(lab_server, browser, notebooks_unchanged,
         assert not failures, "\n".join(failures)
         widget_errors = [e for e in page_errors if "widget" in e.lower()]
         assert not widget_errors, f"JavaScript errors from widgets: {widget_errors}"
+    except BaseException:
+        shot = Path(os.environ.get("BROWSER_TEST_SCREENSHOTS", "/tmp")) / f"lab-{notebook.stem}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"screenshot of the failure: {shot}")
+        raise
     finally:
         for session in _sessions(lab_server):
             lab_server.delete(f"/api/sessions/{session['id']}")

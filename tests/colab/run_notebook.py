@@ -6,7 +6,7 @@ folder, so its first cell can only find ``helpers`` as an installed package; it 
 there by nbclient with a kernel running this very Python, in throwaway HOME / JUPYTER_* /
 IPYTHONDIR / MPLCONFIGDIR folders.
 
-Exit status 0 when every cell ran with no error output, no traceback, no "Error displaying
+Exit status 0 when every cell ran (it stops at the first error) with no error output, no traceback, no "Error displaying
 widget"-like text and no warning on stderr; 1 otherwise, with the problems printed. The last
 line of stdout is a JSON report.
 
@@ -76,11 +76,10 @@ def _texts(output) -> list[str]:
 
 def problems_in(nb) -> list[str]:
     problems = []
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code" or PROBE_MARK in cell.source:
-            continue
+    code_cells = [c for c in nb.cells if c.cell_type == "code" and PROBE_MARK not in c.source]
+    for index, cell in enumerate(code_cells):  # numbered as nbval numbers them
         head = cell.source.strip().splitlines()[0][:70] if cell.source.strip() else ""
-        where = f"cell {index} ({head!r})"
+        where = f"code cell {index} ({head!r})"
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
                 problems.append(f"{where}: {output.get('ename')}: {output.get('evalue')}")
@@ -100,13 +99,16 @@ def run(notebook: Path, timeout: int) -> dict:
         shutil.copyfile(notebook, copy)
         nb = nbformat.read(copy, as_version=4)
         nb.cells.append(nbformat.v4.new_code_cell(PROBE_SOURCE))
-        client = NotebookClient(nb, timeout=timeout, kernel_name=KERNEL_NAME, allow_errors=True,
+        # Stop at the first error (it is in the cell's outputs): later cells would only cascade.
+        client = NotebookClient(nb, timeout=timeout, kernel_name=KERNEL_NAME, allow_errors=False,
                                 record_timing=False, resources={"metadata": {"path": str(workdir)}})
         started = time.monotonic()
         fatal = None
         try:
             client.execute(cwd=str(workdir))
-        except (CellExecutionError, CellTimeoutError, DeadKernelError) as error:
+        except CellExecutionError:
+            pass  # the error output is in the cell: problems_in() reports it
+        except (CellTimeoutError, DeadKernelError) as error:
             fatal = f"{type(error).__name__}: {str(error)[:2000]}"
         seconds = time.monotonic() - started
         leftovers = sorted(p.name for p in workdir.iterdir() if p.name != notebook.name)
