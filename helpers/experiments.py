@@ -56,13 +56,14 @@ def deep_mlp(in_features: int, width: int, depth: int, *, layer_norm: bool,
     """
     layers: list[nn.Module] = []
     fan_in = in_features
-    for _ in range(depth):
-        layers.append(_he_linear(fan_in, width, generator))
-        if layer_norm:
-            layers.append(nn.LayerNorm(width))
-        layers.append(nn.ReLU())
-        fan_in = width
-    layers.append(_he_linear(fan_in, 1, generator))
+    with torch.random.fork_rng(devices=[]):  # nn.Linear's own init draws from the global RNG
+        for _ in range(depth):
+            layers.append(_he_linear(fan_in, width, generator))
+            if layer_norm:
+                layers.append(nn.LayerNorm(width))
+            layers.append(nn.ReLU())
+            fan_in = width
+        layers.append(_he_linear(fan_in, 1, generator))
     return nn.Sequential(*layers)
 
 
@@ -199,16 +200,21 @@ def drift_summary(frame: pd.DataFrame) -> pd.DataFrame:
         rows[model] = {
             "std at step 0": first["std"],
             "std at the end": run["std"].iloc[-1],
-            "largest std change": (run["std"] / first["std"] - 1).abs().max(skipna=False),
-            "largest mean shift": (run["mean"] - first["mean"]).abs().max(skipna=False) / first["std"],
-            "largest percentile drift": moved.max(skipna=False) / first["std"],
-            "worst token |mean|": run["token_mean_absmax"].max(skipna=False),
-            "worst token |std - 1|": max((run["token_std_min"] - 1).abs().max(skipna=False),
-                                         (run["token_std_max"] - 1).abs().max(skipna=False)),
+            "largest std change": _largest((run["std"] / first["std"] - 1).abs()),
+            "largest mean shift": _largest((run["mean"] - first["mean"]).abs()) / first["std"],
+            "largest percentile drift": _largest(moved) / first["std"],
+            "worst token |mean|": _largest(run["token_mean_absmax"]),
+            "worst token |std - 1|": _largest(
+                pd.concat([run["token_std_min"], run["token_std_max"]]).sub(1).abs()),
         }
     summary = pd.DataFrame.from_dict(rows, orient="index")
     summary.index.name = "model"
     return summary
+
+
+def _largest(values: pd.Series) -> float:
+    """The largest value, or NaN if any is NaN (a diverged run), without numpy's warning."""
+    return math.nan if values.isna().any() else float(values.max())
 
 
 def fit_gamma_beta(*, scale: float = 3.0, shift: float = 2.0, dim: int = 4, n_tokens: int = 64,

@@ -171,8 +171,8 @@ def dependency_figure(matrices, *, figsize: tuple[float, float] | None = None, d
         size = m.shape[0]
         for i in range(size):
             for j in range(i + 1, size):
-                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//",
-                                       edgecolor="C3", lw=0, gid=f"future {i} {j}"))
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="/",
+                                       edgecolor=(0.84, 0.15, 0.16, 0.5), lw=0, gid=f"future {i} {j}"))
         ax.set_title(f"{title}\nlargest future dependency: {future_leak(m):.3g}", fontsize=10)
         ax.set_xlabel("input position j")
         ax.set_ylabel("output position i")

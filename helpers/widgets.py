@@ -374,7 +374,7 @@ def affine_state(x: torch.Tensor, gamma: float, beta: float, *, eps: float = 1e-
         edges: the histogram's bin edges (fixed, so the axis never moves).
 
     Returns:
-        A dict: ``normalised`` (LayerNorm without gamma and beta: x̂), ``output``
+        A dict: ``input`` (``x``), ``normalised`` (LayerNorm without gamma and beta: x̂), ``output``
         (``gamma * x̂ + beta``, via ``helpers.layer_norm`` with weight and bias), ``gamma``,
         ``beta``, ``edges``, ``normalised_counts`` and ``output_counts`` (histograms over
         ``edges``), the output's ``mean`` and biased ``std`` over all its values (float64),
@@ -400,7 +400,8 @@ def affine_state(x: torch.Tensor, gamma: float, beta: float, *, eps: float = 1e-
         return torch.histogram(values.flatten().double(), edges.double()).hist
 
     return {
-        "normalised": normalised, "output": output, "gamma": float(gamma), "beta": float(beta),
+        "input": x, "normalised": normalised, "output": output,
+        "gamma": float(gamma), "beta": float(beta),
         "edges": edges, "normalised_counts": counts(normalised), "output_counts": counts(output),
         "mean": stats_out["mean"], "std": stats_out["std"], "table": table,
     }

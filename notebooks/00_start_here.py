@@ -59,14 +59,14 @@ import helpers  # noqa: E402,F401
 # | notebook | what it shows | status |
 # |---|---|---|
 # | `00_start_here.ipynb` | this map, the widgets, a glossary, a first taste of LN | **here** |
-# | `01_layernorm_from_the_formula.ipynb` | the formula term by term: mean, biased variance, `eps`, `gamma` and `beta` | planned |
-# | `02_token_vs_sentence.ipynb` | normalizing per token (`normalized_shape=dim`) or per sentence (`(seq_len, dim)`); the lesson's code, digit for digit | planned |
+# | [`01_layernorm_from_the_formula.ipynb`](01_layernorm_from_the_formula.ipynb) | why deep stacks need it (drift, measured); the formula term by term: mean, biased variance, `eps`, learned `gamma` and `beta` | ready |
+# | [`02_token_vs_sentence.ipynb`](02_token_vs_sentence.ipynb) | normalizing per token (`normalized_shape=dim`) or per sentence (`(seq_len, dim)`); the lesson's code, digit for digit; padding and causal pitfalls | ready |
 # | `03_layernorm_vs_batchnorm.ipynb` | the two-sample example the lesson promises; BN's `running_mean`/`running_var`, which LN does not keep | planned |
 # | `04_before_the_activation.ipynb` | where LN sits: before or after the activation, Pre-LN vs Post-LN | planned |
 # | `05_does_it_speed_up_training.ipynb` | small seeded training runs with and without LN, and what they show | planned |
 # | `06_backward_numerics_speed.ipynb` | the backward pass by hand, numerics, speed against PyTorch's kernels | planned |
 #
-# Only this notebook exists so far. The others are listed by name, without links, so that no
+# Notebooks 00 to 02 exist; the planned ones are listed by name, without links, so that no
 # link leads nowhere; each becomes a link when it lands.
 
 # %% [markdown]
@@ -309,7 +309,7 @@ check_layer_norm_one_token(solution)
 #   `helpers.stats.group_stats` (one row per normalized group), `helpers.checks.compare`
 #   (exact / close / max difference) and `helpers.checks` exercises (instant feedback).
 #
-# Next: `01_layernorm_from_the_formula.ipynb` (planned).
+# Next: [`01_layernorm_from_the_formula.ipynb`](01_layernorm_from_the_formula.ipynb).
 #
 # ## References
 #

@@ -102,6 +102,12 @@ def run(notebook: Path, timeout: int) -> dict:
         # Stop at the first error (it is in the cell's outputs): later cells would only cascade.
         client = NotebookClient(nb, timeout=timeout, kernel_name=KERNEL_NAME, allow_errors=False,
                                 record_timing=False, resources={"metadata": {"path": str(workdir)}})
+        # No Output-widget emulation: nbclient's sends comm messages on the shell socket while
+        # it awaits the cell's reply on that same socket, which can swallow the wake-up for
+        # the reply (a silent stall until the cell timeout). Without it, what a callback
+        # prints or raises inside `with output:` lands in the cell's outputs, where
+        # problems_in() sees it.
+        client.comm_open_handlers["jupyter.widget"] = lambda msg: None
         started = time.monotonic()
         fatal = None
         try:

@@ -1,0 +1,638 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: -all
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %%
+# Make `helpers` (this set's package) importable: installed, from a checkout, or in Colab.
+import importlib.util
+import pathlib
+import subprocess
+import sys
+
+REPO_URL = "https://github.com/layernorm-hands-on/layernorm-hands-on"
+if importlib.util.find_spec("helpers") is None:
+    checkout = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
+                     if (p / "helpers" / "__init__.py").is_file()), None)
+    if checkout is not None:
+        sys.path.insert(0, str(checkout))
+    elif "google.colab" in sys.modules:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
+    else:
+        raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, "
+                                  f"or `pip install git+{REPO_URL}` in this kernel's environment.")
+import helpers  # noqa: E402,F401
+
+# %% [markdown]
+# # 02 · Per token or per sentence: what `normalized_shape` decides
+#
+# A batch of sentences has shape `(batch, seq_len, dim)`: each sentence is `seq_len` tokens,
+# each token `dim` features. The lesson says LN can normalize **per token** (以 token 为单位:
+# one mean and variance for each token's `dim` features) or **per sentence** (以句子为单位: one
+# mean and variance for all `seq_len × dim` values of a sentence), "depending on the task".
+# This notebook runs the lesson's code, then asks what the choice costs.
+#
+# **In this notebook you will**
+#
+# 1. run the lesson's own code and get its printed numbers digit for digit, means and
+#    variances included, then get the same numbers from the set's `helpers.layer_norm`;
+# 2. read `normalized_shape`: which dims LN averages over, how many groups that makes, and
+#    the shapes of `gamma` and `beta`;
+# 3. choose the unit in a widget and watch which values share a mean and variance;
+# 4. see three costs of per-sentence LN: it accepts one sentence length only; padding changes
+#    the real tokens' statistics (and a masked LN that fixes it); in a left-to-right model it
+#    lets every token see the future;
+# 5. check what the Transformer, BERT, GPT-2 and LLaMA do (all per token), in their own code;
+# 6. write per-sentence LN, and a masked one, yourself, with instant feedback.
+
+# %% [markdown]
+# ## The lesson's code, exactly
+#
+# Below is the lesson's code (its section 2, 使用示例, "usage example"), unchanged but for two
+# things: each Chinese comment has its English next to it, and the first import carries a
+# `# noqa` that tells the linter the lesson's import order is on purpose. `test01` uses
+# `nn.LayerNorm` both ways; `test02` does the same by hand and prints the means (均值) and
+# variances (方差) it divides by. `elementwise_affine=False, bias=False` switches off `gamma`
+# and `beta`, so what you see is the normalization alone.
+
+# %%
+import torch.nn as nn  # noqa: I001 (the lesson imports torch.nn first)
+import torch
+
+
+torch.manual_seed(42)
+batch, seq_len, dim = 2, 3, 4
+batch_inputs = torch.rand(size=(batch, seq_len, dim))
+
+
+def test01():
+    # 以 Token 为单位 (per token)
+    layer_norm = nn.LayerNorm(normalized_shape=dim, eps=1e-5, elementwise_affine=False, bias=False)
+    output = layer_norm(batch_inputs)
+    print(output)
+
+    # 以句子为单词 (per sentence; the lesson's 为单词 is a slip for 为单位, "as the unit")
+    layer_norm = nn.LayerNorm(normalized_shape=(seq_len, dim), eps=1e-5, elementwise_affine=False, bias=False)
+    output = layer_norm(batch_inputs)
+    print(output)
+
+
+def test02():
+    # 以 Token 为单位 (per token)
+    mean = torch.mean(batch_inputs, dim=2)
+    var = torch.var(batch_inputs, dim=2, unbiased=False)
+    print('均值:', mean, '方差:', var)
+    outputs = (batch_inputs - mean.view(2, 3, 1)) / torch.sqrt(var.view(2, 3, 1) + 1e-5)
+    print(outputs)
+
+    # 以句子为单词 (per sentence)
+    mean = torch.mean(batch_inputs, dim=(1, 2))
+    var = torch.var(batch_inputs, dim=(1, 2), unbiased=False)
+    print('均值:', mean, '方差:', var)
+    outputs = (batch_inputs - mean.view(2, 1, 1)) / torch.sqrt(var.view(2, 1, 1) + 1e-5)
+    print(outputs)
+
+
+if __name__ == '__main__':
+    test01()
+    print('-' * 50)
+    test02()
+
+# %% [markdown]
+# That is, character for character, what the lesson prints under 程序执行结果 ("the program's
+# output"): `tests/test_lesson.py` keeps a copy of the lesson's block and checks this cell's
+# stored output against it, so a change of even one digit fails the tests.
+#
+# Read it as two pairs: `test01` and `test02` agree per token (first block of each) and per
+# sentence (second block of each). Per token, there are 2 × 3 = 6 means; per sentence, 2.
+#
+# **Check it.** The set's own `helpers.layer_norm` (written from scratch, with the signature
+# of `torch.nn.functional.layer_norm`) prints the same tensors, and `group_stats` (one row per
+# group, computed in float64) gives the lesson's means and variances.
+
+# %%
+# %matplotlib inline
+import matplotlib.pyplot as plt
+import pandas as pd
+import torch.nn.functional as F
+from IPython.display import display
+
+from helpers.checks import (
+    check_masked_sentence_layer_norm,
+    check_sentence_layer_norm,
+    compare,
+)
+from helpers.plots import dependency_figure
+from helpers.sequence import (
+    CausalBlock,
+    dependency_matrix,
+    future_leak,
+    masked_layer_norm,
+    output_change,
+    pad_batch,
+    reduced_dims,
+)
+from helpers.stats import group_stats, rounded
+from helpers.widgets import norm_unit_demo, norm_unit_state
+
+per_token = nn.LayerNorm(dim, elementwise_affine=False, bias=False)(batch_inputs)
+per_sentence = nn.LayerNorm((seq_len, dim), elementwise_affine=False, bias=False)(batch_inputs)
+ours_token = helpers.layer_norm(batch_inputs, (dim,))
+ours_sentence = helpers.layer_norm(batch_inputs, (seq_len, dim))
+
+assert str(ours_token) == str(per_token) and str(ours_sentence) == str(per_sentence)
+pd.concat([compare(ours_token, per_token, name="per token: helpers vs nn.LayerNorm"),
+           compare(ours_sentence, per_sentence, name="per sentence: helpers vs nn.LayerNorm")])
+
+# %% [markdown]
+# Printed to 4 decimals the tensors are identical; underneath, they differ in the last bit
+# or two of a float32 (`max_abs_diff` around 1e-7): the two compute the same sums in a
+# different order.
+
+# %%
+names = ("sentence", "token", "feature")
+token_stats = group_stats(batch_inputs, dims=2, names=names)  # 6 groups: one per token
+sentence_stats = group_stats(batch_inputs, dims=(1, 2), names=names)  # 2 groups: one per sentence
+
+# The means (均值) and variances (方差) that the lesson's test02 prints, to its 4 decimals:
+for stats, dims in [(token_stats, 2), (sentence_stats, (1, 2))]:
+    for column, lesson in [("mean", torch.mean(batch_inputs, dim=dims)),
+                           ("var", torch.var(batch_inputs, dim=dims, unbiased=False))]:
+        ours = torch.tensor(stats[column].values, dtype=torch.float32)
+        assert torch.equal(ours.round(decimals=4), lesson.flatten().round(decimals=4))
+display(rounded(token_stats, 4))
+rounded(sentence_stats, 4)
+
+# %% [markdown]
+# ## What `normalized_shape` decides
+#
+# `nn.LayerNorm(normalized_shape)` averages over the **last** `len(normalized_shape)` dims of
+# its input, which must have exactly that shape. Every index of the dims before them is one
+# *group* with its own mean and variance. `gamma` (`weight`) and `beta` (`bias`) have the
+# shape `normalized_shape`: one scale and one shift per element of a group, shared by all
+# groups. On `(batch, seq_len, dim) = (2, 3, 4)`:
+
+# %%
+rows = []
+for shape in [(dim,), (seq_len, dim), (batch, seq_len, dim)]:
+    theirs, ours = nn.LayerNorm(shape), helpers.LayerNorm(shape)
+    stats = group_stats(batch_inputs, reduced_dims(batch_inputs.ndim, shape))
+    assert theirs.weight.shape == ours.weight.shape == shape == theirs.bias.shape == ours.bias.shape
+    assert torch.allclose(ours(batch_inputs), theirs(batch_inputs), atol=1e-6)
+    rows.append({"normalized_shape": str(shape),
+                 "reduced dims": str(reduced_dims(batch_inputs.ndim, shape)),
+                 "groups": len(stats), "values per group": stats["count"].iloc[0],
+                 "gamma, beta shape": str(tuple(theirs.weight.shape))})
+pd.DataFrame(rows).set_index("normalized_shape")
+
+# %% [markdown]
+# - `(dim,)`, what `nn.LayerNorm(dim)` means (an int is the same as a 1-tuple for the module):
+#   dim 2 is reduced, one group per token, `gamma` has one entry per feature.
+# - `(seq_len, dim)`: dims 1 and 2, one group per sentence, and `gamma` has one entry per
+#   **position and** feature: a scale for "feature 2 of the third token". Keep that in mind.
+# - `(batch, seq_len, dim)`: every value in one group. Legal, but it mixes sentences: no
+#   longer a normalization of *each* sample, and none of the models below does it; the widget
+#   shows it for contrast.
+#
+# The function form is stricter than the module: `F.layer_norm` and `helpers.layer_norm` want
+# a tuple (or list), and refuse a bare int. The lesson's `elementwise_affine=False, bias=False`
+# keeps no parameters at all:
+
+# %%
+lesson_layer = nn.LayerNorm(normalized_shape=(seq_len, dim), eps=1e-5, elementwise_affine=False, bias=False)
+assert lesson_layer.weight is None and lesson_layer.bias is None
+assert helpers.LayerNorm((seq_len, dim), elementwise_affine=False, bias=False).weight is None
+print("weight:", lesson_layer.weight, "| bias:", lesson_layer.bias,
+      "| state_dict keys:", list(lesson_layer.state_dict()))
+
+# %% [markdown]
+# ## See it: which values share a mean and variance?
+#
+# The lesson's batch, one row per token (`s0 t2` is sentence 0, token 2), one column per
+# feature.
+#
+# - **normalize per**: the unit. A black box outlines each group that shares one mean and
+#   variance: a row (token), three rows (sentence), or all six (whole batch).
+# - **scale token s0 t2 by**: multiplies every feature of that one token. On the right,
+#   "← moved" flags each token whose **output** changed because of it.
+# - **table**: per group, its count of values and the mean and variance before and after LN.
+#
+# Try it: per token, scaling `s0 t2` moves no output, not even its own (LN undoes a token's
+# scale, up to the tiny effect of `eps`: less than 1e-4 here); per sentence, every token of
+# sentence 0 moves and sentence 1 does not.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+# displays a widget: a unit chooser and a slider, with their live figure and table
+demo = norm_unit_demo(batch_inputs)
+display(demo)
+
+# %% [markdown]
+# ## Check it: the same claims in numbers
+#
+# `norm_unit_state` is the plain function behind the widget. Scaling token `s0 t2` by 5:
+
+# %%
+rows = []
+for n_trailing in (1, 2, 3):
+    state = norm_unit_state(batch_inputs, n_trailing, scale=5.0)
+    table = state["table"]
+    assert table["output mean"].abs().max() < 1e-6  # every group: mean 0 ...
+    assert (table["output var"] - 1).abs().max() < 1e-3  # ... and variance (almost) 1
+    rows.append({"normalize per": state["unit"], "normalized_shape": str(state["normalized_shape"]),
+                 "outputs that moved": int(state["changed"].sum()),
+                 "moved in sentence 0": int(state["changed"][0].sum()),
+                 "moved in sentence 1": int(state["changed"][1].sum())})
+moved = pd.DataFrame(rows).set_index("normalize per")
+assert moved["outputs that moved"].tolist() == [0, 3, 6]
+moved
+
+# %% [markdown]
+# Per token, one token's scale reaches no output (none moves by more than 1e-4); per sentence,
+# it reaches the 3 tokens of its own sentence; over the whole batch, all 6. Whatever the unit, each group comes out
+# with mean 0 and variance just under 1 ($\mathrm{Var}/(\mathrm{Var}+\epsilon)$).
+#
+# ## Pitfall 1: per-sentence LN accepts one sentence length only
+#
+# `nn.LayerNorm((seq_len, dim))` owns a `gamma` and a `beta` of shape `(3, 4)`. A batch of
+# 5-token sentences has no parameters for positions 3 and 4, and the layer refuses it (so
+# does `helpers.LayerNorm`). The cell catches the error to print it:
+
+# %%
+longer = torch.rand(2, 5, dim, generator=torch.Generator().manual_seed(0))  # 2 sentences of 5 tokens
+for layer in (nn.LayerNorm((seq_len, dim)), helpers.LayerNorm((seq_len, dim))):
+    try:
+        layer(longer)
+    except RuntimeError as error:
+        print(f"{type(layer).__module__}.LayerNorm -> RuntimeError: {error}")
+    else:
+        raise AssertionError("a (3, 4) LayerNorm accepted 5-token sentences")
+
+token_layer = nn.LayerNorm(dim)  # gamma, beta of shape (4,): the same for every position
+print("per token:", tuple(token_layer(longer).shape), tuple(token_layer(batch_inputs[:, :1]).shape))
+
+# %% [markdown]
+# Per token, the same layer takes 1 token or 5, since its parameters belong to the features,
+# not to positions. Real batches hold sentences of every length, and a language model must run
+# on 1 token, then 2, then 3 as it generates: a per-sentence LN cannot.
+#
+# (Without `gamma` and `beta`, `F.layer_norm(x, x.shape[-2:])` runs on any length; the next
+# pitfall shows what happens to the statistics when lengths are evened out with padding.)
+#
+# ## Pitfall 2: padding changes the real tokens' statistics
+#
+# To batch sentences of different lengths, the short ones are padded. Keep the lesson's
+# sentence 0 (3 tokens) and only the first 2 tokens of sentence 1, and pad sentence 1 with a
+# token of zeros. `mask` is `True` for a real token:
+
+# %%
+sentences = [batch_inputs[0], batch_inputs[1, :2]]  # 3 tokens and 2 tokens
+padded, mask = pad_batch(sentences)
+print(padded)
+print(mask)
+
+# %% [markdown]
+# Per sentence, the pad's 4 zeros enter sentence 1's mean and variance: the mean drops from
+# the real tokens' value, and the variance grows. Every real token of sentence 1 is then
+# normalized with the wrong numbers:
+
+# %%
+pd.concat({"sentence 1, real tokens only": group_stats(sentences[1], dims=(0, 1)),
+           "sentence 1, padded": group_stats(padded[1], dims=(0, 1))}).droplevel(1).round(4)
+
+# %% [markdown]
+# Three ways to normalize the padded batch, each compared, on sentence 1's two real tokens,
+# with what that sentence gets when it is alone (unpadded):
+#
+# - per sentence, pads counted: `F.layer_norm(padded, (3, dim))`;
+# - per sentence, pads ignored: `helpers.sequence.masked_layer_norm(padded, mask)`: the sums
+#   for the mean and the variance run over the real tokens only, and the pads' outputs are 0;
+# - per token: `F.layer_norm(padded, (dim,))`: each token has its own statistics, so a pad
+#   elsewhere cannot touch it.
+
+# %%
+alone_sentence = F.layer_norm(sentences[1], (2, dim))  # sentence 1 without its pad
+alone_token = F.layer_norm(sentences[1], (dim,))
+counted = F.layer_norm(padded, (seq_len, dim))
+ignored = masked_layer_norm(padded, mask)
+by_token = F.layer_norm(padded, (dim,))
+
+assert not torch.allclose(counted[1, :2], alone_sentence, atol=0.1)  # the pad shifts real tokens
+assert torch.allclose(ignored[1, :2], alone_sentence, atol=1e-6)  # the mask puts them back
+assert torch.equal(ignored[1, 2], torch.zeros(dim))  # and the pad's output is 0
+assert torch.equal(by_token[1, :2], alone_token)  # per token: untouched, bit for bit
+assert torch.equal(by_token[1, 2], torch.zeros(dim))  # and a pad of zeros stays zeros
+pd.concat([
+    compare(counted[1, :2], alone_sentence, name="per sentence, pads counted"),
+    compare(ignored[1, :2], alone_sentence, name="per sentence, masked_layer_norm"),
+    compare(by_token[1, :2], alone_token, name="per token"),
+])
+
+# %% [markdown]
+# Per token, a pad of zeros comes out as zeros (`eps` keeps 0 / 0 away), and real tokens need
+# no mask in the norm at all; the pads are kept out of attention instead (BERT's
+# `create_attention_mask_from_input_mask`, in its `modeling.py`). Per sentence, every padded
+# batch needs a mask inside the norm itself.
+#
+# ## Pitfall 3: in a left-to-right model, per-sentence LN leaks the future
+#
+# GPT-style models read left to right: the output at position $i$ may use tokens
+# $0, \dots, i$ only, because during training it predicts token $i + 1$ and must not see it,
+# and during generation the later tokens do not exist yet. Attention enforces this with a
+# causal mask. A norm must not undo it.
+#
+# `dependency_matrix(fn, sentence)` measures it: entry $[i, j]$ is the size (Frobenius norm)
+# of the Jacobian block $\partial\,\text{out}_i / \partial\,\text{in}_j$, zero exactly when
+# output token $i$ does not depend on input token $j$ (to first order). Anything above the
+# diagonal (hatched) is the future leaking in. First the two norms alone, on sentence 0:
+
+# %%
+sentence0 = batch_inputs[0]  # 3 tokens x 4 features
+norms = {"LayerNorm(dim): per token": nn.LayerNorm(dim),
+         "LayerNorm((seq_len, dim)): per sentence": nn.LayerNorm((seq_len, dim))}
+deps = {name: dependency_matrix(norm, sentence0) for name, norm in norms.items()}
+for name, matrix in deps.items():
+    print(f"{name}: future leak {future_leak(matrix):.4f}\n{matrix.round(decimals=4)}")
+assert future_leak(deps["LayerNorm(dim): per token"]) == 0.0
+assert future_leak(deps["LayerNorm((seq_len, dim)): per sentence"]) > 0.1
+dependency_figure(deps)
+plt.show()
+
+# %% [markdown]
+# Per token, each output depends on its own input only (a diagonal matrix, zeros exactly).
+# Per sentence, every output depends on every input, later ones included.
+#
+# Now the same inside a model: `CausalBlock` is the first half of a pre-LN GPT block,
+# `x + attention(norm(x))`, with a causal mask that stops position $i$ from attending to
+# $j > i$. Two blocks with the same seeded weights, differing only in their norm:
+
+# %%
+blocks = {unit: CausalBlock(dim, seq_len, unit=unit, seed=0) for unit in ("token", "sentence")}
+block_deps = {f"causal block, LN per {unit}": dependency_matrix(block, sentence0)
+              for unit, block in blocks.items()}
+assert future_leak(block_deps["causal block, LN per token"]) == 0.0
+assert future_leak(block_deps["causal block, LN per sentence"]) > 0.1
+dependency_figure(block_deps)
+plt.show()
+
+# %% [markdown]
+# With a per-token LN the block is causal: a lower-triangular matrix, the future exactly 0.
+# With a per-sentence LN, the mask is still there, yet every position depends on later
+# tokens: the norm mixed the whole sentence's mean and variance into each token *before*
+# attention, where no mask can reach.
+#
+# The same without derivatives: replace the **last** token of each sentence and measure how
+# far each position's output moves.
+
+# %%
+new_last = torch.tensor([1.0, 0.0, 1.0, 0.0])
+moves = {f"LN per {unit}": output_change(block, batch_inputs, new_last)[0]
+         for unit, block in blocks.items()}  # sentence 0: one number per position
+assert torch.equal(moves["LN per token"][:2], torch.zeros(2))  # tokens 0 and 1 do not move
+assert moves["LN per sentence"][0] > 0.01  # the first token sees the last one
+pd.DataFrame({k: v.numpy() for k, v in moves.items()},
+             index=pd.Index(range(seq_len), name="position")).round(4)
+
+# %% [markdown]
+# A consequence for generation: with per-token LN, appending a token leaves every earlier
+# position's output as it was, so the keys and values computed for them can be cached and
+# reused (GPT-2's `past`, LLaMA's `cache_k`/`cache_v`). A per-sentence LN would change them
+# all at every step, and with a fixed `(seq_len, dim)` it cannot even run on the shorter
+# prefix.
+
+# %%
+token_block = blocks["token"]
+prefix = batch_inputs[:, :2]  # the first 2 tokens of each sentence
+assert torch.allclose(token_block(prefix), token_block(batch_inputs)[:, :2], atol=1e-6)
+print("per token: the first 2 positions' outputs are the same with or without token 3")
+
+# %% [markdown]
+# ## What real models do: per token, every one
+#
+# | model | norm | normalized over | in the authors' code |
+# |---|---|---|---|
+# | Transformer (Vaswani et al., 2017) | LayerNorm, `LayerNorm(x + Sublayer(x))` | the last dim, `d_model` | tensor2tensor `common_layers.layer_norm`: "Layer normalize the tensor x, averaging over the last dimension", scale and bias of shape `[filters]`, eps 1e-6 |
+# | BERT (Devlin et al., 2019) | LayerNorm | the last dim, `hidden_size` | google-research/bert `modeling.py`: `layer_norm` "on the last dimension of the tensor" (`begin_norm_axis=-1, begin_params_axis=-1`) |
+# | GPT-2 (Radford et al., 2019) | LayerNorm at each sub-block's input (`ln_1`, `ln_2`) and at the end (`ln_f`) | the last dim, `n_embd` | openai/gpt-2 `src/model.py`: `norm(x, scope, *, axis=-1, epsilon=1e-5)`, `g` and `b` of shape `[n_state]` |
+# | LLaMA (Touvron et al., 2023) | RMSNorm (Zhang & Sennrich, 2019) at each sub-layer's input | the last dim, `dim` | meta-llama/llama `llama/model.py`: `x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)`, `weight` of shape `(dim,)` |
+#
+# The Transformer paper writes `LayerNorm(x + Sublayer(x))` without naming the axis; its
+# authors' code (tensor2tensor) shows it is the last one. PyTorch ports use
+# `nn.LayerNorm(hidden_size)` for BERT and GPT-2 (Hugging Face `transformers`' `modeling_bert.py`
+# and `modeling_gpt2.py`) and keep LLaMA's RMSNorm over the last dim.
+# None normalizes per sentence.
+#
+# Below, GPT-2's `norm` and LLaMA's `RMSNorm` are rewritten in PyTorch line for line (TensorFlow's
+# `reduce_mean(..., axis=-1, keepdims=True)` is `mean(-1, keepdim=True)`) and run on a batch
+# the size of GPT-2 small's (`n_embd = 768`), with random `gamma`, `beta` and RMSNorm weight.
+# They match `nn.LayerNorm(768)`, `nn.RMSNorm(768)` and the set's own functions:
+
+# %%
+def gpt2_norm(x, g, b, epsilon=1e-5):
+    """openai/gpt-2 src/model.py `norm`, axis=-1, in PyTorch."""
+    u = x.mean(dim=-1, keepdim=True)
+    n = x - u
+    s = (n * n).mean(dim=-1, keepdim=True)
+    x = n * torch.rsqrt(s + epsilon)
+    return x * g + b
+
+
+def llama_rms_norm(x, weight, eps=1e-6):
+    """meta-llama/llama llama/model.py `RMSNorm._norm`, then `* self.weight`."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+gen = torch.Generator().manual_seed(0)
+n_embd = 768
+x = torch.randn(2, 5, n_embd, generator=gen)
+g, b, w = torch.randn(n_embd, generator=gen), torch.randn(n_embd, generator=gen), torch.randn(n_embd, generator=gen)
+
+ln, rms = nn.LayerNorm(n_embd), nn.RMSNorm(n_embd, eps=1e-6)
+with torch.no_grad():
+    ln.weight.copy_(g)
+    ln.bias.copy_(b)
+    rms.weight.copy_(w)
+    table = pd.concat([
+        compare(gpt2_norm(x, g, b), ln(x), name="GPT-2 norm vs nn.LayerNorm(768)"),
+        compare(helpers.layer_norm(x, (n_embd,), g, b), ln(x), name="helpers.layer_norm vs nn.LayerNorm(768)"),
+        compare(llama_rms_norm(x, w), rms(x), name="LLaMA RMSNorm vs nn.RMSNorm(768)"),
+        compare(helpers.rms_norm(x, (n_embd,), w, eps=1e-6), rms(x), name="helpers.rms_norm vs nn.RMSNorm(768)"),
+    ])
+assert table["close"].all()
+table
+
+# %% [markdown]
+# All four are per token. In the lesson's words, the choice "depends on the task"; the
+# evidence above says which one: a task that needs sentences of different lengths, padding or
+# left-to-right generation needs per-token normalization, and the models that define the
+# field use it.
+#
+# ## Exercises
+#
+# ### 1. Per-sentence LN with plain tensor ops
+#
+# Write `my_sentence_layer_norm(x)` for `x` of shape `(batch, seq_len, dim)`, **any** batch
+# size and length: the mean and the biased variance of each sentence's `seq_len × dim` values,
+# then $(x - \mathrm{E}[x]) / \sqrt{\mathrm{Var}[x] + 10^{-5}}$, no `gamma` or `beta`.
+# `check_sentence_layer_norm` runs it on 3 seeded batches (the lesson's shape, a batch of 3
+# sentences of 5 tokens, one sentence of 7 tokens) and compares it with
+# `F.layer_norm(x, x.shape[-2:])`.
+#
+# As shipped, it is the lesson's `test02`, whose `.view(2, 1, 1)` assumes a batch of 2: run the
+# cell, read the verdict, and fix it until you see ✅.
+
+# %%
+def my_sentence_layer_norm(x, eps=1e-5):
+    """LayerNorm per sentence of x, shape (batch, seq_len, dim), without gamma and beta."""
+    mean = torch.mean(x, dim=(1, 2))
+    var = torch.var(x, dim=(1, 2), unbiased=False)
+    return (x - mean.view(2, 1, 1)) / torch.sqrt(var.view(2, 1, 1) + eps)  # TODO: any batch size
+
+
+check_sentence_layer_norm(my_sentence_layer_norm)
+
+# %% [markdown]
+# The checker also recognises the usual slips, such as normalizing per token instead:
+
+# %%
+check_sentence_layer_norm(lambda x: F.layer_norm(x, x.shape[-1:]))
+
+# %% [markdown]
+# <details><summary>A solution (open it after you have tried)</summary>
+#
+# ```python
+# def my_sentence_layer_norm(x, eps=1e-5):
+#     mean = x.mean(dim=(1, 2), keepdim=True)  # (batch, 1, 1): broadcasts against x
+#     var = ((x - mean) ** 2).mean(dim=(1, 2), keepdim=True)  # biased, as LayerNorm
+#     return (x - mean) / torch.sqrt(var + eps)
+# ```
+#
+# `keepdim=True` keeps the reduced dims with size 1, so no `.view` with a hard-coded batch size
+# is needed.
+#
+# </details>
+#
+# The checker accepts it:
+
+# %%
+def solution(x, eps=1e-5):
+    mean = x.mean(dim=(1, 2), keepdim=True)  # (batch, 1, 1): broadcasts against x
+    var = ((x - mean) ** 2).mean(dim=(1, 2), keepdim=True)  # biased, as LayerNorm
+    return (x - mean) / torch.sqrt(var + eps)
+
+
+check_sentence_layer_norm(solution)
+
+# %% [markdown]
+# ### 2. A masked per-sentence LN
+#
+# Write `my_masked_layer_norm(x, mask)`: per sentence, the mean and the biased variance over
+# the **real** tokens only (`mask` is `True` for a real token, shape `(batch, seq_len)`), then
+# $(x - \mathrm{E}[x]) / \sqrt{\mathrm{Var}[x] + 10^{-5}}$ for the real tokens and 0 for the
+# pads. `check_masked_sentence_layer_norm` tries batches padded with 0, one padded with 7.0 (a
+# pad value that would show if it leaked in) and one without pads, and compares with
+# `helpers.sequence.masked_layer_norm`. As shipped, it ignores the mask.
+
+# %%
+def my_masked_layer_norm(x, mask, eps=1e-5):
+    """LayerNorm per sentence over the real tokens (mask True) only; 0 at the pads."""
+    return F.layer_norm(x, x.shape[-2:], eps=eps)  # TODO: leave the pads out, and zero them
+
+
+check_masked_sentence_layer_norm(my_masked_layer_norm)
+
+# %% [markdown]
+# <details><summary>A solution (open it after you have tried)</summary>
+#
+# ```python
+# def my_masked_layer_norm(x, mask, eps=1e-5):
+#     real = mask[..., None]  # (batch, seq_len, 1)
+#     count = real.sum(dim=(1, 2), keepdim=True) * x.shape[-1]  # real values per sentence
+#     mean = torch.where(real, x, 0.0).sum(dim=(1, 2), keepdim=True) / count
+#     centred = torch.where(real, x - mean, 0.0)  # 0 at the pads
+#     var = (centred ** 2).sum(dim=(1, 2), keepdim=True) / count
+#     return centred / torch.sqrt(var + eps)
+# ```
+#
+# `torch.where` rather than `x * mask`: a pad holding `nan` or `inf` stays out too.
+#
+# </details>
+
+# %%
+def masked_solution(x, mask, eps=1e-5):
+    real = mask[..., None]  # (batch, seq_len, 1)
+    count = real.sum(dim=(1, 2), keepdim=True) * x.shape[-1]  # real values per sentence
+    mean = torch.where(real, x, 0.0).sum(dim=(1, 2), keepdim=True) / count
+    centred = torch.where(real, x - mean, 0.0)  # 0 at the pads
+    var = (centred ** 2).sum(dim=(1, 2), keepdim=True) / count
+    return centred / torch.sqrt(var + eps)
+
+
+check_masked_sentence_layer_norm(masked_solution)
+
+# %% [markdown]
+# ## Summary: each claim, and where it is shown
+#
+# | claim | shown in |
+# |---|---|
+# | The lesson's `test01` and `test02` print the numbers the lesson publishes, digit for digit, means and variances included | *The lesson's code, exactly* (stored output; `tests/test_lesson.py` compares it with the lesson's block) |
+# | `helpers.layer_norm` gives the same printed tensors, and `group_stats` the lesson's means and variances | the two *Check it* cells after the lesson's code |
+# | `normalized_shape` names the trailing dims to average over; the dims before index the groups; `gamma` and `beta` have shape `normalized_shape` (for `nn.LayerNorm` and `helpers.LayerNorm` alike) | *What `normalized_shape` decides* |
+# | Per token, scaling one token moves no output; per sentence, it moves its whole sentence, and only it | the widget, then *Check it: the same claims in numbers* |
+# | `nn.LayerNorm((seq_len, dim))` refuses any other length; `nn.LayerNorm(dim)` takes any | *Pitfall 1* |
+# | Padding changes a per-sentence LN's output for the real tokens; a masked LN gives exactly the unpadded result; per-token LN is untouched | *Pitfall 2* |
+# | Per-sentence LN makes every position depend on later tokens, even inside a causally masked block; per-token LN keeps the block causal | *Pitfall 3*: Jacobians (`dependency_matrix`) and replacing the last token (`output_change`) |
+# | Per-token LN lets a generator reuse earlier positions' outputs as tokens are appended | *Pitfall 3*, last cell |
+# | The Transformer, BERT and GPT-2 use per-token LayerNorm, LLaMA per-token RMSNorm, and their formulas equal `nn.LayerNorm(d)`, `nn.RMSNorm(d)` and the set's functions | *What real models do*, with the authors' code cited |
+#
+# ## Glossary: the lesson's words
+#
+# | English | 中文 (the lesson's words) | note |
+# |---|---|---|
+# | per token | 以 token 为单位 (the code comment: 以 Token 为单位) | one mean and variance per token: `normalized_shape=dim` |
+# | per sentence | 以 sentence 为单位, 以句子为单位 | one per sentence: `normalized_shape=(seq_len, dim)`; the code comment's 以句子为单词 ("as words") is a slip for 为单位 ("as the unit") |
+# | sentence | 句子, sentence | `seq_len` tokens |
+# | mean | 均值 | printed by `test02` |
+# | variance | 方差 | biased: `unbiased=False` |
+# | usage example | 使用示例 | the lesson's section 2 |
+# | the program's output | 程序执行结果 | the block this notebook reproduces |
+# | task requirements, application scenario | 任务需求, 应用场景 | what the lesson says the choice depends on |
+#
+# More terms are in the glossary of `00_start_here.ipynb`. Padding, masks and causal
+# (left-to-right) models are not in the lesson; they are this notebook's additions.
+#
+# ## References
+#
+# - J. L. Ba, J. R. Kiros, G. E. Hinton, *Layer Normalization*, 2016,
+#   [arXiv:1607.06450](https://arxiv.org/abs/1607.06450).
+# - A. Vaswani et al., *Attention Is All You Need*, NeurIPS 2017,
+#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762), section 3.1: `LayerNorm(x + Sublayer(x))`;
+#   the authors' code: [tensor2tensor `layers/common_layers.py`](https://github.com/tensorflow/tensor2tensor/blob/master/tensor2tensor/layers/common_layers.py),
+#   `layer_norm` ("averaging over the last dimension").
+# - J. Devlin, M.-W. Chang, K. Lee, K. Toutanova, *BERT: Pre-training of Deep Bidirectional
+#   Transformers for Language Understanding*, NAACL 2019, [arXiv:1810.04805](https://arxiv.org/abs/1810.04805);
+#   code: [google-research/bert `modeling.py`](https://github.com/google-research/bert/blob/master/modeling.py), `layer_norm`.
+# - A. Radford, J. Wu, R. Child, D. Luan, D. Amodei, I. Sutskever, *Language Models are
+#   Unsupervised Multitask Learners*, OpenAI, 2019 (section 2.3: layer normalization moved to
+#   the input of each sub-block, plus one after the final block); code:
+#   [openai/gpt-2 `src/model.py`](https://github.com/openai/gpt-2/blob/master/src/model.py), `norm` and `block`.
+# - H. Touvron et al., *LLaMA: Open and Efficient Foundation Language Models*, 2023,
+#   [arXiv:2302.13971](https://arxiv.org/abs/2302.13971) (section 2.2, pre-normalization with
+#   RMSNorm); code: [meta-llama/llama `llama/model.py`](https://github.com/meta-llama/llama/blob/main/llama/model.py), `RMSNorm`.
+# - B. Zhang, R. Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019,
+#   [arXiv:1910.07467](https://arxiv.org/abs/1910.07467).
+# - PyTorch, [`torch.nn.LayerNorm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.LayerNorm.html)
+#   (the mean and variance over the last `len(normalized_shape)` dims; `weight` and `bias` of
+#   shape `normalized_shape`) and [`torch.nn.RMSNorm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.RMSNorm.html).
+# - The lesson this set grows from (in Chinese), section 2, 使用示例; its printed output is kept
+#   in `tests/data/lesson_output.txt`.
