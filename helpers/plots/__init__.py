@@ -1,0 +1,28 @@
+"""Figures: builders that take plain data (tensors, dicts, DataFrames) and return a Figure.
+
+A builder never calls ``plt.show()``: a notebook cell or a widget callback shows the
+figure, and tests read the artists' data (line ydata, axis limits, titles) instead of
+pixels. Figures are small (``DPI`` dots per inch) so stored notebooks stay small.
+
+The shared sizes and colours are in :mod:`helpers.plots.core`; each notebook's builders
+are in a module named for what they draw. Everything is importable from here.
+"""
+
+from helpers.plots.core import DPI, HIGHLIGHT, OTHER, find_line
+from helpers.plots.formula import affine_figure, drift_figure, eps_figure, gamma_beta_fit_figure
+from helpers.plots.invariance import shift_scale_figure
+from helpers.plots.units import dependency_figure, norm_unit_figure
+
+__all__ = [
+    "DPI",
+    "HIGHLIGHT",
+    "OTHER",
+    "affine_figure",
+    "dependency_figure",
+    "drift_figure",
+    "eps_figure",
+    "find_line",
+    "gamma_beta_fit_figure",
+    "norm_unit_figure",
+    "shift_scale_figure",
+]

@@ -1,0 +1,49 @@
+"""Widgets: small dashboards whose logic is plain functions.
+
+Each dashboard is three parts:
+
+- a *state* function (e.g. :func:`shift_scale_state`): control values in, everything
+  to show out, as plain data; no widgets, no drawing, tested without a kernel;
+- a figure builder in :mod:`helpers.plots` (and, if wanted, a table), also tested
+  without a kernel;
+- :class:`Dashboard`, which wires controls to the two: on every change it recomputes
+  the state (kept in ``dashboard.state``), draws the figure (kept, closed, in
+  ``dashboard.figure``) and shows it as a PNG in an ``Image`` widget, with the table in
+  an ``HTML`` widget below.
+
+Why an ``Image`` and not ``plt.show()`` inside an ``Output`` widget: when a notebook is
+executed headless (``jupyter nbconvert --execute``, ``nbclient``), every output captured
+by an ``Output`` widget makes the executor send a message on the shell channel while it
+waits there for the cell's reply, and it sometimes misses that reply: the cell then
+stalls until the timeout, or forever without one (jupyter/nbclient#312). ``Image`` and
+``HTML`` values travel only from the kernel to the front end, so that cannot happen.
+The PNG is what the inline backend would show.
+
+Only API common to ipywidgets 7.7 (Google Colab) and 8.x is used. Sliders redraw
+when released (``continuous_update=False``).
+
+The shared machinery is in :mod:`helpers.widgets.core`; each notebook's dashboards are
+in a module named for what they show. Everything is importable from here.
+"""
+
+from helpers.widgets.core import Dashboard, log_slider, png_bytes, slider
+from helpers.widgets.formula import AFFINE_EDGES, affine_demo, affine_state, eps_demo, eps_state
+from helpers.widgets.invariance import shift_scale_demo, shift_scale_state
+from helpers.widgets.units import NORM_UNITS, norm_unit_demo, norm_unit_state
+
+__all__ = [
+    "AFFINE_EDGES",
+    "NORM_UNITS",
+    "Dashboard",
+    "affine_demo",
+    "affine_state",
+    "eps_demo",
+    "eps_state",
+    "log_slider",
+    "norm_unit_demo",
+    "norm_unit_state",
+    "png_bytes",
+    "shift_scale_demo",
+    "shift_scale_state",
+    "slider",
+]
