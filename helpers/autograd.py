@@ -121,14 +121,18 @@ class LayerNormFunction(torch.autograd.Function):
         num_features = math.prod(shape)
         x = input.to(acc).reshape(num_rows, num_features)
 
+        # The two-pass variance (see helpers.variance): the mean, then the mean square of
+        # the centred values. Later steps work in place: forward() records no graph.
         mean = x.mean(dim=1, keepdim=True)
         centred = x - mean
         rstd = torch.rsqrt((centred * centred).mean(dim=1, keepdim=True) + eps)
-        y = centred * rstd
-        if weight is not None:
-            y = y * weight.to(acc).reshape(1, num_features)
-        if bias is not None:
-            y = y + bias.to(acc).reshape(1, num_features)
+        y = centred.mul_(rstd)
+        if weight is not None and bias is not None:
+            y = torch.addcmul(bias.to(acc).reshape(1, num_features), y, weight.to(acc).reshape(1, num_features))
+        elif weight is not None:
+            y = y.mul_(weight.to(acc).reshape(1, num_features))
+        elif bias is not None:
+            y = y.add_(bias.to(acc).reshape(1, num_features))
 
         # The cache: O(M) statistics besides the tensors the caller already holds.
         ctx.save_for_backward(input, weight, mean, rstd)
@@ -146,18 +150,26 @@ class LayerNormFunction(torch.autograd.Function):
 
         x = input.to(acc).reshape(num_rows, num_features)
         dy = grad_output.to(acc).reshape(num_rows, num_features)
-        x_hat = (x - mean) * rstd  # recomputed from the cache: cheaper than storing it
+        x_hat = (x - mean).mul_(rstd)  # recomputed from the cache: cheaper than storing it
 
+        # Each full pass over (M, N) data costs time (the op is memory-bound), so the
+        # backward makes few of them and shares them between the three gradients:
+        #   p = dy * x_hat (one product), dgamma = column sums of p, dbeta = column sums of dy;
+        #   the two row means need no new (M, N) tensor: mean(g) = dy @ gamma / N and
+        #   mean(g * x_hat) = p @ gamma / N, two matrix-vector products;
+        #   dx = rstd * (dy * gamma - mean(g) - x_hat * mean(g * x_hat)) is built in x_hat's buffer.
         grad_input = grad_weight = grad_bias = None
-        if ctx.needs_input_grad[0]:
-            g = dy if weight is None else dy * weight.to(acc).reshape(1, num_features)
-            dx = rstd * (
-                g - g.mean(dim=1, keepdim=True) - x_hat * (g * x_hat).mean(dim=1, keepdim=True)
-            )
-            grad_input = dx.reshape(input.shape).to(input.dtype)
+        w = torch.ones(num_features, dtype=acc) if weight is None else weight.to(acc).reshape(num_features)
+        p = dy * x_hat
         if weight is not None and ctx.needs_input_grad[2]:
-            grad_weight = (dy * x_hat).sum(dim=0).reshape(shape).to(weight.dtype)
+            grad_weight = p.sum(dim=0).reshape(shape).to(weight.dtype)
         if ctx.bias_dtype is not None and ctx.needs_input_grad[3]:
             grad_bias = dy.sum(dim=0).reshape(shape).to(ctx.bias_dtype)
+        if ctx.needs_input_grad[0]:
+            mean_g = (dy @ w).div_(num_features).unsqueeze(1)
+            mean_g_xhat = (p @ w).div_(num_features).unsqueeze(1)
+            dx = x_hat.mul_(mean_g_xhat).add_(mean_g).neg_()  # -(x_hat * mean(g x_hat) + mean(g))
+            dx.addcmul_(dy, w.reshape(1, num_features)).mul_(rstd)
+            grad_input = dx.reshape(input.shape).to(input.dtype)
         # One gradient per forward argument: input, normalized_shape, weight, bias, eps.
         return grad_input, None, grad_weight, grad_bias, None

@@ -37,8 +37,9 @@ def assert_close():
 # --- JupyterLab started exactly as `make lab` starts it ---------------------------
 # Shared by tests/test_lab_server.py and tests/browser/. The server runs `make lab`
 # with LAB_PORT=<a free port>, LAB_FLAGS=--no-browser and JUPYTER_TOKEN=<random>, in
-# throwaway HOME / JUPYTER_* / IPYTHONDIR folders, with autosave off so that running
-# the notebooks in a browser never writes to notebooks/.
+# throwaway HOME / JUPYTER_* / IPYTHONDIR folders, with autosave off and checkpoints
+# kept in that throwaway home, so that running the notebooks in a browser never writes
+# to notebooks/.
 import json  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
@@ -51,6 +52,8 @@ import urllib.error  # noqa: E402
 import urllib.request  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+import psutil  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LAB_START_TIMEOUT_S = 90
@@ -118,8 +121,7 @@ class LabServer:
             return error.code, error.read()
 
     def stop(self) -> None:
-        import psutil
-
+        """SIGTERM to the whole process group (make, jupyter, kernels), then SIGKILL."""
         try:
             tree = [psutil.Process(self.proc.pid), *psutil.Process(self.proc.pid).children(True)]
         except psutil.NoSuchProcess:
@@ -153,6 +155,10 @@ def start_lab_server(workdir: Path) -> LabServer:
         ("MPLCONFIGDIR", ".config/matplotlib")]}
     for path in dirs.values():
         path.mkdir(parents=True, exist_ok=True)
+    # Checkpoints (Lab writes one when it first opens a notebook) go to the throwaway home,
+    # not to notebooks/.ipynb_checkpoints.
+    (dirs["JUPYTER_CONFIG_DIR"] / "jupyter_server_config.json").write_text(json.dumps(
+        {"FileCheckpoints": {"checkpoint_dir": str(home / "checkpoints")}}), encoding="utf-8")
     for rel, settings in _LAB_SETTINGS.items():
         target = dirs["JUPYTER_CONFIG_DIR"] / "lab" / "user-settings" / rel
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -8,9 +8,16 @@ The shared sizes and colours are in :mod:`helpers.plots.core`; each notebook's b
 are in a module named for what they draw. Everything is importable from here.
 """
 
+from helpers.plots.bn_vs_ln import (
+    batch_noise_figure,
+    batch_size_figure,
+    other_samples_figure,
+    pooling_figure,
+)
 from helpers.plots.core import DPI, HIGHLIGHT, OTHER, find_line
 from helpers.plots.formula import affine_figure, drift_figure, eps_figure, gamma_beta_fit_figure
 from helpers.plots.invariance import shift_scale_figure
+from helpers.plots.speed import bandwidth_figure, saved_bytes_figure, stability_figure
 from helpers.plots.units import dependency_figure, norm_unit_figure
 
 __all__ = [
@@ -18,11 +25,18 @@ __all__ = [
     "HIGHLIGHT",
     "OTHER",
     "affine_figure",
+    "bandwidth_figure",
+    "batch_noise_figure",
+    "batch_size_figure",
     "dependency_figure",
     "drift_figure",
     "eps_figure",
     "find_line",
     "gamma_beta_fit_figure",
     "norm_unit_figure",
+    "saved_bytes_figure",
+    "other_samples_figure",
+    "pooling_figure",
     "shift_scale_figure",
+    "stability_figure",
 ]

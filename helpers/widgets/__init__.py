@@ -26,13 +26,16 @@ The shared machinery is in :mod:`helpers.widgets.core`; each notebook's dashboar
 in a module named for what they show. Everything is importable from here.
 """
 
+from helpers.widgets.bn_vs_ln import other_samples_demo, other_samples_state
 from helpers.widgets.core import Dashboard, log_slider, png_bytes, slider
 from helpers.widgets.formula import AFFINE_EDGES, affine_demo, affine_state, eps_demo, eps_state
 from helpers.widgets.invariance import shift_scale_demo, shift_scale_state
+from helpers.widgets.numerics import DTYPES, stability_demo, stability_state
 from helpers.widgets.units import NORM_UNITS, norm_unit_demo, norm_unit_state
 
 __all__ = [
     "AFFINE_EDGES",
+    "DTYPES",
     "NORM_UNITS",
     "Dashboard",
     "affine_demo",
@@ -42,8 +45,12 @@ __all__ = [
     "log_slider",
     "norm_unit_demo",
     "norm_unit_state",
+    "other_samples_demo",
+    "other_samples_state",
     "png_bytes",
     "shift_scale_demo",
     "shift_scale_state",
     "slider",
+    "stability_demo",
+    "stability_state",
 ]

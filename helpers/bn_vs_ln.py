@@ -1,0 +1,443 @@
+"""BatchNorm against LayerNorm (notebook 03): whose statistics, what depends on the batch.
+
+Plain functions that return tensors or tidy DataFrames, so a notebook can show them and
+tests can assert on them:
+
+- :func:`two_sample_stats`: the lesson's promised two-sample example, BN's per-feature and
+  LN's per-sample mean and variance side by side.
+- :func:`pooling_groups`: which entries of a ``(batch, features)`` or ``(batch, seq_len,
+  features)`` tensor share one mean and variance under BN and under LN.
+- :func:`batch_mean_noise`: how far a batch's mean strays from the population's, per
+  batch size.
+- :func:`batch_size_runs`: identical small MLPs with BatchNorm, LayerNorm or no norm,
+  trained at several batch sizes and seeds on a synthetic task (:data:`TASK_RULE`).
+- :func:`padding_pollution`: BN over padded sequences lets pad tokens into the real
+  tokens' statistics; per-token LN does not.
+- :func:`invariance_table`: Table 1 of Ba, Kiros and Hinton (2016), measured.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from helpers.checks import Case, Exercise, Verdict, check, register
+from helpers.functional import batch_norm, layer_norm, rms_norm
+from helpers.sequence import pad_batch
+from helpers.stats import group_stats
+
+__all__ = [
+    "NORMS",
+    "StackedMLP",
+    "PAPER_TABLE",
+    "TASK_RULE",
+    "TWO_SAMPLES",
+    "batch_mean_noise",
+    "batch_size_runs",
+    "batch_size_summary",
+    "check_batch_norm_train",
+    "check_running_var_update",
+    "invariance_table",
+    "make_task",
+    "padding_pollution",
+    "pooling_groups",
+        "state_dict_diff",
+    "two_sample_stats",
+]
+
+#: The two-sample example: 2 samples (rows) x 3 features (columns), on very different scales.
+TWO_SAMPLES = torch.tensor([[1.0, 20.0, 300.0],
+                            [3.0, 60.0, 100.0]])
+
+#: The normalizations :func:`batch_size_runs` compares.
+NORMS = ("BatchNorm", "LayerNorm", "no norm")
+
+#: The synthetic task's rule, as the notebook shows it.
+TASK_RULE = "label = 1 if x0 * x1 + 0.5 * sin(3 * x2) > 0 else 0,  x ~ N(0, I_8)"
+
+
+def two_sample_stats(x: torch.Tensor = TWO_SAMPLES) -> pd.DataFrame:
+    """BN's statistics (one per feature, over the batch) and LN's (one per sample, over its features).
+
+    Returns:
+        One row per group: index ``(norm, group)`` with ``norm`` ``"BatchNorm"`` (groups
+        ``feature 0``...) or ``"LayerNorm"`` (groups ``sample 0``...), columns ``count``,
+        ``mean`` and ``var`` (biased, as both normalize with).
+    """
+    if x.ndim != 2:
+        raise ValueError(f"two_sample_stats(): argument 'x' must be 2-D (samples, features), "
+                         f"got shape {tuple(x.shape)}")
+    bn = group_stats(x, 0, names=("sample", "feature"))
+    ln = group_stats(x, 1, names=("sample", "feature"))
+    frames = []
+    for norm, frame, label in (("BatchNorm", bn, "feature"), ("LayerNorm", ln, "sample")):
+        frame = frame[["count", "mean", "var"]].copy()
+        frame.index = pd.MultiIndex.from_tuples([(norm, f"{label} {i}") for i in frame.index],
+                                                names=["norm", "group"])
+        frames.append(frame)
+    return pd.concat(frames)
+
+
+def pooling_groups(shape: tuple[int, ...], norm: str) -> torch.Tensor:
+    """A label per entry: entries with the same label share one mean and variance.
+
+    Args:
+        shape: ``(batch, features)`` or ``(batch, seq_len, features)`` (features last, as
+            a Transformer holds them; BN pools every position of a feature).
+        norm: ``"BatchNorm"`` (one group per feature) or ``"LayerNorm"`` (one group per
+            sample, or per token for 3-D: ``normalized_shape=features``).
+
+    Returns:
+        An integer tensor of ``shape``.
+    """
+    if len(shape) not in (2, 3):
+        raise ValueError(f"pooling_groups(): argument 'shape' must have 2 or 3 dims, got {shape}")
+    index = torch.arange(math.prod(shape)).reshape(shape)
+    if norm == "BatchNorm":
+        return index % shape[-1]
+    if norm == "LayerNorm":
+        return index // shape[-1]
+    raise ValueError(f"pooling_groups(): argument 'norm' must be 'BatchNorm' or 'LayerNorm', got {norm!r}")
+
+
+def batch_mean_noise(batch_sizes=(1, 2, 4, 8, 16, 32, 64, 128), *, trials: int = 2000,
+                     seed: int = 0) -> pd.DataFrame:
+    """How far the mean of a batch of standard-normal values strays from the true mean 0.
+
+    For each batch size ``B``, ``trials`` batches are drawn; the spread (std) of their
+    means is what BN's training-time centring wobbles by, against ``1 / sqrt(B)``.
+
+    Returns:
+        One row per batch size: ``batch_size``, ``std_of_batch_mean`` and ``theory``
+        (``1 / sqrt(B)``).
+    """
+    g = torch.Generator().manual_seed(seed)
+    rows = []
+    for b in batch_sizes:
+        means = torch.randn(trials, b, generator=g, dtype=torch.float64).mean(dim=1)
+        rows.append({"batch_size": b, "std_of_batch_mean": means.std().item(), "theory": 1 / math.sqrt(b)})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------ the batch-size experiment
+
+
+def make_task(n: int, generator: torch.Generator, in_features: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` samples of the synthetic task :data:`TASK_RULE`: ``(x, label)``, labels 0/1 (float)."""
+    x = torch.randn(n, in_features, generator=generator)
+    label = (x[:, 0] * x[:, 1] + 0.5 * torch.sin(3 * x[:, 2]) > 0).float()
+    return x, label
+
+
+class StackedMLP(nn.Module):
+    """``len(NORMS) * n_seeds`` identical-shaped MLPs trained at once, one per (norm, seed).
+
+    Each model is ``Linear -> norm -> ReLU -> Linear -> norm -> ReLU -> Linear(width, 1)``;
+    model ``m`` uses ``NORMS[m // n_seeds]`` and the weights of seed ``m % n_seeds``, so the
+    three models of one seed start from the *same* weights and differ only by the norm. The
+    weights are stacked along a leading model dim and applied with ``torch.baddbmm``: one
+    step trains all models, each on its own minibatch, and (the loss being a sum over
+    models) no model's gradient depends on another's. BN keeps running statistics per
+    model and layer (``helpers.batch_norm`` updates them: momentum 0.1, unbiased variance).
+    """
+
+    def __init__(self, n_seeds: int, *, in_features: int = 8, width: int = 32, generators=None):
+        super().__init__()
+        self.n_seeds, self.width = n_seeds, width
+        shapes = [(in_features, width), (width, width), (width, 1)]
+        self.weights, self.biases = nn.ParameterList(), nn.ParameterList()
+        for fan_in, fan_out in shapes:
+            gain = math.sqrt(2 / fan_in) if fan_out > 1 else 1 / math.sqrt(fan_in)  # He init before ReLU
+            per_seed = torch.stack([torch.randn(fan_in, fan_out, generator=g) * gain for g in generators])
+            self.weights.append(nn.Parameter(per_seed.repeat(len(NORMS), 1, 1)))
+            self.biases.append(nn.Parameter(torch.zeros(len(NORMS) * n_seeds, 1, fan_out)))
+        for layer in range(2):
+            self.register_buffer(f"running_mean{layer}", torch.zeros(n_seeds * width))
+            self.register_buffer(f"running_var{layer}", torch.ones(n_seeds * width))
+
+    def _norm(self, h: torch.Tensor, layer: int) -> torch.Tensor:
+        s = self.n_seeds
+        bn, ln, plain = h[:s], h[s:2 * s], h[2 * s:]
+        # BN per model and feature over the batch: (S, B, W) -> (B, S*W) channels.
+        batch = bn.shape[1]
+        flat = bn.transpose(0, 1).reshape(batch, s * self.width)
+        flat = batch_norm(flat, getattr(self, f"running_mean{layer}"), getattr(self, f"running_var{layer}"),
+                          training=self.training)
+        bn = flat.reshape(batch, s, self.width).transpose(0, 1)
+        return torch.cat([bn, layer_norm(ln, (self.width,)), plain])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` of shape ``(models, batch, in_features)`` -> logits ``(models, batch)``."""
+        h = x
+        for layer in range(2):
+            h = torch.relu(self._norm(torch.baddbmm(self.biases[layer], h, self.weights[layer]), layer))
+        return torch.baddbmm(self.biases[2], h, self.weights[2]).squeeze(-1)
+
+
+def batch_size_runs(batch_sizes=(2, 4, 8, 16, 32, 64, 128), seeds=(0, 1, 2), *, steps: int = 150,
+                    lr: float = 0.01, n_train: int = 2048, n_test: int = 1024,
+                    progress: bool = False) -> pd.DataFrame:
+    """Train identical MLPs with each of :data:`NORMS` for ``steps`` Adam steps per batch size.
+
+    For each seed, the data (:func:`make_task`), the initial weights and the minibatch
+    order are the same for all three norms (:class:`StackedMLP`), so the runs differ only by
+    the normalization. Each run sees ``steps * batch_size`` samples, so larger batches see
+    more data: compare the norms *at* a batch size, not across batch sizes. Accuracy is
+    measured on ``n_test`` held-out samples in ``eval()`` mode (BN then uses its running
+    statistics, as at deployment).
+
+    Returns:
+        One row per run: ``norm``, ``batch_size``, ``seed``, ``test_accuracy``, ``test_loss``.
+    """
+    seeds = list(seeds)
+    sizes = batch_sizes
+    if progress:
+        from tqdm.auto import tqdm
+
+        sizes = tqdm(batch_sizes, desc="batch sizes", leave=False)
+    rows = []
+    for b in sizes:
+        gens = [torch.Generator().manual_seed(s) for s in seeds]
+        train = [make_task(n_train, g) for g in gens]
+        test = [make_task(n_test, g) for g in gens]
+        model = StackedMLP(len(seeds), generators=gens)
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        order = torch.stack([torch.randint(0, n_train, (steps, b), generator=g) for g in gens], dim=1)
+        x_train = torch.stack([x for x, _ in train]).repeat(len(NORMS), 1, 1)  # (models, n, in)
+        y_train = torch.stack([y for _, y in train]).repeat(len(NORMS), 1)
+        model.train()
+        for idx in order:  # idx: (seeds, b), the same minibatch for a seed's three models
+            idx = idx.repeat(len(NORMS), 1)
+            x = torch.gather(x_train, 1, idx[..., None].expand(-1, -1, x_train.shape[-1]))
+            y = torch.gather(y_train, 1, idx)
+            # mean over each model's batch, summed over models: each model's gradient is its own
+            loss = F.binary_cross_entropy_with_logits(model(x), y, reduction="none").mean(1).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        model.eval()
+        x_test = torch.stack([x for x, _ in test]).repeat(len(NORMS), 1, 1)
+        y_test = torch.stack([y for _, y in test]).repeat(len(NORMS), 1)
+        with torch.no_grad():
+            logits = model(x_test)
+        accuracy = ((logits > 0).float() == y_test).float().mean(1)
+        losses = F.binary_cross_entropy_with_logits(logits, y_test, reduction="none").mean(1)
+        for m in range(len(NORMS) * len(seeds)):
+            rows.append({"norm": NORMS[m // len(seeds)], "batch_size": b, "seed": seeds[m % len(seeds)],
+                         "test_accuracy": accuracy[m].item(), "test_loss": losses[m].item()})
+    return pd.DataFrame(rows)
+
+
+def batch_size_summary(runs: pd.DataFrame, column: str = "test_accuracy") -> pd.DataFrame:
+    """Mean, min and max of ``column`` over seeds: one row per batch size, columns ``(norm, stat)``."""
+    table = runs.groupby(["batch_size", "norm"])[column].agg(["mean", "min", "max"]).unstack("norm")
+    return table.swaplevel(axis=1).sort_index(axis=1, level=0)[list(NORMS)]
+
+
+def state_dict_diff(a: nn.Module, b: nn.Module, names=("a", "b")) -> pd.DataFrame:
+    """Every ``state_dict`` key of ``a`` or ``b``, and its shape in each (``-`` where absent)."""
+    sa, sb = a.state_dict(), b.state_dict()
+    keys = list(sa) + [k for k in sb if k not in sa]
+
+    def shape(sd, k):
+        return str(tuple(sd[k].shape)) if k in sd else "-"
+
+    return pd.DataFrame({names[0]: [shape(sa, k) for k in keys], names[1]: [shape(sb, k) for k in keys]},
+                        index=pd.Index(keys, name="key"))
+
+
+# ------------------------------------------------------------ padding
+
+
+def padding_pollution(lengths=(5, 2), dim: int = 4, *, seed: int = 0, extra_pads: int = 3) -> pd.DataFrame:
+    """Normalize the same real tokens padded to two lengths; how much do their outputs move?
+
+    The sentences (``lengths`` tokens of ``dim`` features) are padded with zeros to the
+    longest, then again with ``extra_pads`` more zero tokens. BN (per feature, over every
+    position of the batch, pads included) and per-token LN are applied to both.
+
+    Returns:
+        One row per norm (``"BatchNorm over (batch, seq_len)"``, ``"LayerNorm per token"``):
+        ``real_token_max_change`` (largest change of a real token's output between the two
+        paddings) and ``pad_share`` (the fraction of pooled positions that are pads, per
+        padding: a string ``"a -> b"``).
+    """
+    g = torch.Generator().manual_seed(seed)
+    sentences = [torch.randn(n, dim, generator=g) * 2 + 1 for n in lengths]
+    short, mask_short = pad_batch(sentences)
+    long = torch.cat([short, short.new_zeros(short.shape[0], extra_pads, dim)], dim=1)
+    real = mask_short[..., None].expand_as(short)
+
+    def bn(x):  # channels = features: (batch, seq, dim) -> (batch, dim, seq)
+        return batch_norm(x.transpose(1, 2), None, None, training=True).transpose(1, 2)
+
+    def ln(x):
+        return layer_norm(x, (dim,))
+
+    rows = []
+    for name, fn in (("BatchNorm over (batch, seq_len)", bn), ("LayerNorm per token", ln)):
+        change = (fn(short) - fn(long)[:, : short.shape[1]]).abs()[real].max().item()
+        n_real = int(mask_short.sum())
+        share = f"{1 - n_real / mask_short.numel():.2f} -> {1 - n_real / (long.shape[0] * long.shape[1]):.2f}"
+        rows.append({"norm": name, "real_token_max_change": change, "pad_share": share})
+    return pd.DataFrame(rows).set_index("norm")
+
+
+# ------------------------------------------------------------ invariances
+
+#: Table 1 of Ba, Kiros and Hinton (2016), arXiv:1607.06450 (RMSNorm is not in it).
+PAPER_TABLE = pd.DataFrame(
+    {"BatchNorm": [True, False, True, True, True, False],
+     "LayerNorm": [True, True, False, True, False, True]},
+    index=pd.Index(["weight matrix re-scaling", "weight matrix re-centering", "weight vector re-scaling",
+                    "dataset re-scaling", "dataset re-centering", "single training case re-scaling"],
+                   name="transformation"),
+)
+
+_INVARIANCE_NORMS = {
+    "BatchNorm": lambda a, eps: batch_norm(a, None, None, training=True, eps=eps),
+    "LayerNorm": lambda a, eps: layer_norm(a, (a.shape[-1],), eps=eps),
+    "RMSNorm": lambda a, eps: rms_norm(a, (a.shape[-1],), eps=eps),
+}
+
+
+def _transformations(x: torch.Tensor, w: torch.Tensor, g: torch.Generator) -> dict:
+    """``name -> (x', W')``; the summed inputs are ``a = x @ W.T`` (cases x units), no bias."""
+    n, d = x.shape
+    h = w.shape[0]
+    delta = 3.0
+    row_shift = torch.randn(d, generator=g, dtype=x.dtype)  # one vector added to every row of W
+    data_shift = torch.randn(d, generator=g, dtype=x.dtype)
+    w_vec = w.clone()
+    w_vec[0] *= delta
+    x_case = x.clone()
+    x_case[0] *= delta
+    del n, h
+    return {
+        "weight matrix re-scaling": (x, delta * w),
+        "weight matrix re-centering": (x, w + row_shift),
+        "weight vector re-scaling": (x, w_vec),
+        "dataset re-scaling": (delta * x, w),
+        "dataset re-centering": (x + data_shift, w),
+        "single training case re-scaling": (x_case, w),
+    }
+
+
+def invariance_table(*, cases: int = 16, in_features: int = 6, units: int = 5, seed: int = 0,
+                     eps: float = 1e-10, tol: float = 1e-6) -> pd.DataFrame:
+    """Measure, for BN, LN and RMSNorm, which of Ba et al.'s transformations leave the output unchanged.
+
+    Definitions (the paper's, with ``a = x @ W.T`` the summed inputs of one layer, rows
+    of ``W`` one unit's weight vector, rows of ``x`` the training cases):
+    weight matrix re-scaling ``W -> 3 W``; weight matrix re-centering ``W -> W + 1 v^T``
+    (the same vector ``v`` added to every unit's weights); weight vector re-scaling: one
+    row of ``W`` times 3; dataset re-scaling ``x -> 3 x``; dataset re-centering ``x -> x +
+    c`` (the same ``c`` for every case); single training case re-scaling: one row of
+    ``x`` times 3. The norms run without gamma/beta (BN on the batch's statistics) in
+    float64 with a tiny ``eps``: with the usual 1e-5, a re-scaling by 3 moves the output by
+    a relative amount of order ``eps / Var``, which would blur "invariant up to eps" into a
+    threshold on the data. *Invariant* means the output moved by less than ``tol``.
+
+    Returns:
+        One row per transformation; columns ``BatchNorm``, ``LayerNorm``, ``RMSNorm``
+        (measured, bool), ``... max change`` for each, and ``paper BatchNorm`` /
+        ``paper LayerNorm`` (:data:`PAPER_TABLE`).
+    """
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(cases, in_features, generator=g, dtype=torch.float64)
+    w = torch.randn(units, in_features, generator=g, dtype=torch.float64)
+    rows = {}
+    for name, (x2, w2) in _transformations(x, w, g).items():
+        row = {}
+        for norm, fn in _INVARIANCE_NORMS.items():
+            row[f"{norm} max change"] = (fn(x2 @ w2.T, eps) - fn(x @ w.T, eps)).abs().max().item()
+        for norm in _INVARIANCE_NORMS:
+            row[norm] = row[f"{norm} max change"] < tol
+        rows[name] = row
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "transformation"
+    table = table[[*_INVARIANCE_NORMS, *(f"{n} max change" for n in _INVARIANCE_NORMS)]]
+    for norm in PAPER_TABLE:
+        table[f"paper {norm}"] = PAPER_TABLE[norm]
+    return table
+
+
+# ------------------------------------------------------------ exercises (helpers.checks)
+
+
+def _bn_train_reference(x: torch.Tensor) -> torch.Tensor:
+    return F.batch_norm(x, None, None, training=True, eps=1e-5)
+
+
+def _standardize_over(x: torch.Tensor, dim: int, *, unbiased: bool = False) -> torch.Tensor:
+    mean = x.mean(dim=dim, keepdim=True)
+    return (x - mean) / torch.sqrt(x.var(dim=dim, unbiased=unbiased, keepdim=True) + 1e-5)
+
+
+def _randn_case(n: int, c: int, mean: float = 0.0, std: float = 1.0):
+    return lambda g: (torch.randn(n, c, generator=g) * std + mean,)
+
+
+register(Exercise(
+    name="batch_norm_train",
+    reference=_bn_train_reference,
+    cases=[
+        Case("the two-sample example (2 samples x 3 features)", lambda g: (TWO_SAMPLES.clone(),)),
+        Case("8 samples x 4 features from randn", _randn_case(8, 4)),
+        Case("16 samples x 5 features, mean 3 and std 10", _randn_case(16, 5, 3.0, 10.0)),
+    ],
+    mistakes={
+        "you normalized each sample over its features (that is LayerNorm): BatchNorm takes each "
+        "feature's statistics over the batch, `dim=0`.": lambda x: _standardize_over(x, 1),
+        "`x.var()` divides by n - 1 (unbiased); BatchNorm normalizes with the biased variance: "
+        "`x.var(dim=0, unbiased=False)`.": lambda x: _standardize_over(x, 0, unbiased=True),
+    },
+    hint="per feature: mean and biased variance over dim 0 (keepdim=True), then (x - mean) / sqrt(var + 1e-5).",
+    example="torch.randn(8, 4)",
+))
+
+
+def _running_var_reference(running_var: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    running_var = running_var.clone()
+    F.batch_norm(x, torch.zeros_like(running_var), running_var, training=True, momentum=0.1)
+    return running_var
+
+
+def _running_var_slip(running_var, x, *, unbiased=True, swap=False):
+    var = x.var(dim=0, unbiased=unbiased)
+    return 0.1 * running_var + 0.9 * var if swap else 0.9 * running_var + 0.1 * var
+
+
+register(Exercise(
+    name="running_var_update",
+    reference=_running_var_reference,
+    cases=[
+        Case("running_var = 1, batch of 4 x 3", lambda g: (torch.ones(3), torch.randn(4, 3, generator=g))),
+        Case("running_var from rand, batch of 2 x 5", lambda g: (torch.rand(5, generator=g) + 0.5,
+                                                                 torch.randn(2, 5, generator=g) * 3)),
+        Case("running_var = 2, batch of 32 x 4", lambda g: (torch.full((4,), 2.0), torch.randn(32, 4, generator=g))),
+    ],
+    mistakes={
+        "the running estimate stores the UNBIASED batch variance (divided by n - 1): "
+        "`x.var(dim=0, unbiased=True)`.": lambda rv, x: _running_var_slip(rv, x, unbiased=False),
+        "momentum weighs the NEW batch: `(1 - 0.1) * running_var + 0.1 * batch_var`.":
+            lambda rv, x: _running_var_slip(rv, x, swap=True),
+    },
+    hint="new running_var = 0.9 * running_var + 0.1 * x.var(dim=0, unbiased=True).",
+    example="torch.ones(3), torch.randn(4, 3)",
+    shape_hint="return one value per feature: the shape of running_var.",
+))
+
+
+def check_batch_norm_train(fn) -> Verdict:
+    """Check ``fn(x)``: BatchNorm in training mode (no gamma/beta, eps 1e-5) of ``x`` ``(N, C)``."""
+    return check("batch_norm_train", fn)
+
+
+def check_running_var_update(fn) -> Verdict:
+    """Check ``fn(running_var, x)``: the new ``running_var`` after one training step (momentum 0.1)."""
+    return check("running_var_update", fn)

@@ -1,0 +1,133 @@
+"""Memory and speed of LayerNorm implementations: saved-for-backward bytes, a bytes-moved
+model, and the results of ``make bench`` (``benchmarks/run.py``).
+
+LayerNorm does a handful of flops per element and moves every element through memory
+at least twice, so its speed limit is memory bandwidth, not arithmetic. The model:
+
+- forward reads ``x`` and writes ``y``: ``2 * M * N * itemsize`` bytes;
+- backward reads ``x`` and ``dy`` and writes ``dx``: ``3 * M * N * itemsize`` bytes
+  (the parameters and per-row statistics are O(M + N), ignored).
+
+Achieved bandwidth is that byte count over the measured time; the machine's copy
+bandwidth (``y.copy_(x)``: read once, write once) is the practical ceiling.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import io
+import pathlib
+
+import pandas as pd
+import torch
+from torch import Tensor
+
+__all__ = [
+    "IMPLEMENTATIONS",
+    "RESULTS_NAME",
+    "bytes_moved",
+    "load_results",
+    "naive_layer_norm",
+    "saved_bytes",
+    "saved_bytes_table",
+]
+
+RESULTS_NAME = "layernorm_cpu.csv"
+
+
+def naive_layer_norm(x: Tensor, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> Tensor:
+    """LayerNorm as a beginner writes it, each step a separate autograd op (x - mean twice,
+    a division by a square root): autograd keeps every intermediate for the backward."""
+    dims = tuple(range(-len(normalized_shape), 0))
+    mean = x.mean(dims, keepdim=True)
+    var = ((x - mean) ** 2).mean(dims, keepdim=True)
+    y = (x - mean) / torch.sqrt(var + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def _implementations() -> dict:
+    import torch.nn.functional as F
+
+    import helpers
+
+    return {
+        "naive composition": naive_layer_norm,
+        "helpers.layer_norm": helpers.layer_norm,
+        "LayerNormFunction": helpers.LayerNormFunction.apply,
+        "torch (F.layer_norm)": F.layer_norm,
+    }
+
+
+IMPLEMENTATIONS = ("naive composition", "helpers.layer_norm", "LayerNormFunction", "torch (F.layer_norm)")
+
+
+def saved_bytes(fn, x: Tensor, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> dict:
+    """Bytes autograd saves for the backward of ``fn(x, normalized_shape, weight, bias, eps)``.
+
+    Every tensor autograd packs goes through ``saved_tensors_hooks``; each distinct
+    storage is counted once, and a storage the caller already holds (``x``, the
+    parameters) is counted apart as ``shared`` since saving it costs nothing extra.
+    """
+    held = {t.untyped_storage().data_ptr() for t in (x, weight, bias) if t is not None}
+    seen: dict[int, int] = {}
+
+    def pack(t: Tensor):
+        storage = t.untyped_storage()
+        seen[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn(x, normalized_shape, weight, bias, eps)
+    extra = sum(n for ptr, n in seen.items() if ptr not in held)
+    shared = sum(n for ptr, n in seen.items() if ptr in held)
+    return {"tensors": len(seen), "new bytes": extra, "shared bytes": shared}
+
+
+def saved_bytes_table(rows: int = 64, width: int = 256, seed: int = 0) -> pd.DataFrame:
+    """:func:`saved_bytes` for each implementation on a float32 ``(rows, width)`` input with
+    weight and bias; ``x size`` is the input's own bytes, for scale."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(rows, width, generator=g).requires_grad_()
+    weight = torch.randn(width, generator=g).requires_grad_()
+    bias = torch.randn(width, generator=g).requires_grad_()
+    frame = pd.DataFrame({name: saved_bytes(fn, x, (width,), weight, bias)
+                          for name, fn in _implementations().items()}).T
+    frame["new / x size"] = (frame["new bytes"] / (x.numel() * x.element_size())).round(3)
+    return frame
+
+
+def bytes_moved(rows: int, width: int, itemsize: int, direction: str) -> int:
+    """Bytes the model says must move: forward 2 passes (read x, write y); ``"forward+backward"``
+    adds 3 (read x and dy, write dx), 5 in all."""
+    passes = {"forward": 2, "forward+backward": 5}
+    if direction not in passes:
+        raise ValueError(f"bytes_moved(): argument 'direction' must be one of {sorted(passes)}, got {direction!r}")
+    return passes[direction] * rows * width * itemsize
+
+
+def load_results(path: str | pathlib.Path | None = None) -> tuple[pd.DataFrame, dict]:
+    """The stored ``make bench`` results: (one row per measurement, the machine's description).
+
+    Looks, in order, at ``path``, at ``benchmarks/results/`` in a checkout above the
+    current folder, and at the copy shipped inside the package (for Colab). The CSV's
+    leading ``# key: value`` lines describe the machine.
+    """
+    if path is None:
+        here = pathlib.Path.cwd()
+        found = [p / "benchmarks" / "results" / RESULTS_NAME for p in [here, *here.parents]]
+        found = [p for p in found if p.is_file()]
+        text = (found[0].read_text() if found else
+                importlib.resources.files("helpers").joinpath("data", RESULTS_NAME).read_text())
+    else:
+        text = pathlib.Path(path).read_text()
+    meta = {}
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        key, _, value = line[1:].partition(":")
+        meta[key.strip()] = value.strip()
+    return pd.read_csv(io.StringIO(text), comment="#"), meta

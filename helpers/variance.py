@@ -1,0 +1,158 @@
+r"""Three ways to compute a row's mean and (biased) variance, and how wrong each can be.
+
+- :func:`one_pass_var`: :math:`E[x^2] - E[x]^2`, one sweep over the data. When the mean
+  is large next to the spread, both terms are huge and nearly equal, and their
+  difference cancels catastrophically: the variance can come out 0 or even negative.
+- :func:`two_pass_var`: first the mean, then the mean of the squared centred values.
+  Stable, but it reads the data twice.
+- :func:`welford_var`: one sweep that keeps a running mean and a running sum of squared
+  deviations ``M2`` (Welford 1962), updated per element; blocks are combined with
+  :func:`chan_merge` (Chan, Golub and LeVeque 1979), which is how a vectorised or
+  multi-threaded kernel (PyTorch's CPU ``RowwiseMoments``) splits a row.
+
+All work along the last dim, in the input's dtype unless ``acc_dtype`` says otherwise
+(half inputs are accumulated in float32 by default, as torch does).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import torch
+from torch import Tensor
+
+__all__ = [
+    "ALGORITHMS",
+    "adversarial_rows",
+    "error_table",
+    "chan_merge",
+    "layer_norm_error",
+    "one_pass_var",
+    "two_pass_var",
+    "variance_errors",
+    "welford_var",
+]
+
+
+def _acc(x: Tensor, acc_dtype: torch.dtype | None) -> Tensor:
+    if acc_dtype is None:
+        acc_dtype = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    return x.to(acc_dtype)
+
+
+def one_pass_var(x: Tensor, acc_dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor]:
+    """(mean, variance) as ``E[x^2] - E[x]^2``: fast, and wrong when the mean is large."""
+    x = _acc(x, acc_dtype)
+    mean = x.mean(-1)
+    return mean, (x * x).mean(-1) - mean * mean
+
+
+def two_pass_var(x: Tensor, acc_dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor]:
+    """(mean, variance) as the mean, then the mean square of ``x - mean``."""
+    x = _acc(x, acc_dtype)
+    mean = x.mean(-1, keepdim=True)
+    return mean.squeeze(-1), ((x - mean) ** 2).mean(-1)
+
+
+def chan_merge(n_a: Tensor, mean_a: Tensor, m2_a: Tensor,
+               n_b: Tensor, mean_b: Tensor, m2_b: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Combine the (count, mean, M2) of two blocks into those of their union (Chan et al.).
+
+    ``M2`` is the sum of squared deviations from the block's own mean. The correction term
+    uses the difference of the two means, a small number, never a difference of squares.
+    """
+    n = n_a + n_b
+    delta = mean_b - mean_a
+    mean = mean_a + delta * (n_b / n)
+    m2 = m2_a + m2_b + delta * delta * (n_a * n_b / n)
+    return n, mean, m2
+
+
+def welford_var(x: Tensor, acc_dtype: torch.dtype | None = None, block: int = 8) -> tuple[Tensor, Tensor]:
+    """(mean, variance) by Welford's update within blocks of ``block`` columns, merged by Chan's rule.
+
+    Each block is swept element by element (a running mean and ``M2``), as one lane of a
+    vectorised kernel would; the blocks' results are then merged pairwise. Slow in Python
+    (a loop over the row), readable, and as accurate as the two-pass algorithm.
+    """
+    x = _acc(x, acc_dtype)
+    width = x.shape[-1]
+    stats = []
+    for start in range(0, width, block):
+        chunk = x[..., start:start + block]
+        mean = torch.zeros(x.shape[:-1], dtype=x.dtype)
+        m2 = torch.zeros_like(mean)
+        for k in range(chunk.shape[-1]):  # Welford: one element at a time
+            value = chunk[..., k]
+            delta = value - mean
+            mean = mean + delta / (k + 1)
+            m2 = m2 + delta * (value - mean)
+        stats.append((torch.full_like(mean, chunk.shape[-1]), mean, m2))
+    while len(stats) > 1:  # a tree of merges, as threads or SIMD lanes would combine
+        merged = [chan_merge(*stats[i], *stats[i + 1]) for i in range(0, len(stats) - 1, 2)]
+        stats = merged + ([stats[-1]] if len(stats) % 2 else [])
+    n, mean, m2 = stats[0]
+    return mean, m2 / n
+
+
+ALGORITHMS = {"one-pass E[x²]−E[x]²": one_pass_var, "two-pass": two_pass_var, "Welford + Chan": welford_var}
+
+
+def adversarial_rows(kind: str, rows: int = 8, width: int = 1024, seed: int = 0) -> Tensor:
+    """Float64 test rows: ``"offset"`` (mean 1e4, std 1e-2), ``"constant"`` (every value 1e4 + 0.1),
+    ``"standard"`` (mean 0, std 1)."""
+    g = torch.Generator().manual_seed(seed)
+    z = torch.randn(rows, width, generator=g, dtype=torch.float64)
+    if kind == "offset":
+        return 1e4 + 1e-2 * z
+    if kind == "constant":
+        return torch.full((rows, width), 1e4 + 0.1, dtype=torch.float64)
+    if kind == "standard":
+        return z
+    raise ValueError(f"adversarial_rows(): argument 'kind' must be 'offset', 'constant' or 'standard', got {kind!r}")
+
+
+def variance_errors(x64: Tensor, dtype: torch.dtype) -> dict[str, float]:
+    """Each algorithm's largest relative variance error on ``x64`` cast to ``dtype``, against float64.
+
+    The reference is the two-pass variance of the *rounded* input in float64, so the error
+    measured is the algorithm's, not the rounding of the input. For a constant row (true
+    variance 0) the error is absolute.
+    """
+    x = x64.to(dtype)
+    _, ref = two_pass_var(x.double())
+    scale = ref.abs().clamp_min(torch.finfo(torch.float64).tiny)
+    out = {}
+    for name, algorithm in ALGORITHMS.items():
+        _, var = algorithm(x)
+        err = (var.double() - ref).abs()
+        out[name] = float(torch.where(ref > 0, err / scale, err).max())
+    return out
+
+
+def layer_norm_error(x64: Tensor, dtype: torch.dtype, eps: float, algorithm: str) -> Tensor:
+    """Per-row max |LN(x) - LN64(x)| when LN's variance comes from ``algorithm`` on ``x`` in ``dtype``."""
+    x = x64.to(dtype)
+    mean, var = ALGORITHMS[algorithm](x)
+    y = (x.to(mean.dtype) - mean.unsqueeze(-1)) * torch.rsqrt(var.unsqueeze(-1) + eps)
+    xd = x.double()
+    ref = torch.nn.functional.layer_norm(xd, (xd.shape[-1],), eps=eps)
+    return (y.double() - ref).abs().amax(-1)
+
+
+def error_table(dtypes=(torch.float32, torch.float16, torch.bfloat16)) -> pd.DataFrame:
+    """Relative variance error of each algorithm, per input kind and dtype (rows: kind, dtype).
+
+    ``rounding the input`` is how much the variance changes when the float64 data is
+    rounded to ``dtype`` before any algorithm runs; the other columns measure each
+    algorithm on the rounded data against float64 arithmetic on the same data.
+    """
+    rows = []
+    for kind in ("standard", "offset", "constant"):
+        x64 = adversarial_rows(kind, rows=4, width=256)
+        for dtype in dtypes:
+            _, exact = two_pass_var(x64)
+            _, rounded = two_pass_var(x64.to(dtype).double())
+            lost = 0.0 if kind == "constant" else float(((rounded - exact).abs() / exact).max())
+            rows.append({"input": kind, "dtype": str(dtype).removeprefix("torch."),
+                         "rounding the input": lost, **variance_errors(x64, dtype)})
+    return pd.DataFrame(rows).set_index(["input", "dtype"])

@@ -1,0 +1,588 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: -all
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %%
+# Make `helpers` (this set's package) importable: installed, from a checkout, or in Colab.
+import importlib.util
+import pathlib
+import subprocess
+import sys
+
+REPO_URL = "https://github.com/layernorm-hands-on/layernorm-hands-on"
+if importlib.util.find_spec("helpers") is None:
+    checkout = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
+                     if (p / "helpers" / "__init__.py").is_file()), None)
+    if checkout is not None:
+        sys.path.insert(0, str(checkout))
+    elif "google.colab" in sys.modules:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
+    else:
+        raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, "
+                                  f"or `pip install git+{REPO_URL}` in this kernel's environment.")
+import helpers  # noqa: E402,F401
+
+# %% [markdown]
+# # 03 · LayerNorm vs BatchNorm: whose statistics, what depends on the batch
+#
+# The lesson contrasts the two in one sentence: BatchNorm (批量归一化, BN) *computes each
+# feature's mean and variance over the whole batch* (在整个批次上计算每个特征的均值和方差);
+# LayerNorm (层归一化, LN) *computes each sample's mean and variance within that sample*
+# (在每个样本内独立计算). It then promises an example with "the following two samples" and never
+# shows it. It ends with: LN, unlike BN, needs no `running_mean` and `running_var`.
+#
+# **In this notebook you will**
+#
+# 1. work the promised two-sample example: BN's and LN's statistics side by side, and both
+#    outputs, checked against torch;
+# 2. see which entries share a mean and variance, for `(batch, features)` and
+#    `(batch, seq_len, features)`;
+# 3. move one sample in a widget and watch BN's output for the *other* samples move;
+# 4. see what the batch size does to BN: an error at one value per channel, a noisy batch mean,
+#    and a small training experiment at batch sizes 2 to 128;
+# 5. read BN's running statistics (`running_mean`, `running_var`, `num_batches_tracked`,
+#    `momentum`), why LN has none, and what goes wrong in `eval()` when they do not match the data;
+# 6. see why padded, variable-length sequences favour LN;
+# 7. measure the invariance table of Ba, Kiros and Hinton (2016) for BN, LN and RMSNorm;
+# 8. write BN's training-mode forward and its running-variance update, with instant feedback.
+
+# %%
+import matplotlib.pyplot as plt
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from IPython.display import display
+from torch import nn
+
+from helpers import bn_vs_ln, plots
+from helpers.bn_vs_ln import check_batch_norm_train, check_running_var_update
+from helpers.checks import compare
+from helpers.stats import rounded
+from helpers.widgets import other_samples_demo, other_samples_state
+
+torch.set_num_threads(1)  # fixed: the training runs below then print the same digits every time
+
+# %% [markdown]
+# ## 1 · The promised example: two samples, three features
+#
+# A batch of two samples (rows), each with three features (columns) on very different scales:
+
+# %%
+x = bn_vs_ln.TWO_SAMPLES
+print(x)
+
+# %% [markdown]
+# **BN** takes one mean and one (biased) variance **per feature, down the batch**: three groups of
+# two values. **LN** takes one mean and one variance **per sample, across its features**: two
+# groups of three values. `two_sample_stats` lists both (`helpers.stats.group_stats` underneath):
+
+# %%
+rounded(bn_vs_ln.two_sample_stats(x), 3)
+
+# %% [markdown]
+# Both outputs, from the set's from-scratch `helpers.batch_norm` (training mode: the batch's own
+# statistics) and `helpers.layer_norm`, without `gamma` and `beta`, and compared with torch's:
+
+# %%
+bn_out = helpers.batch_norm(x, None, None, training=True)
+ln_out = helpers.layer_norm(x, (3,))
+print("BatchNorm output:\n", bn_out)
+print("LayerNorm output:\n", ln_out)
+pd.concat([
+    compare(bn_out, F.batch_norm(x, None, None, training=True), name="batch_norm vs torch"),
+    compare(ln_out, F.layer_norm(x, (3,)), name="layer_norm vs torch"),
+])
+
+# %% [markdown]
+# Read the two outputs:
+#
+# - **BN** makes every *column* mean 0, variance 1. With only two samples per feature there is
+#   nothing left but the sign: each column becomes (-1, +1) whatever its values, so sample 0's
+#   third feature (300, the largest number in the batch) comes out as +1, and sample 1's first
+#   feature (3) also as +1. BN tells you *where a sample stands among the batch*, feature by feature.
+# - **LN** makes every *row* mean 0, variance 1. Sample 0's 300 dominates its own row, so it maps
+#   to about +1.4 and the two small features to about -0.7. LN keeps the *shape of each sample*,
+#   and never looks at the other row.
+
+# %%
+assert torch.allclose(bn_out.mean(dim=0), torch.zeros(3), atol=1e-6)  # each feature: mean 0
+assert torch.allclose(bn_out.abs(), torch.ones(2, 3), atol=1e-4)  # two samples: +-1, up to eps
+assert torch.allclose(ln_out.mean(dim=1), torch.zeros(2), atol=1e-6)  # each sample: mean 0
+assert torch.allclose(ln_out.var(dim=1, unbiased=False), torch.ones(2), atol=1e-4)  # variance 1
+
+# %% [markdown]
+# ## 2 · Which entries share statistics
+#
+# `pooling_groups(shape, norm)` labels each entry of a tensor with its group: entries with the
+# same label are pooled into one mean and variance. For `(batch, features)`, BN groups by column
+# and LN by row. For a batch of sequences `(batch, seq_len, features)` (features last, as a
+# Transformer holds them), BN pools each feature over **every sample and every position**, while
+# LN with `normalized_shape=features` pools each **token** on its own.
+
+# %%
+groups = {(norm, len(shape)): bn_vs_ln.pooling_groups(shape, norm)
+          for norm in ("BatchNorm", "LayerNorm") for shape in [(4, 3), (2, 3, 4)]}
+sizes = pd.DataFrame({key: torch.bincount(g.flatten()).tolist()[:1] + [int(g.max()) + 1]
+                      for key, g in groups.items()}, index=["values per group", "groups"]).T
+sizes
+
+# %%
+fig = plots.pooling_figure(groups)
+plt.show()
+
+# %% [markdown]
+# Top row: a `(4, 3)` batch. Bottom row: a `(2, 3, 4)` batch of sequences, one panel per sample.
+#
+# **Check it**: BN's groups are the features (4 samples per group in 2-D, `2 × 3 = 6`
+# positions per group in 3-D); LN's are the samples (3 features each) or tokens (4 features each).
+
+# %%
+assert sizes.loc[("BatchNorm", 2)].tolist() == [4, 3] and sizes.loc[("BatchNorm", 3)].tolist() == [6, 4]
+assert sizes.loc[("LayerNorm", 2)].tolist() == [3, 4] and sizes.loc[("LayerNorm", 3)].tolist() == [4, 6]
+
+# %% [markdown]
+# ## 3 · See it: BN's output for one sample depends on the others
+#
+# Because BN pools over the batch, a sample's output depends on which other samples share its
+# batch. The widget holds a batch of 4 samples × 6 features (seeded `randn`). The sliders shift
+# and rescale **sample 0** only. Left, BN's outputs (training mode); right, LN's; dashed lines are
+# the outputs before the move, blue is sample 0. The table gives the largest change of the other
+# samples' outputs and of sample 0's.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+# displays a widget: the shift and scale sliders and their live figure and table
+other_widget = other_samples_demo(seed=0)
+display(other_widget)
+
+# %% [markdown]
+# **Check it**, with numbers: the widget's state function at a few slider positions.
+
+# %%
+batch = torch.randn(4, 6, generator=torch.Generator().manual_seed(0))  # the widget's batch
+moves = [(0.0, 1.0), (2.0, 1.0), (0.0, 3.0), (-4.0, 0.5)]
+rows = {}
+for shift, scale in moves:
+    table = other_samples_state(batch, shift, scale)["table"]
+    rows[f"shift {shift:g}, scale {scale:g}"] = table["other samples: max change"]
+others = pd.DataFrame(rows).T.add_suffix(": other samples' max change")
+rounded(others, 4)
+
+# %%
+assert (others.iloc[1:, 0] > 0.1).all()  # BN: moving sample 0 moves every other sample's output
+assert (others.iloc[:, 1] == 0).all()  # LN: the other samples' outputs do not change at all
+
+# %% [markdown]
+# Scaling sample 0 by 3 changes the others' BN outputs too: it changes each feature's batch mean
+# and variance. LN's outputs for samples 1 to 3 are bit-for-bit the same: their rows never met
+# sample 0. (Sample 0's own LN output does not move either, as notebook 00 showed: LN undoes a
+# shift and a positive rescaling of its own sample.)
+
+# %% [markdown]
+# ## 4 · Batch size
+#
+# ### One value per channel: BN refuses
+#
+# With a batch of one sample, each feature's "batch" is a single value: its variance is 0 and
+# BN would output 0 for everything. torch refuses in training mode (and so does the set's
+# `helpers.BatchNorm1d`, with the same message); LN is happy with one sample.
+
+# %%
+one = torch.randn(1, 3, generator=torch.Generator().manual_seed(1))
+for layer in (nn.BatchNorm1d(3), helpers.BatchNorm1d(3)):
+    try:
+        layer(one)
+    except ValueError as err:
+        print(f"{type(layer).__module__}.{type(layer).__name__}: ValueError: {err}")
+print("LayerNorm on one sample:", nn.LayerNorm(3)(one).detach())
+
+# %% [markdown]
+# ### Small batches give noisy statistics
+#
+# In training, BN centres with the batch's mean: a sample of `B` values, whose spread around the
+# true mean shrinks like $1/\sqrt{B}$. `batch_mean_noise` draws 2000 batches of standard-normal
+# values per batch size and measures the spread of their means:
+
+# %%
+noise = bn_vs_ln.batch_mean_noise(trials=2000, seed=0)
+rounded(noise.set_index("batch_size"), 3).T
+
+# %%
+fig = plots.batch_noise_figure(noise)
+plt.show()
+
+# %%
+ratio = noise["std_of_batch_mean"] / noise["theory"]
+assert ratio.between(0.9, 1.1).all()  # measured spread = 1/sqrt(B), within 10 %
+print(f"batch of 2: the mean wanders by {noise['std_of_batch_mean'][1]:.2f} std; "
+      f"batch of 128: by {noise['std_of_batch_mean'][7]:.3f}")
+
+# %% [markdown]
+# ### A small experiment: BN, LN and no norm at batch sizes 2 to 128
+#
+# Wu and He (2018, *Group Normalization*, Figure 1 and Table 2) trained ResNet-50 on ImageNet with
+# 32 down to 2 images per GPU: BN's validation error rose from 23.6 % to 34.7 % while GroupNorm's
+# stayed at about 24 %. LN, which like GroupNorm uses no batch statistics, had 25.3 % at batch 32
+# (their Table 1); they did not sweep its batch size. Here is a toy version
+# that runs in about two seconds.
+#
+# **The task** (`make_task`): 8 standard-normal inputs and a binary label,
+
+# %%
+print(bn_vs_ln.TASK_RULE)
+
+# %% [markdown]
+# **The models**: `Linear(8 → 32) → norm → ReLU → Linear(32 → 32) → norm → ReLU → Linear(32 → 1)`,
+# norm being `BatchNorm`, `LayerNorm` or nothing. For each seed, all three start from the **same**
+# weights, see the same 2048 training samples in the same minibatch order, and are trained with
+# Adam (learning rate 0.02) for 100 steps; accuracy is measured on 1024 new samples in `eval()`
+# mode (BN then uses its running statistics). 3 seeds × 7 batch sizes × 3 norms = 63 runs;
+# `StackedMLP` trains the 9 models of one batch size at once, each on its own minibatch.
+# A fixed number of steps means larger batches see more data: compare the norms **at** a batch
+# size, not across batch sizes.
+
+# %%
+runs = bn_vs_ln.batch_size_runs(batch_sizes=(2, 4, 8, 16, 32, 64, 128), seeds=(0, 1, 2), steps=100, lr=0.02)
+accuracy = bn_vs_ln.batch_size_summary(runs)
+rounded(accuracy, 3)
+
+# %%
+fig = plots.batch_size_figure(accuracy)
+plt.show()
+
+# %%
+mean = accuracy.xs("mean", axis=1, level=1)
+gap = (mean["LayerNorm"] - mean["BatchNorm"]).rename("LN minus BN")
+print(rounded(gap.to_frame(), 3).T.to_string())
+assert gap[2] > 0.05 and gap[4] > 0.05  # at batch 2 and 4, BN trails LN by more than 5 points
+assert (gap[[16, 32, 64, 128]].abs() < 0.02).all()  # from 16 on, within 2 points of each other
+
+# %% [markdown]
+# **What this run shows, honestly.** At batch sizes 2 and 4, BN is clearly worst: at batch 2 it
+# is at chance (50 %), about 12 points behind LN and no norm, and at both sizes its best seed is
+# below LN's worst; at batch 8 it still trails by 5 points. From batch 16 on, BN and LN are
+# within about 1 point of each other, less than the seed-to-seed spread. That matches the
+# *direction* of Wu and He's finding: BN degrades as the batch shrinks, a per-sample norm does
+# not. What it does **not** show: that LN beats no norm on this shallow network (they are within 2 points
+# up to batch 64; at 128 both norms lead no norm by 2 to 3 points, about the width of the
+# bands), or anything about large models; with 3 seeds and 100 steps, a point or two is noise.
+# Part of BN's trouble at small batches is in `eval()`: its running statistics were averaged over
+# very noisy batch statistics, which section 5 looks at.
+
+# %% [markdown]
+# ## 5 · Train vs eval: BN's running statistics, and why LN has none
+#
+# In training, BN normalizes with the batch's statistics. At test time there may be one sample,
+# so BN keeps **running** estimates, updated after each training batch, and uses them in
+# `eval()`. Its buffers:
+
+# %%
+bn = nn.BatchNorm1d(3)
+print("momentum:", bn.momentum)
+for name, buffer in bn.named_buffers():
+    print(f"{name}: {buffer}")
+
+# %% [markdown]
+# One training step on a batch of 4 samples: `running_mean ← (1 − m)·running_mean + m·μ_B`
+# and `running_var ← (1 − m)·running_var + m·σ²_B,unbiased`, with `m = momentum = 0.1`, and
+# `num_batches_tracked` counts the batches. The batch itself is normalized with its **biased**
+# variance (divided by `n`), but the running estimate stores the **unbiased** one (divided by
+# `n − 1`):
+
+# %%
+xb = torch.randn(4, 3, generator=torch.Generator().manual_seed(2)) * 2 + 5
+out = bn(xb)  # training mode: normalizes with the batch's statistics, updates the buffers
+expected_mean = 0.9 * 0 + 0.1 * xb.mean(dim=0)
+expected_var = 0.9 * 1 + 0.1 * xb.var(dim=0, unbiased=True)
+print("running_mean:", bn.running_mean, " num_batches_tracked:", bn.num_batches_tracked.item())
+print("running_var: ", bn.running_var)
+assert torch.allclose(bn.running_mean, expected_mean) and torch.allclose(bn.running_var, expected_var)
+biased = (xb - xb.mean(0)) / torch.sqrt(xb.var(dim=0, unbiased=False) + bn.eps)
+assert torch.allclose(out, biased, atol=1e-5)  # the batch itself: the biased variance
+
+# %% [markdown]
+# **Why two variances?** The batch is standardised as a set of numbers: dividing by its own
+# (biased) standard deviation is what gives it variance exactly 1. The running variance is
+# something else: an *estimate of the population's variance*, for data BN has not seen. The
+# biased variance of `n` values underestimates it on average by the factor `(n − 1)/n`
+# (0.75 for `n = 4`); dividing by `n − 1` (Bessel's correction) removes that bias. Measured
+# over 20000 batches of 4 standard-normal values (true variance 1):
+
+# %%
+samples = torch.randn(20000, 4, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+print(f"mean biased variance:   {samples.var(dim=1, unbiased=False).mean().item():.3f}  (theory 0.75)")
+print(f"mean unbiased variance: {samples.var(dim=1, unbiased=True).mean().item():.3f}  (theory 1)")
+
+# %% [markdown]
+# With `momentum=None`, BN keeps a plain (cumulative) average instead: after `k` batches,
+# `running_mean` is the mean of the `k` batch means, using `1 / num_batches_tracked` as the factor.
+
+# %%
+cumulative = nn.BatchNorm1d(3, momentum=None)
+batches = [torch.randn(8, 3, generator=torch.Generator().manual_seed(10 + k)) + k for k in range(3)]
+for b in batches:
+    cumulative(b)
+batch_means = torch.stack([b.mean(0) for b in batches])
+print("running_mean:", cumulative.running_mean, " mean of the batch means:", batch_means.mean(0))
+assert torch.allclose(cumulative.running_mean, batch_means.mean(0), atol=1e-6)
+
+# %% [markdown]
+# **LN keeps none of this.** `state_dict_diff` lists each module's `state_dict` keys: LN has its
+# two parameters only; BN has the same two parameters plus three buffers.
+
+# %%
+bn_vs_ln.state_dict_diff(nn.LayerNorm(3), nn.BatchNorm1d(3), names=("LayerNorm(3)", "BatchNorm1d(3)"))
+
+# %% [markdown]
+# So LN computes the same function in `train()` and `eval()`; BN does not (its `eval()` uses the
+# running statistics after one update, far from this batch's):
+
+# %%
+ln = nn.LayerNorm(3)
+modes = {}
+for name, layer in (("LayerNorm", ln), ("BatchNorm1d", bn)):
+    layer.train()
+    y_train = layer(xb).detach()
+    layer.eval()
+    y_eval = layer(xb).detach()
+    modes[name] = {"identical in train() and eval()": torch.equal(y_train, y_eval),
+                   "max |train - eval|": (y_train - y_eval).abs().max().item()}
+modes = pd.DataFrame(modes).T
+assert modes.loc["LayerNorm", "identical in train() and eval()"]
+assert not modes.loc["BatchNorm1d", "identical in train() and eval()"]
+rounded(modes, 4)
+
+# %% [markdown]
+# **When the running statistics do not match the data.** Train a BN layer's statistics on data
+# with mean 0 and standard deviation 1 (200 batches of 32), then feed it data with mean 3 and
+# standard deviation 2, as after a shift between training and deployment. In `eval()`, BN
+# applies the old statistics and its output is far from standardised; LN standardises each
+# sample with its own statistics, in any mode.
+
+# %%
+g = torch.Generator().manual_seed(4)
+shifted_bn = nn.BatchNorm1d(3)
+for _ in range(200):
+    shifted_bn(torch.randn(32, 3, generator=g))
+shifted_bn.eval()
+new_data = torch.randn(256, 3, generator=g) * 2 + 3
+with torch.no_grad():
+    seen = {"BatchNorm1d, eval()": shifted_bn(new_data),
+            "BatchNorm1d, train()": shifted_bn.train()(new_data),
+            "LayerNorm": nn.LayerNorm(3)(new_data)}
+shift_table = pd.DataFrame({name: {"output mean": y.mean().item(), "output std": y.std(unbiased=False).item()}
+                            for name, y in seen.items()}).T
+rounded(shift_table, 3)
+
+# %%
+assert abs(shift_table.loc["BatchNorm1d, eval()", "output mean"] - 3) < 0.3  # mean 3 passes through
+assert abs(shift_table.loc["BatchNorm1d, train()", "output mean"]) < 1e-5
+assert abs(shift_table.loc["LayerNorm", "output mean"]) < 1e-5
+
+# %% [markdown]
+# The same mismatch appears without any shift in the data: a model whose BN statistics were
+# averaged over tiny, noisy batches (section 4), or a model left in `train()` by mistake at test
+# time, whose predictions then depend on the rest of the test batch.
+
+# %% [markdown]
+# ## 6 · Sequences: padding and variable lengths
+#
+# Sentences in a batch have different lengths, so the short ones are padded
+# (`helpers.sequence.pad_batch`). BN over `(batch, seq_len, features)` pools each feature over
+# every position, **pads included**: the real tokens' outputs then depend on how much padding
+# the batch happens to have. `padding_pollution` normalizes two sentences (5 and 2 tokens × 4
+# features), padded with zeros to length 5, then with 3 more pad tokens, and measures how much
+# the real tokens' outputs move:
+
+# %%
+pollution = bn_vs_ln.padding_pollution(lengths=(5, 2), dim=4, seed=0, extra_pads=3)
+rounded(pollution, 4)
+
+# %%
+assert pollution.iloc[0, 0] > 0.1 and pollution.iloc[1, 0] == 0.0
+
+# %% [markdown]
+# Per-token LN never sees another position, so the pads cannot reach the real tokens (their own
+# outputs are simply thrown away by the mask later). BN would need masked statistics, and a
+# recurrent network has a worse problem: Ba, Kiros and Hinton (2016, section 1 and 3.1) note
+# that BN in an RNN needs separate statistics for each time step, which fails for a test
+# sequence longer than every training sequence. LN's statistics are per time step and per
+# sample by construction. That is why RNNs with normalization, and then the Transformer
+# (Vaswani et al., 2017), used LN; notebook 02 shows the per-token choice in their code.
+
+# %% [markdown]
+# ## 7 · Invariances, measured: Table 1 of Ba, Kiros and Hinton (2016)
+#
+# The paper compares what each norm is invariant to. The definitions, with `a = x Wᵀ` the
+# summed inputs of one layer (rows of `x`: training cases; rows of `W`: one unit's weight
+# vector), no bias, and the norm applied to `a` without `gamma`/`beta`:
+#
+# | transformation | what changes |
+# |---|---|
+# | weight matrix re-scaling | `W → 3W` |
+# | weight matrix re-centering | `W → W + 1vᵀ`: one vector `v` added to every unit's weights |
+# | weight vector re-scaling | one row of `W` times 3 |
+# | dataset re-scaling | `x → 3x` |
+# | dataset re-centering | `x → x + c`: one vector `c` added to every case |
+# | single training case re-scaling | one row of `x` times 3 |
+#
+# `invariance_table` applies each in float64 and calls a norm *invariant* when its output moves
+# by less than 1e-6. It uses `eps = 1e-10`, not the usual 1e-5: `eps` inside the square root
+# makes a re-scaling by 3 move the output by a relative amount of order `eps / Var` (about 1e-5
+# here, more for a case whose summed inputs barely vary), and "invariant up to eps" should not
+# hinge on a threshold. BN uses the batch's statistics. RMSNorm (Zhang and Sennrich, 2019) is
+# not in the paper; since it divides by the root mean square and subtracts no mean, we expect
+# it to share LN's re-scaling invariances and none of the re-centering ones.
+
+# %%
+invariance = bn_vs_ln.invariance_table(cases=16, in_features=6, units=5, seed=0)
+invariance[["BatchNorm", "LayerNorm", "RMSNorm", "paper BatchNorm", "paper LayerNorm"]]
+
+# %%
+invariance[["BatchNorm max change", "LayerNorm max change", "RMSNorm max change"]].map(lambda v: f"{v:.1e}")
+
+# %%
+assert (invariance["BatchNorm"] == invariance["paper BatchNorm"]).all()
+assert (invariance["LayerNorm"] == invariance["paper LayerNorm"]).all()
+assert invariance["RMSNorm"].tolist() == [True, False, False, True, False, True]
+
+# %% [markdown]
+# The measured columns agree with the paper's, row for row. The reasons: BN normalizes each
+# unit (column of `a`) over the cases, so anything that multiplies a unit's column (weight
+# vector, weight matrix, dataset re-scaling) or adds a constant to it (dataset re-centering) is
+# undone, but re-scaling one case changes every column's statistics. LN normalizes each case
+# (row of `a`) over the units, so anything that multiplies a whole row (weight matrix re-scaling,
+# dataset re-scaling, one case re-scaled) or adds the same number to a whole row (weight matrix
+# re-centering adds `vᵀx` to every unit of case `x`) is undone, but re-scaling one unit changes
+# every row's statistics, and re-centering the data adds a *different* number `w_iᵀc` to each unit.
+# RMSNorm divides each row by its root mean square: the same scalings as LN, no shifts.
+
+# %% [markdown]
+# ## Exercises
+#
+# ### 1. BatchNorm's training-mode forward
+#
+# Write `my_batch_norm(x)` for `x` of shape `(N, C)`: per feature, the mean and the **biased**
+# variance over the batch, then $(x - \mathrm{E}[x]) / \sqrt{\mathrm{Var}[x] + 10^{-5}}$, no
+# `gamma` or `beta`. `check_batch_norm_train` runs it on the two-sample example and two seeded
+# batches and compares it with `F.batch_norm(x, None, None, training=True)`.
+#
+# As shipped, it takes the statistics over the wrong dim: run the cell, read the verdict, and fix it.
+
+# %%
+def my_batch_norm(x, eps=1e-5):
+    """BatchNorm of x, shape (N, C), in training mode, without gamma and beta."""
+    mean = x.mean(dim=1, keepdim=True)  # TODO: whose statistics?
+    var = x.var(dim=1, unbiased=False, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps)
+
+
+check_batch_norm_train(my_batch_norm)
+
+# %% [markdown]
+# <details><summary>A solution (open it after you have tried)</summary>
+#
+# ```python
+# def my_batch_norm(x, eps=1e-5):
+#     mean = x.mean(dim=0, keepdim=True)  # one mean per feature, over the batch
+#     var = x.var(dim=0, unbiased=False, keepdim=True)  # biased, as BN normalizes
+#     return (x - mean) / torch.sqrt(var + eps)
+# ```
+#
+# </details>
+
+# %%
+def batch_norm_solution(x, eps=1e-5):
+    mean = x.mean(dim=0, keepdim=True)  # one mean per feature, over the batch
+    var = x.var(dim=0, unbiased=False, keepdim=True)  # biased, as BN normalizes
+    return (x - mean) / torch.sqrt(var + eps)
+
+
+check_batch_norm_train(batch_norm_solution)
+
+# %% [markdown]
+# ### 2. The running-variance update
+#
+# Write `my_running_var(running_var, x)`: the new `running_var` of a `BatchNorm1d` (momentum 0.1)
+# after one training step on `x` of shape `(N, C)`. `check_running_var_update` compares it with
+# what `F.batch_norm` writes into its buffer. As shipped, it has the slip section 5 warns about.
+
+# %%
+def my_running_var(running_var, x):
+    """The running variance after one training step of BatchNorm1d(momentum=0.1) on x."""
+    return 0.9 * running_var + 0.1 * x.var(dim=0, unbiased=False)  # TODO: which variance?
+
+
+check_running_var_update(my_running_var)
+
+# %% [markdown]
+# <details><summary>A solution</summary>
+#
+# ```python
+# def my_running_var(running_var, x):
+#     return 0.9 * running_var + 0.1 * x.var(dim=0, unbiased=True)  # the unbiased estimate
+# ```
+#
+# </details>
+
+# %%
+check_running_var_update(lambda running_var, x: 0.9 * running_var + 0.1 * x.var(dim=0, unbiased=True))
+
+# %% [markdown]
+# ## Summary
+#
+# | claim | shown in |
+# |---|---|
+# | BN takes each feature's mean and variance over the batch; LN each sample's over its features | §1 table, asserts; §2 figure and group sizes |
+# | the set's `batch_norm` and `layer_norm` match torch on the two-sample example | §1 `compare` |
+# | with two samples, BN maps every feature to ±1 | §1 asserts |
+# | for `(batch, seq_len, features)`, BN pools each feature over all samples and positions, per-token LN each token alone | §2 |
+# | moving one sample changes BN's output for the other samples; LN's not at all | §3 widget and table |
+# | BN refuses one value per channel in training; LN takes one sample | §4 try/except |
+# | the batch mean's noise shrinks like 1/√B | §4 `batch_mean_noise`, figure |
+# | at batch 2 and 4 BN trails LN and no norm; from 16 on they agree within 2 points (this toy run) | §4 experiment; Wu and He (2018) for ImageNet |
+# | BN keeps `running_mean`, `running_var` (unbiased), `num_batches_tracked`; `momentum=None` is a cumulative average | §5 |
+# | the batch is normalized with the biased variance; the biased variance underestimates by (n−1)/n | §5 asserts, Monte Carlo |
+# | LN has no buffers and gives identical outputs in `train()` and `eval()`; BN does not | §5 `state_dict_diff`, asserts |
+# | BN in `eval()` with mismatched running statistics does not standardize | §5 shifted data |
+# | pad tokens change real tokens' BN outputs; per-token LN is untouched | §6 `padding_pollution` |
+# | RNNs and Transformers took LN for variable-length sequences | Ba et al. (2016); Vaswani et al. (2017); notebook 02 |
+# | Table 1 of Ba et al. (2016), measured for BN and LN, plus RMSNorm | §7 |
+#
+# ## Glossary
+#
+# | lesson | English |
+# |---|---|
+# | 批量归一化 (BN) | batch normalization |
+# | 层归一化 | layer normalization |
+# | 批次 | batch |
+# | 样本 | sample |
+# | 特征 | feature |
+# | 均值 / 方差 | mean / variance |
+#
+# ## References
+#
+# - J. L. Ba, J. R. Kiros, G. E. Hinton, *Layer Normalization*, 2016,
+#   [arXiv:1607.06450](https://arxiv.org/abs/1607.06450) (Table 1: invariances; section 3.1: RNNs).
+# - S. Ioffe, C. Szegedy, *Batch Normalization: Accelerating Deep Network Training by Reducing
+#   Internal Covariate Shift*, ICML 2015, [arXiv:1502.03167](https://arxiv.org/abs/1502.03167)
+#   (Algorithm 2: the unbiased variance for inference).
+# - Y. Wu, K. He, *Group Normalization*, ECCV 2018, [arXiv:1803.08494](https://arxiv.org/abs/1803.08494)
+#   (Table 1: BN, LN, IN and GN at batch 32; Figure 1 and Table 2: error against batch size).
+# - B. Zhang, R. Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019,
+#   [arXiv:1910.07467](https://arxiv.org/abs/1910.07467).
+# - A. Vaswani et al., *Attention Is All You Need*, NeurIPS 2017,
+#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762).
+# - PyTorch documentation, [`torch.nn.BatchNorm1d`](https://pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html)
+#   (running statistics, `momentum=None`) and [`torch.nn.LayerNorm`](https://pytorch.org/docs/stable/generated/torch.nn.LayerNorm.html).

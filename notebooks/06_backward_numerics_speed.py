@@ -1,0 +1,502 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: -all
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %%
+# Make `helpers` (this set's package) importable: installed, from a checkout, or in Colab.
+import importlib.util
+import pathlib
+import subprocess
+import sys
+
+REPO_URL = "https://github.com/layernorm-hands-on/layernorm-hands-on"
+if importlib.util.find_spec("helpers") is None:
+    checkout = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
+                     if (p / "helpers" / "__init__.py").is_file()), None)
+    if checkout is not None:
+        sys.path.insert(0, str(checkout))
+    elif "google.colab" in sys.modules:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
+    else:
+        raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, "
+                                  f"or `pip install git+{REPO_URL}` in this kernel's environment.")
+import helpers  # noqa: E402,F401
+
+# %% [markdown]
+# # 06 · The backward pass by hand, numerical stability, and speed
+#
+# Notebooks 01 to 05 used LayerNorm (LN, 层归一化); this one looks inside it the way the people
+# who write its kernels do. Three questions, each answered with code and measured numbers:
+#
+# 1. **What is LN's gradient?** We derive $dx$, $d\gamma$ and $d\beta$ by hand, write them as a
+#    `torch.autograd.Function` that keeps only the input, the weight and two numbers per row
+#    (as PyTorch's kernel does), and check it against autograd and PyTorch;
+# 2. **How much memory does the backward pass keep alive?** Measured with
+#    `torch.autograd.graph.saved_tensors_hooks`, for four implementations;
+# 3. **Can the variance be computed wrongly?** Yes: the one-pass formula $E[x^2]-E[x]^2$
+#    cancels catastrophically. We compare it with the two-pass and Welford algorithms on
+#    adversarial rows, read PyTorch's own history of this bug, and try it in a widget;
+# 4. **How fast can it be?** LN is memory-bound; we read `make bench`'s results (time and
+#    achieved bandwidth against the machine's copy bandwidth) and re-measure one small size live;
+#    and we measure RMSNorm against LN;
+# 5. write the gradient and Chan's merge yourself, with instant feedback.
+#
+# Every claim is shown by a cell below or cited; the summary at the end lists which.
+
+# %%
+# %matplotlib inline
+import inspect
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from IPython.display import display
+from torch.utils import benchmark
+
+from helpers import LayerNormFunction
+from helpers.checks import compare
+from helpers.numerics_exercises import check_chan_merge_m2, check_layer_norm_backward
+from helpers.plots import bandwidth_figure, saved_bytes_figure
+from helpers.speed import load_results, saved_bytes_table
+from helpers.variance import ALGORITHMS, adversarial_rows, error_table, welford_var
+from helpers.widgets import stability_demo
+
+torch.set_num_threads(2)  # fixed, as in `make bench`
+torch.manual_seed(0)
+pd.set_option("display.width", 120)
+
+# %% [markdown]
+# ## 1. The gradient, derived
+#
+# Take one row $x \in \mathbb{R}^N$ (LN treats every row alike). The forward pass:
+#
+# $$\mu = \frac{1}{N}\sum_i x_i,\qquad \sigma^2 = \frac{1}{N}\sum_i (x_i-\mu)^2,\qquad
+#   r = \frac{1}{\sqrt{\sigma^2+\epsilon}},\qquad \hat{x}_i = (x_i-\mu)\,r,\qquad
+#   y_i = \gamma_i\hat{x}_i + \beta_i .$$
+#
+# The backward pass receives $dy_i = \partial L/\partial y_i$.
+#
+# **$d\gamma$ and $d\beta$.** $y_i$ is elementwise in $\gamma_i$ and $\beta_i$, and every row
+# shares them, so their gradients add up over the rows:
+#
+# $$d\gamma_i = \sum_{\text{rows}} dy_i\,\hat{x}_i,\qquad d\beta_i = \sum_{\text{rows}} dy_i .$$
+#
+# **$dx$.** Let $g_i = dy_i\,\gamma_i$, the gradient with respect to $\hat{x}_i$. Each
+# $\hat{x}_j$ depends on every $x_i$ of its row, directly and through $\mu$ and $r$. With
+# $\partial\mu/\partial x_i = 1/N$ and $\partial\sigma^2/\partial x_i = \frac{2}{N}(x_i-\mu)$
+# (the $\mu$ terms vanish because the centred values sum to 0),
+#
+# $$\frac{\partial r}{\partial x_i} = -\tfrac12 r^3\cdot\tfrac{2}{N}(x_i-\mu) = -\frac{r^2}{N}\hat{x}_i,
+# \qquad
+# \frac{\partial\hat{x}_j}{\partial x_i} = r\Big(\delta_{ij}-\frac1N\Big) + (x_j-\mu)\frac{\partial r}{\partial x_i}
+# = \frac{r}{N}\big(N\delta_{ij} - 1 - \hat{x}_j\hat{x}_i\big).$$
+#
+# Contracting with $g_j$ gives the **compact form**, in terms of $\hat{x}$ only:
+#
+# $$\boxed{\,dx_i = r\Big(g_i - \frac1N\sum_j g_j - \hat{x}_i\,\frac1N\sum_j g_j\hat{x}_j\Big)\,}$$
+#
+# Three readable terms: the gradient, minus its mean (a shift of the whole row cannot change
+# LN's output, so the gradient has no component along $(1,\dots,1)$), minus its component
+# along $\hat{x}$ (nor can a rescaling of the centred row). Two consequences we will check:
+#
+# - $\sum_i dx_i = 0$ for every row, exactly (the sum of the bracket is $N\bar{g} - N\bar{g} - 0$,
+#   since $\sum_i \hat{x}_i = 0$);
+# - $\sum_i dx_i\,\hat{x}_i = r\,(g\cdot\hat{x})\,(1 - \frac1N\sum_i\hat{x}_i^2)$, and
+#   $\frac1N\sum_i\hat{x}_i^2 = \sigma^2/(\sigma^2+\epsilon)$: so $dx\cdot\hat{x} = 0$ exactly when
+#   $\epsilon = 0$, and is $r\,(g\cdot\hat{x})\,\epsilon/(\sigma^2+\epsilon)$, tiny, otherwise.
+#
+# ## `helpers.LayerNormFunction`: the derivation as code
+#
+# The forward pass saves only `input`, `weight` and, per row, `mean` and `rstd` ($r$); the
+# backward pass recomputes $\hat{x}$ from them (one cheap pass) rather than storing an
+# $M\times N$ tensor. Here is its backward, from `helpers/autograd.py`:
+
+# %%
+print(inspect.getsource(LayerNormFunction.backward))
+
+# %% [markdown]
+# **Check it.** `gradcheck` compares the hand-derived backward with finite differences, in
+# float64 (in float32 the finite differences themselves are too coarse):
+
+# %%
+g = torch.Generator().manual_seed(0)
+x64 = torch.randn(4, 8, generator=g, dtype=torch.float64, requires_grad=True)
+w64 = torch.randn(8, generator=g, dtype=torch.float64, requires_grad=True)
+b64 = torch.randn(8, generator=g, dtype=torch.float64, requires_grad=True)
+print("gradcheck:", torch.autograd.gradcheck(LayerNormFunction.apply, (x64, (8,), w64, b64, 1e-5)))
+
+# %% [markdown]
+# And on a float64 batch `(16, 32, 64)`, forward and all three gradients against autograd
+# through `helpers.layer_norm` and against PyTorch's own kernel (`compare` from
+# `helpers.checks`: exact, close within float64 tolerances, and the largest difference). In
+# float32 they agree too, up to summation order: $d\gamma$ and $d\beta$ add 512 rows, and
+# PyTorch adds them in a different order, so the last bits differ
+# (`tests/test_autograd.py` checks float32 and half inputs with a tolerance for that).
+
+# %%
+def grads(fn, x, w, b, dy):
+    """fn's output and its gradients for x, weight, bias, on fresh leaf copies."""
+    leaves = [t.detach().clone().requires_grad_() for t in (x, w, b)]
+    y = fn(leaves[0], (x.shape[-1],), leaves[1], leaves[2], 1e-5)
+    y.backward(dy)
+    return [y.detach()] + [t.grad for t in leaves]
+
+
+x = 1 + 2 * torch.randn(16, 32, 64, generator=g, dtype=torch.float64)
+w, b = torch.randn(64, generator=g, dtype=torch.float64), torch.randn(64, generator=g, dtype=torch.float64)
+dy = torch.randn(16, 32, 64, generator=g, dtype=torch.float64)
+mine = grads(LayerNormFunction.apply, x, w, b, dy)
+names = ["y", "dx", "dgamma", "dbeta"]
+table = pd.concat(
+    [compare(m, r, name=f"{n} vs {who}")
+     for who, fn in [("autograd", helpers.layer_norm), ("torch", F.layer_norm)]
+     for n, m, r in zip(names, mine, grads(fn, x, w, b, dy), strict=True)])
+table["max_abs_diff"] = table["max_abs_diff"].map(lambda v: f"{v:.1e}")
+table
+
+# %%
+assert table["close"].all()
+
+# %% [markdown]
+# The per-row properties of the derivation, in float64, with $\epsilon = 0$ and with the
+# default $\epsilon = 10^{-5}$:
+
+# %%
+x = 5 + 2 * torch.randn(16, 32, generator=g, dtype=torch.float64)
+w, dy = torch.randn(32, generator=g, dtype=torch.float64), torch.randn(16, 32, generator=g, dtype=torch.float64)
+for eps in (0.0, 1e-5):
+    leaf = x.clone().requires_grad_()
+    LayerNormFunction.apply(leaf, (32,), w, None, eps).backward(dy)
+    var = x.var(-1, correction=0, keepdim=True)
+    x_hat = (x - x.mean(-1, keepdim=True)) / (var + eps).sqrt()
+    predicted = ((dy * w * x_hat).sum(-1) * eps / (var.squeeze(-1) + eps) / (var.squeeze(-1) + eps).sqrt())
+    print(f"eps={eps:g}: max |sum(dx)| = {leaf.grad.sum(-1).abs().max():.1e}, "
+          f"max |dx . x_hat| = {(leaf.grad * x_hat).sum(-1).abs().max():.1e} "
+          f"(predicted {predicted.abs().max():.1e})")
+    assert leaf.grad.sum(-1).abs().max() < 1e-12
+    torch.testing.assert_close((leaf.grad * x_hat).sum(-1), predicted, atol=1e-12, rtol=1e-9)
+
+# %% [markdown]
+# ## 2. Memory: what the backward pass keeps alive
+#
+# Autograd hands every tensor it saves for the backward pass to the *pack* hook of
+# `torch.autograd.graph.saved_tensors_hooks`; `helpers.speed.saved_bytes` counts those
+# tensors' storages (each once), apart from the ones the caller already holds (`x`, `gamma`,
+# `beta`), which cost nothing extra. A float32 `(64, 256)` input is 64 KiB:
+#
+# - **naive composition**: `(x - mean) / sqrt(var + eps)`, written as a beginner would;
+# - **`helpers.layer_norm`**: the set's from-scratch function, differentiated by autograd;
+# - **`LayerNormFunction`**: the hand-derived backward;
+# - **torch**: `F.layer_norm`, PyTorch's fused kernel.
+
+# %%
+memory = saved_bytes_table(rows=64, width=256)
+memory
+
+# %%
+fig = saved_bytes_figure(memory)
+plt.show()
+
+# %%
+assert memory.loc["LayerNormFunction", "new bytes"] <= memory.loc["torch (F.layer_norm)", "new bytes"]
+assert memory.loc["LayerNormFunction", "new bytes"] == 2 * 64 * 4  # mean and rstd: 2 floats per row
+assert memory.loc["naive composition", "new bytes"] > memory.loc["helpers.layer_norm", "new bytes"]
+
+# %% [markdown]
+# Autograd on the composition keeps two (`helpers.layer_norm`) or three (naive) extra copies of
+# the whole input alive until the backward pass; `LayerNormFunction`, like PyTorch's kernel,
+# keeps 512 bytes: one mean and one rstd per row. In a Transformer with many LN layers, that is
+# activation memory saved at every layer.
+#
+# ## 3. Numerical stability: three ways to compute a variance
+#
+# `helpers/variance.py` has three readable algorithms, each returning a row's mean and biased
+# variance:
+#
+# - **one-pass**: $E[x^2] - E[x]^2$: one sweep, but when the mean is large next to the spread
+#   both terms are huge and nearly equal, and their difference is mostly rounding error;
+# - **two-pass**: the mean first, then the mean of $(x-\mu)^2$: stable, two sweeps;
+# - **Welford + Chan**: one sweep keeping a running mean and $M_2 = \sum (x_i - \bar{x})^2$,
+#   updated element by element (Welford 1962), within blocks whose results are merged by Chan's
+#   rule (Chan, Golub and LeVeque 1979):
+#   $M_2 = M_{2,a} + M_{2,b} + \delta^2\,\frac{n_a n_b}{n_a+n_b}$ with $\delta = \bar{x}_b - \bar{x}_a$,
+#   how a vectorised or multi-threaded kernel combines partial results.
+
+# %%
+print(inspect.getsource(welford_var))
+
+# %% [markdown]
+# Adversarial rows (4 rows of 256, float64 data cast to each dtype): **standard** (mean 0,
+# std 1), **offset** (mean $10^4$, std $10^{-2}$) and **constant** (every value
+# $10^4 + 0.1$). The table gives each algorithm's largest *relative* variance error against
+# float64 arithmetic on the same rounded data (absolute for constant rows, whose variance is 0),
+# and, first, how much of the variance rounding the input to that dtype already destroyed.
+
+# %%
+errors = error_table()
+errors.map(lambda v: f"{v:.1e}")
+
+# %%
+assert errors.loc[("offset", "float32"), "one-pass E[x²]−E[x]²"] > 1  # more than 100% wrong
+assert errors.loc[("offset", "float32"), ["two-pass", "Welford + Chan"]].max() < 0.05
+assert errors.loc[("constant", "float32"), "one-pass E[x²]−E[x]²"] > 1  # variance 0, computed 16
+assert errors.loc[("offset", "float16"), "rounding the input"] == 1.0
+
+# %% [markdown]
+# Read it row by row:
+#
+# - on ordinary rows all three agree to float32 precision;
+# - at mean $10^4$, std $10^{-2}$, the one-pass variance is off by a factor of about $10^5$ (it
+#   can even come out **negative**, and then `rsqrt` gives NaN); two-pass and Welford stay
+#   within a few percent, the limit set by representing a mean of $10^4$ in float32 (spacing
+#   $\approx 10^{-3}$, a tenth of the std);
+# - a constant row has variance 0; the one-pass formula reports 16;
+# - in float16 and bfloat16 the offset rows are **already constant** after rounding: float16
+#   has spacing 8 near $10^4$, bfloat16 64, so 100% of the variance is lost before any
+#   algorithm runs. Accumulating in float32 (which all three do for half inputs, as torch does)
+#   cannot bring it back: keep activations whose mean is large next to their spread out of
+#   half precision, or centre them first.
+#
+# **PyTorch's own history of this bug.** PyTorch's LayerNorm and GroupNorm kernels once used
+# the one-pass formula. Issue
+# [pytorch/pytorch#40302](https://github.com/pytorch/pytorch/issues/40302) (June 2020) reported
+# that for `torch.randn(1024, 32768) * 0.01 + 100.0` "the internal computed variance will be
+# all zeros"; PRs [#40307](https://github.com/pytorch/pytorch/pull/40307) (CPU) and
+# [#40308](https://github.com/pytorch/pytorch/pull/40308) (CUDA) improved it. Issue
+# [#51102](https://github.com/pytorch/pytorch/issues/51102) (January 2021, "LayerNorm does not
+# behave as documented") showed a CPU LayerNorm on `torch.randn(5, 4) + 2000` returning
+# outputs with variance 30822 instead of 1; PR [#55044](https://github.com/pytorch/pytorch/pull/55044)
+# diagnosed it ("both kernels compute the squared sum which causes low precision for large
+# values") and discussed two-pass against Welford, and the issue was closed by PRs
+# [#54921](https://github.com/pytorch/pytorch/pull/54921) and
+# [#59987](https://github.com/pytorch/pytorch/pull/59987), which moved the kernels to Welford.
+# Today the CPU kernel computes each row's moments with `RowwiseMoments`
+# (`aten/src/ATen/native/cpu/moments_utils.h`): Welford updates on vector lanes over chunks,
+# combined with the pairwise merge above. PyTorch's float32 LN on our offset rows:
+
+# %%
+rows = adversarial_rows("offset", rows=4, width=256)
+torch_error = (F.layer_norm(rows.float(), (256,)).double() - F.layer_norm(rows.float().double(), (256,))).abs().max()
+print(f"torch float32 LayerNorm, mean 1e4 / std 1e-2: max error {torch_error:.3f} (no NaN: {not torch_error.isnan()})")
+assert torch_error < 0.2
+
+# %% [markdown]
+# ### See it: move the mean away from zero
+#
+# Rows $\text{offset} + \text{scale}\cdot z$ (8 rows of 256, $z$ standard normal, float64),
+# rounded to **dtype**; each bar is the largest error of the LN output when its variance comes
+# from that algorithm, against float64 LN on the same rounded data (red: above 0.1, or NaN).
+# The table gives each algorithm's mean variance next to the true one.
+#
+# Try: offset $10^4$, scale $10^{-2}$ in float32 (one-pass gives NaN); lower the offset to 1
+# (all agree); raise **eps** to $10^{-1}$, larger than the variance $10^{-4}$ (every error
+# shrinks: eps hides a small variance, and also changes the output); choose float16 (the row
+# is constant after rounding, so every algorithm agrees on 0).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+# displays a widget: offset, scale, dtype and eps controls, with their live figure and table
+demo = stability_demo()
+display(demo)
+
+# %% [markdown]
+# ## 4. Speed: LN is memory-bound
+#
+# LN does about ten floating-point operations per element, and a CPU core does billions a
+# second; it moves every element through memory at least twice (forward: read $x$, write $y$)
+# and three more times in the backward pass (read $x$ and $dy$, write $dx$). So its speed limit
+# is memory bandwidth, and the machine's **copy bandwidth** (`y.copy_(x)`: read once, write
+# once) is the practical ceiling. `helpers.speed.bytes_moved` writes that model out:
+# forward $2MN$ elements, forward+backward $5MN$.
+#
+# `make bench` (`benchmarks/run.py`, a few minutes) times the naive composition,
+# `helpers.layer_norm` (eager), `LayerNormFunction` (eager), `torch.compile(helpers.layer_norm)`
+# and PyTorch's `F.layer_norm`, forward and forward+backward, rows of width 64, 1024 and 8192,
+# tensors of 0.25, 16 and 64 MiB, with `torch.utils.benchmark` on 2 threads. It writes
+# `benchmarks/results/layernorm_cpu.csv`, headed by a description of the machine; here we read
+# the stored results (no fresh run needed):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+# prints timings: make bench's stored measurements (a new `make bench` rewrites them)
+results, machine = load_results()
+for key, value in machine.items():
+    print(f"{key}: {value}")
+headline = results[(results.rows == 4096) & (results.width == 1024) & (results.direction != "copy")]
+headline.pivot(index="implementation", columns="direction", values="ratio_vs_torch").round(2)
+
+# %% [markdown]
+# The table is time relative to PyTorch's kernel measured in the same run, at $4096\times1024$
+# float32 (16 MiB). How the hand-written function got close: count its full passes over
+# $M\times N$ data. The backward recomputes $\hat{x}$ (read $x$, write), forms one product
+# $dy\cdot\hat{x}$ shared by $d\gamma$ (its column sums) and by $\frac1N\sum g\hat{x}$ (a
+# matrix-vector product with $\gamma$, no new $M\times N$ tensor), gets $\frac1N\sum g$ the same
+# way from $dy$, and builds $dx$ in $\hat{x}$'s buffer with in-place operations. A first version
+# that wrote every intermediate to a new tensor (and used `torch.var_mean` for the statistics)
+# was about 8x slower than PyTorch; each pass removed is a pass of memory traffic saved.
+# PyTorch's kernel does it in about two sweeps, fused in C++; `torch.compile` fuses our Python
+# the same way.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+# shows timings: make bench's stored measurements
+fig = bandwidth_figure(results, width=1024, direction="forward+backward")
+plt.show()
+
+# %% [markdown]
+# Left: time per call against tensor size; right: achieved GB/s under the bytes model, with the
+# copy bandwidth dashed. The distance from a curve to the dashed line is how much memory
+# traffic an implementation spends beyond the minimum (extra passes, temporaries).
+# These cores were shared with other jobs while measured, so single numbers are noisy: the
+# script keeps each implementation's fastest run of five rounds; compare ratios from one run,
+# not absolute times across machines.
+#
+# **Re-measured live**, one small size ($256\times1024$, 1 MiB), forward+backward; your numbers
+# will differ:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+# prints a timing
+x = torch.randn(256, 1024, requires_grad=True)
+w, b = torch.randn(1024, requires_grad=True), torch.randn(1024, requires_grad=True)
+dy = torch.randn(256, 1024)
+live = {}
+for name, fn in [("torch (F.layer_norm)", F.layer_norm), ("LayerNormFunction", LayerNormFunction.apply)]:
+    timer = benchmark.Timer("torch.autograd.grad(fn(x, (1024,), w, b, 1e-5), (x, w, b), dy)",
+                            globals={"torch": torch, "fn": fn, "x": x, "w": w, "b": b, "dy": dy}, num_threads=2)
+    live[name] = min(timer.blocked_autorange(min_run_time=0.2).times) * 1e3
+    print(f"{name:22s} {live[name]:.3f} ms")
+print(f"ratio: {live['LayerNormFunction'] / live['torch (F.layer_norm)']:.2f}x")
+
+# %% [markdown]
+# ### RMSNorm against LayerNorm
+#
+# RMSNorm (Zhang and Sennrich 2019) drops the mean: $y = x / \sqrt{\overline{x^2} + \epsilon}\cdot\gamma$.
+# The authors report it 7% to 64% faster than LN in their models. `make bench` measured it here,
+# both as PyTorch's `F.rms_norm` and as the set's `helpers.rms_norm`, against the matching LN:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+# prints timings: make bench's stored measurements
+ok = results[results.status == "ok"].set_index(["implementation", "direction", "rows", "width"])["time_ms"]
+pairs = {"torch: F.rms_norm / F.layer_norm": ("torch (F.rms_norm)", "torch (F.layer_norm)"),
+         "helpers: rms_norm / layer_norm": ("helpers.rms_norm", "helpers.layer_norm")}
+rms = pd.DataFrame({label: (ok[rms_name] / ok[ln_name]) for label, (rms_name, ln_name) in pairs.items()})
+rms.groupby("direction").median().round(2)
+
+# %% [markdown]
+# A ratio below 1 means RMSNorm is faster (median over the 9 shapes). Between the two
+# from-scratch versions (the same style of code, both differentiated by autograd), RMSNorm
+# does less work and the ratio reflects that. PyTorch's own `F.rms_norm` on this CPU build is
+# not a fused kernel like `F.layer_norm` is, so against PyTorch's LN it is slower: a speed-up
+# from an algorithm shows up only when both sides are implemented equally well.
+#
+# ## Exercises
+#
+# **1.** Write LN's input gradient (no $\gamma$, $\beta$; over the last dim) from the boxed
+# formula, with $g = dy$. `check_layer_norm_backward` runs it on three cases against autograd
+# and names the usual mistakes.
+
+# %%
+def layer_norm_backward(x, dy, eps):
+    mean = x.mean(-1, keepdim=True)
+    rstd = ((x - mean) ** 2).mean(-1, keepdim=True).add(eps).rsqrt()
+    x_hat = (x - mean) * rstd
+    return rstd * (dy - dy.mean(-1, keepdim=True))  # TODO: one term is missing
+
+
+check_layer_norm_backward(layer_norm_backward)
+
+# %% [markdown]
+# That draft drops a term, and the check says which. The fixed version:
+
+# %%
+def layer_norm_backward(x, dy, eps):
+    mean = x.mean(-1, keepdim=True)
+    rstd = ((x - mean) ** 2).mean(-1, keepdim=True).add(eps).rsqrt()
+    x_hat = (x - mean) * rstd
+    return rstd * (dy - dy.mean(-1, keepdim=True) - x_hat * (dy * x_hat).mean(-1, keepdim=True))
+
+
+verdict = check_layer_norm_backward(layer_norm_backward)
+print(verdict)
+assert verdict
+
+# %% [markdown]
+# **2.** Chan's merge: given two blocks' counts, means and $M_2$ (sums of squared deviations
+# from their own means), return the $M_2$ of their union.
+
+# %%
+def merge_m2(n_a, mean_a, m2_a, n_b, mean_b, m2_b):
+    return m2_a + m2_b  # TODO: the two means differ
+
+
+check_chan_merge_m2(merge_m2)
+
+# %%
+def merge_m2(n_a, mean_a, m2_a, n_b, mean_b, m2_b):
+    delta = mean_b - mean_a
+    return m2_a + m2_b + delta * delta * n_a * n_b / (n_a + n_b)
+
+
+verdict = check_chan_merge_m2(merge_m2)
+print(verdict)
+assert verdict
+
+# %% [markdown]
+# ## Summary: each claim, and where it is shown
+#
+# | claim | shown in |
+# |---|---|
+# | $d\gamma = \sum dy\,\hat{x}$, $d\beta = \sum dy$, $dx = r(g - \bar{g} - \hat{x}\,\overline{g\hat{x}})$ | *1. The gradient, derived*; `gradcheck` and the comparison table |
+# | `LayerNormFunction` equals autograd on `helpers.layer_norm` and PyTorch's kernel, forward and all gradients | the `compare` table and its assert; `tests/test_autograd_06.py` over many shapes |
+# | $\sum_i dx_i = 0$ per row; $dx\cdot\hat{x} = 0$ when $\epsilon=0$ and $r(g\cdot\hat{x})\epsilon/(\sigma^2+\epsilon)$ otherwise | the per-row properties cell |
+# | `LayerNormFunction` saves 2 floats per row beyond the input and weight, no more than PyTorch's kernel; the compositions save 2 to 3 input-sized tensors | *2. Memory*: table, bar chart, asserts |
+# | One-pass variance is off by ~$10^5$ (even negative, giving NaN) at mean $10^4$, std $10^{-2}$ in float32, and reports 16 for a constant row; two-pass and Welford stay within a few percent | *3*: the error table, its asserts, the widget |
+# | In float16/bfloat16 such rows are constant after rounding: no algorithm can recover the variance | the error table's *rounding the input* column |
+# | PyTorch had this bug and fixed it with two-pass/Welford; its CPU kernel uses `RowwiseMoments` | the cited issues and PRs; the float32 torch LN cell |
+# | LN is memory-bound; achieved bandwidth against copy bandwidth; ratios against PyTorch | *4. Speed*: `make bench`'s CSV, table and figure |
+# | RMSNorm against LN, measured here | the RMSNorm table |
+#
+# ## Glossary
+#
+# | English | 中文 | note |
+# |---|---|---|
+# | Layer Normalization | 层归一化 | |
+# | mean, variance | 均值, 方差 | biased variance (divide by N) |
+# | gradient, backpropagation | 梯度, 反向传播 | |
+#
+# ## References
+#
+# - J. L. Ba, J. R. Kiros, G. E. Hinton, *Layer Normalization*, 2016,
+#   [arXiv:1607.06450](https://arxiv.org/abs/1607.06450).
+# - A. Karpathy, llm.c, [`doc/layernorm/layernorm.md`](https://github.com/karpathy/llm.c/blob/master/doc/layernorm/layernorm.md):
+#   the forward cache (mean, rstd) and the hand-derived backward.
+# - B. P. Welford, *Note on a method for calculating corrected sums of squares and products*,
+#   Technometrics 4(3), 1962.
+# - T. F. Chan, G. H. Golub, R. J. LeVeque, *Updating formulae and a pairwise algorithm for
+#   computing sample variances*, Stanford CS report STAN-CS-79-773, 1979.
+# - PyTorch issues and PRs: [#40302](https://github.com/pytorch/pytorch/issues/40302),
+#   [#40307](https://github.com/pytorch/pytorch/pull/40307),
+#   [#51102](https://github.com/pytorch/pytorch/issues/51102),
+#   [#55044](https://github.com/pytorch/pytorch/pull/55044),
+#   [#54921](https://github.com/pytorch/pytorch/pull/54921),
+#   [#59987](https://github.com/pytorch/pytorch/pull/59987); the CPU kernel:
+#   `aten/src/ATen/native/cpu/layer_norm_kernel.cpp` and `moments_utils.h`.
+# - B. Zhang, R. Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019,
+#   [arXiv:1910.07467](https://arxiv.org/abs/1910.07467).
+# - P. Tillet et al., Triton tutorial *Layer Normalization*
+#   ([05-layer-norm](https://triton-lang.org/main/getting-started/tutorials/05-layer-norm.html)):
+#   a fused forward and backward, benchmarked on a GPU.

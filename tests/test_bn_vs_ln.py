@@ -1,0 +1,249 @@
+"""Notebook 03's data: helpers.bn_vs_ln (statistics, pooling groups, batch-size experiment,
+running statistics, padding, invariances, exercises) and its figures, read from their data."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from helpers import bn_vs_ln, plots
+from helpers.bn_vs_ln import (
+    NORMS,
+    PAPER_TABLE,
+    TWO_SAMPLES,
+    StackedMLP,
+    batch_mean_noise,
+    batch_size_runs,
+    batch_size_summary,
+    check_batch_norm_train,
+    check_running_var_update,
+    invariance_table,
+    make_task,
+    padding_pollution,
+    pooling_groups,
+    state_dict_diff,
+    two_sample_stats,
+)
+from helpers.plots import find_line
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+# ---------------------------------------------------------------- statistics and groups
+
+
+def test_two_sample_stats_are_per_feature_for_bn_and_per_sample_for_ln():
+    table = two_sample_stats()
+    bn, ln = table.loc["BatchNorm"], table.loc["LayerNorm"]
+    assert bn.index.tolist() == ["feature 0", "feature 1", "feature 2"]
+    assert ln.index.tolist() == ["sample 0", "sample 1"]
+    assert bn["mean"].tolist() == pytest.approx(TWO_SAMPLES.double().mean(0).tolist())
+    assert bn["var"].tolist() == pytest.approx(TWO_SAMPLES.double().var(0, unbiased=False).tolist())
+    assert ln["mean"].tolist() == pytest.approx([107.0, 163 / 3])
+    assert ln["var"].tolist() == pytest.approx(TWO_SAMPLES.double().var(1, unbiased=False).tolist())
+    assert bn["count"].tolist() == [2, 2, 2] and ln["count"].tolist() == [3, 3]
+
+
+def test_two_sample_stats_refuses_a_3d_tensor():
+    with pytest.raises(ValueError, match="2-D"):
+        two_sample_stats(torch.zeros(2, 3, 4))
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (2, 3, 4), (3, 7, 2)])
+def test_pooling_groups_match_what_each_norm_normalizes_together(shape):
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    # BN's channels are the features: (batch, [seq_len,] features) -> (batch, features, [seq_len])
+    bn_out = F.batch_norm(x.movedim(-1, 1), None, None, training=True, eps=1e-12).movedim(1, -1)
+    ln_out = F.layer_norm(x, x.shape[-1:], eps=1e-12)
+    for norm, out in (("BatchNorm", bn_out), ("LayerNorm", ln_out)):
+        labels = pooling_groups(shape, norm)
+        assert labels.shape == torch.Size(shape)
+        for g in labels.unique():  # each group is standardized on its own: mean 0, variance 1
+            members = out[labels == g]
+            assert members.mean().abs() < 1e-9 and (members.var(unbiased=False) - 1).abs() < 1e-9
+        # and the labels are not trivially one group: a wrong grouping fails the check above
+        assert labels.unique().numel() > 1
+
+
+def test_pooling_groups_sizes():
+    assert torch.bincount(pooling_groups((2, 3, 4), "BatchNorm").flatten()).tolist() == [6] * 4
+    assert torch.bincount(pooling_groups((2, 3, 4), "LayerNorm").flatten()).tolist() == [4] * 6
+    with pytest.raises(ValueError, match="'BatchNorm' or 'LayerNorm'"):
+        pooling_groups((2, 3), "GroupNorm")
+    with pytest.raises(ValueError, match="2 or 3 dims"):
+        pooling_groups((2,), "BatchNorm")
+
+
+def test_pooling_figure_shows_each_groups_labels():
+    groups = {(n, len(s)): pooling_groups(s, n) for n in ("BatchNorm", "LayerNorm") for s in [(4, 3), (2, 3, 4)]}
+    fig = plots.pooling_figure(groups)
+    by_gid = {ax.get_gid(): ax for ax in fig.axes}
+    assert set(by_gid) == {"BatchNorm 2d", "LayerNorm 2d", "BatchNorm 3d sample 0", "BatchNorm 3d sample 1",
+                           "LayerNorm 3d sample 0", "LayerNorm 3d sample 1"}
+    assert (by_gid["LayerNorm 2d"].images[0].get_array() == groups[("LayerNorm", 2)].numpy()).all()
+    assert (by_gid["BatchNorm 3d sample 1"].images[0].get_array() == groups[("BatchNorm", 3)][1].numpy()).all()
+    assert (by_gid["LayerNorm 3d sample 1"].images[0].get_array() == groups[("LayerNorm", 3)][1].numpy()).all()
+
+
+# ---------------------------------------------------------------- batch size
+
+
+def test_batch_mean_noise_follows_one_over_sqrt_b():
+    frame = batch_mean_noise((1, 4, 64), trials=4000, seed=1)
+    assert frame["batch_size"].tolist() == [1, 4, 64]
+    assert (frame["std_of_batch_mean"] / frame["theory"]).between(0.93, 1.07).all()
+    fig = plots.batch_noise_figure(frame)
+    assert list(find_line(fig.axes[0], "measured").get_ydata()) == frame["std_of_batch_mean"].tolist()
+    assert list(find_line(fig.axes[0], "theory").get_ydata()) == pytest.approx([1, 0.5, 0.125])
+
+
+def test_make_task_follows_its_rule():
+    x, label = make_task(500, torch.Generator().manual_seed(0))
+    rule = (x[:, 0] * x[:, 1] + 0.5 * torch.sin(3 * x[:, 2]) > 0).float()
+    assert x.shape == (500, 8) and torch.equal(label, rule)
+    assert 0.35 < label.mean() < 0.65
+
+
+def test_stacked_mlp_starts_every_norm_from_the_same_weights_and_matches_nn_modules():
+    gens = [torch.Generator().manual_seed(s) for s in (0, 1)]
+    model = StackedMLP(2, generators=gens, width=8)
+    w0 = model.weights[0]
+    assert torch.equal(w0[0], w0[2]) and torch.equal(w0[0], w0[4]) and not torch.equal(w0[0], w0[1])
+    x = torch.randn(6, 5, 8, generator=torch.Generator().manual_seed(3))
+    out = model(x)
+    assert out.shape == (6, 5)
+    for m, norm in enumerate(["BatchNorm"] * 2 + ["LayerNorm"] * 2 + ["no norm"] * 2):
+        h = x[m]
+        for layer in range(2):
+            h = h @ model.weights[layer][m] + model.biases[layer][m]
+            if norm == "BatchNorm":
+                h = F.batch_norm(h, None, None, training=True)
+            elif norm == "LayerNorm":
+                h = F.layer_norm(h, (8,))
+            h = torch.relu(h)
+        expected = (h @ model.weights[2][m] + model.biases[2][m]).squeeze(-1)
+        torch.testing.assert_close(out[m], expected)
+    # one training forward updated each BN model's running statistics, separately
+    assert not torch.equal(model.running_mean0[:8], model.running_mean0[8:])
+
+
+def test_stacked_models_gradients_are_independent():
+    gens = [torch.Generator().manual_seed(s) for s in (0, 1)]
+    model = StackedMLP(2, generators=gens, width=8)
+    x = torch.randn(6, 4, 8, generator=torch.Generator().manual_seed(3))
+    model(x)[3].sum().backward()  # only model 3 (LayerNorm, seed 1) in the loss
+    grads = model.weights[0].grad.abs().sum(dim=(1, 2))
+    assert grads[3] > 0 and (grads[[0, 1, 2, 4, 5]] == 0).all()
+
+
+@pytest.fixture(scope="module")
+def small_runs():
+    return batch_size_runs(batch_sizes=(2, 64), seeds=(0, 1, 2), steps=100, lr=0.02)  # as notebook 03
+
+
+def test_batch_size_runs_has_a_row_per_run_and_is_seeded(small_runs):
+    assert len(small_runs) == 2 * 3 * 3
+    assert set(small_runs["norm"]) == set(NORMS) and set(small_runs["batch_size"]) == {2, 64}
+    assert small_runs["test_accuracy"].between(0, 1).all()
+    again = batch_size_runs(batch_sizes=(2,), seeds=(0, 1, 2), steps=100, lr=0.02)
+    pd.testing.assert_frame_equal(again, small_runs[small_runs["batch_size"] == 2].reset_index(drop=True))
+
+
+def test_bn_is_worst_at_batch_2_and_learns_at_batch_64(small_runs):
+    acc = small_runs.groupby(["batch_size", "norm"])["test_accuracy"].mean()
+    assert acc[(2, "BatchNorm")] < acc[(2, "LayerNorm")] - 0.05
+    assert acc[(64, "BatchNorm")] > 0.7
+
+
+def test_batch_size_summary_and_figure(small_runs):
+    summary = batch_size_summary(small_runs)
+    assert list(summary.columns.get_level_values(0).unique()) == list(NORMS)
+    assert summary.index.tolist() == [2, 64]
+    ln = small_runs[small_runs["norm"] == "LayerNorm"].groupby("batch_size")["test_accuracy"]
+    assert summary[("LayerNorm", "mean")].tolist() == pytest.approx(ln.mean().tolist())
+    assert summary[("LayerNorm", "min")].tolist() == pytest.approx(ln.min().tolist())
+    fig = plots.batch_size_figure(summary)
+    for norm in NORMS:
+        assert list(find_line(fig.axes[0], norm).get_ydata()) == pytest.approx(summary[(norm, "mean")].tolist())
+
+
+# ---------------------------------------------------------------- buffers, padding, invariances
+
+
+def test_state_dict_diff_lists_bn_buffers_that_ln_lacks():
+    diff = state_dict_diff(nn.LayerNorm(3), nn.BatchNorm1d(3), names=("LN", "BN"))
+    assert diff.index.tolist() == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
+    assert diff["LN"].tolist() == ["(3,)", "(3,)", "-", "-", "-"]
+    assert diff["BN"].tolist() == ["(3,)", "(3,)", "(3,)", "(3,)", "()"]
+
+
+def test_padding_moves_real_tokens_under_bn_not_under_ln():
+    table = padding_pollution(lengths=(5, 2), dim=4, seed=0, extra_pads=3)
+    assert table.loc["BatchNorm over (batch, seq_len)", "real_token_max_change"] > 0.1
+    assert table.loc["LayerNorm per token", "real_token_max_change"] == 0.0
+    assert table["pad_share"].tolist() == ["0.30 -> 0.56"] * 2
+    # no padding difference, no change
+    same = padding_pollution(lengths=(3, 3), dim=4, extra_pads=0)
+    assert (same["real_token_max_change"] == 0).all()
+
+
+def test_invariance_table_matches_the_paper_and_rmsnorm_is_ln_without_recentering():
+    table = invariance_table()
+    assert table.index.tolist() == PAPER_TABLE.index.tolist()
+    assert (table["BatchNorm"] == table["paper BatchNorm"]).all()
+    assert (table["LayerNorm"] == table["paper LayerNorm"]).all()
+    assert table["RMSNorm"].tolist() == [True, False, False, True, False, True]
+    # "not invariant" is not a borderline call: the output moves by a lot
+    for norm in ("BatchNorm", "LayerNorm", "RMSNorm"):
+        moved = table.loc[~table[norm], f"{norm} max change"]
+        kept = table.loc[table[norm], f"{norm} max change"]
+        assert (moved > 0.1).all() and (kept < 1e-8).all()
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_invariance_table_holds_for_other_seeds(seed):
+    table = invariance_table(seed=seed, cases=8, in_features=4, units=6)
+    assert (table["BatchNorm"] == table["paper BatchNorm"]).all()
+    assert (table["LayerNorm"] == table["paper LayerNorm"]).all()
+
+
+# ---------------------------------------------------------------- exercises
+
+
+def _bn(x, eps=1e-5, dim=0, unbiased=False):
+    mean = x.mean(dim=dim, keepdim=True)
+    return (x - mean) / torch.sqrt(x.var(dim=dim, unbiased=unbiased, keepdim=True) + eps)
+
+
+def test_batch_norm_exercise_accepts_the_answer_and_names_the_slips():
+    assert check_batch_norm_train(_bn)
+    verdict = check_batch_norm_train(lambda x: _bn(x, dim=1))
+    assert not verdict and "that is LayerNorm" in verdict.message
+    verdict = check_batch_norm_train(lambda x: _bn(x, unbiased=True))
+    assert not verdict and "biased variance" in verdict.message
+    assert not check_batch_norm_train(lambda x: x)
+
+
+def test_running_var_exercise_accepts_the_answer_and_names_the_slips():
+    assert check_running_var_update(lambda rv, x: 0.9 * rv + 0.1 * x.var(dim=0, unbiased=True))
+    verdict = check_running_var_update(lambda rv, x: 0.9 * rv + 0.1 * x.var(dim=0, unbiased=False))
+    assert not verdict and "UNBIASED" in verdict.message
+    verdict = check_running_var_update(lambda rv, x: 0.1 * rv + 0.9 * x.var(dim=0))
+    assert not verdict and "momentum" in verdict.message
+    verdict = check_running_var_update(lambda rv, x: x.var())
+    assert not verdict and "one value per feature" in verdict.message
+
+
+def test_exercises_are_registered():
+    from helpers.checks import registered
+
+    assert {"batch_norm_train", "running_var_update"} <= set(registered())
+    assert bn_vs_ln.check_batch_norm_train is check_batch_norm_train

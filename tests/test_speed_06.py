@@ -1,0 +1,93 @@
+"""The stored `make bench` results, notebook 06's figures and its stability dashboard."""
+
+from __future__ import annotations
+
+import math
+import pathlib
+
+import pytest
+
+from helpers.plots import bandwidth_figure, find_line, saved_bytes_figure, stability_figure
+from helpers.speed import IMPLEMENTATIONS, RESULTS_NAME, load_results, saved_bytes_table
+from helpers.widgets import stability_demo, stability_state
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CSV = ROOT / "benchmarks" / "results" / RESULTS_NAME
+
+
+def test_results_are_stored_and_the_package_copy_is_identical():
+    assert CSV.read_bytes() == (ROOT / "helpers" / "data" / RESULTS_NAME).read_bytes()
+
+
+def test_results_cover_the_grid_with_machine_and_ratios():
+    frame, meta = load_results(CSV)
+    assert {"cpu", "threads", "torch", "note"} <= set(meta)
+    assert set(frame.width) == {64, 1024, 8192}
+    assert frame.MiB.min() < 1 and frame.MiB.max() >= 64
+    ok = frame[frame.status == "ok"]
+    for name in ("naive composition", "helpers.layer_norm", "LayerNormFunction", "torch (F.layer_norm)"):
+        assert set(ok[ok.implementation == name].direction) == {"forward", "forward+backward"}
+    torch_rows = ok[ok.implementation == "torch (F.layer_norm)"]
+    assert (torch_rows.ratio_vs_torch == 1).all()
+    head = ok[(ok.rows == 4096) & (ok.width == 1024)]
+    assert "LayerNormFunction" in set(head.implementation)
+    assert (frame[frame.direction == "copy"].GBps > 0).all()
+
+
+def test_load_results_finds_the_checkout_from_a_subfolder(monkeypatch):
+    monkeypatch.chdir(ROOT / "notebooks")
+    frame, meta = load_results()
+    assert len(frame) > 0 and "cpu" in meta
+
+
+def test_bandwidth_figure_plots_each_implementation_and_the_copy_ceiling():
+    frame, _ = load_results(CSV)
+    fig = bandwidth_figure(frame)
+    right = fig.axes[1]
+    copy = find_line(right, "copy")
+    expected = frame[(frame.width == 1024) & (frame.direction == "copy")].sort_values("MiB").GBps
+    assert list(copy.get_ydata()) == pytest.approx(list(expected))
+    assert len(find_line(right, "LayerNormFunction").get_xdata()) == 3
+
+
+def test_saved_bytes_figure_has_one_bar_per_implementation():
+    table = saved_bytes_table()
+    fig = saved_bytes_figure(table)
+    bars = fig.axes[0].patches
+    assert [b.get_width() for b in bars] == pytest.approx(list(table["new bytes"] / 1024))
+    assert len(bars) == len(IMPLEMENTATIONS)
+
+
+@pytest.mark.parametrize("control,value", [("offset", 1.0), ("scale", 1.0), ("dtype", "bfloat16"), ("eps", 0.1)])
+def test_every_control_changes_the_state(control, value):
+    base = stability_state()
+    changed = stability_state(**{control: value})
+    assert changed["ln_error"] != base["ln_error"]
+
+
+def test_default_state_shows_the_one_pass_nan_and_stable_algorithms_bounded():
+    state = stability_state()
+    assert math.isnan(state["ln_error"]["one-pass E[x²]−E[x]²"])
+    assert state["ln_error"]["two-pass"] < 0.2 and state["ln_error"]["Welford + Chan"] < 0.2
+    moderate = stability_state(offset=1.0, scale=1.0)
+    assert max(moderate["ln_error"].values()) < 1e-5
+
+
+def test_stability_figure_draws_nan_as_a_tall_bar():
+    fig = stability_figure(stability_state())
+    heights = [b.get_height() for b in fig.axes[0].patches]
+    assert heights[0] == 1e3 and heights[1] < 1
+
+
+def test_dashboard_redraws_on_every_control():
+    demo = stability_demo()
+    for name, value in [("offset", 1.0), ("scale", 1.0), ("dtype", "float16"), ("eps", 1e-2)]:
+        before = demo.image.value
+        demo.controls[name].value = value
+        assert demo.state[name] == value
+        assert demo.image.value != before, name
+
+
+def test_unknown_dtype_is_rejected():
+    with pytest.raises(ValueError, match="'dtype'"):
+        stability_state(dtype="int8")

@@ -1,0 +1,119 @@
+"""helpers.variance: one-pass, two-pass and Welford/Chan against float64 references."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers.variance import (
+    ALGORITHMS,
+    adversarial_rows,
+    chan_merge,
+    error_table,
+    layer_norm_error,
+    one_pass_var,
+    two_pass_var,
+    variance_errors,
+    welford_var,
+)
+
+
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+@pytest.mark.parametrize("width", [1, 7, 64, 1000])
+def test_all_agree_with_torch_in_float64_on_ordinary_rows(name, width):
+    x = torch.randn(5, width, dtype=torch.float64, generator=torch.Generator().manual_seed(width))
+    mean, var = ALGORITHMS[name](x)
+    torch.testing.assert_close(mean, x.mean(-1))
+    torch.testing.assert_close(var, x.var(-1, correction=0), rtol=1e-10, atol=1e-12)
+
+
+@given(width=st.integers(1, 300), block=st.integers(1, 40), seed=st.integers(0, 2**16))
+@settings(max_examples=40, deadline=None)
+def test_welford_with_any_block_size_matches_float64(width, block, seed):
+    x = 3.0 + torch.randn(3, width, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    mean, var = welford_var(x, block=block)
+    torch.testing.assert_close(mean, x.mean(-1))
+    torch.testing.assert_close(var, x.var(-1, correction=0), rtol=1e-9, atol=1e-12)
+
+
+def test_chan_merge_of_two_halves_equals_the_whole():
+    x = torch.randn(4, 37, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) + 50
+    a, b = x[:, :10], x[:, 10:]
+
+    def stats(t):
+        return (torch.full((4,), float(t.shape[-1]), dtype=torch.float64), t.mean(-1),
+                ((t - t.mean(-1, keepdim=True)) ** 2).sum(-1))
+
+    n, mean, m2 = chan_merge(*stats(a), *stats(b))
+    assert torch.equal(n, torch.full((4,), 37.0, dtype=torch.float64))
+    torch.testing.assert_close(mean, x.mean(-1))
+    torch.testing.assert_close(m2 / n, x.var(-1, correction=0))
+
+
+def test_one_pass_cancels_catastrophically_on_a_large_mean_and_the_others_do_not():
+    errors = variance_errors(adversarial_rows("offset"), torch.float32)  # mean 1e4, std 1e-2
+    assert errors["one-pass E[x²]−E[x]²"] > 1.0  # more than 100% wrong
+    assert errors["two-pass"] < 0.05
+    assert errors["Welford + Chan"] < 0.05
+
+
+def test_one_pass_can_return_a_negative_variance():
+    _, var = one_pass_var(adversarial_rows("offset").float())
+    assert (var < 0).any()
+
+
+def test_constant_rows_have_zero_variance_except_in_one_pass():
+    x = adversarial_rows("constant").float()
+    assert torch.equal(welford_var(x)[1], torch.zeros(8))
+    assert two_pass_var(x)[1].abs().max() < 1e-6
+    assert one_pass_var(x)[1].abs().max() > 1.0
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_inputs_accumulate_in_float32(dtype):
+    x = adversarial_rows("standard").to(dtype)
+    for algorithm in ALGORITHMS.values():
+        mean, var = algorithm(x)
+        assert mean.dtype == var.dtype == torch.float32
+    assert max(variance_errors(adversarial_rows("standard"), dtype).values()) < 1e-5
+
+
+def test_layer_norm_error_shows_the_nan_of_a_negative_variance():
+    x64 = adversarial_rows("offset", rows=2, width=256)
+    assert layer_norm_error(x64, torch.float32, 1e-5, "one-pass E[x²]−E[x]²").isnan().any()
+    assert layer_norm_error(x64, torch.float32, 1e-5, "Welford + Chan").max() < 0.2
+    assert layer_norm_error(adversarial_rows("standard"), torch.float32, 1e-5, "two-pass").max() < 1e-5
+
+
+def test_error_table_covers_every_input_and_dtype():
+    table = error_table()
+    assert len(table) == 9
+    assert list(table.columns) == ["rounding the input", *ALGORITHMS]
+    # float16 cannot hold 1e4 + 1e-2 z: rounding the input destroys the variance (100% lost).
+    assert table.loc[("offset", "float16"), "rounding the input"] == pytest.approx(1.0)
+
+
+def test_adversarial_rows_rejects_unknown_kinds():
+    with pytest.raises(ValueError, match="'kind'"):
+        adversarial_rows("huge")
+
+
+def test_exercises_accept_the_right_answer_and_name_each_mistake():
+    from helpers.checks import _REGISTRY
+    from helpers.numerics_exercises import check_chan_merge_m2, check_layer_norm_backward
+
+    def dx(x, dy, eps):
+        mean = x.mean(-1, keepdim=True)
+        rstd = ((x - mean) ** 2).mean(-1, keepdim=True).add(eps).rsqrt()
+        x_hat = (x - mean) * rstd
+        return rstd * (dy - dy.mean(-1, keepdim=True) - x_hat * (dy * x_hat).mean(-1, keepdim=True))
+
+    assert check_layer_norm_backward(dx)
+    assert check_chan_merge_m2(lambda na, ma, sa, nb, mb, sb: chan_merge(na, ma, sa, nb, mb, sb)[2])
+    for name, check_fn in (("layer_norm_backward", check_layer_norm_backward),
+                           ("chan_merge_m2", check_chan_merge_m2)):
+        for hint, wrong in _REGISTRY[name].mistakes.items():
+            verdict = check_fn(wrong)
+            assert not verdict and hint in verdict.message
