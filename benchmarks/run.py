@@ -10,7 +10,7 @@ times, with ``torch.utils.benchmark`` and a fixed thread count:
 - ``y.copy_(x)``, the machine's copy bandwidth: LayerNorm's practical ceiling.
 
 The cores are shared, and a thread that loses its core stalls a 2-thread op for a whole
-scheduler slice (about 10 ms), so each implementation is timed in ``ROUNDS`` interleaved
+scheduler slice (about 10 ms), so the implementations are timed in ``ROUNDS`` interleaved
 rounds and the fastest per-run time of all the blocks is kept (timeit's advice: the
 minimum is the least disturbed estimate); the median is recorded beside it.
 
@@ -116,16 +116,13 @@ def main() -> int:
                              time_ms=t * 1e3, median_ms=median * 1e3, GBps=2 * numel * 4 / t / 1e9,
                              status="ok"))
             for direction in ("forward", "forward+backward"):
-                torch_time = None
+                timers, failed = {}, {}
                 for name, fn in impls.items():
-                    status = "ok"
                     if fn is None:
-                        status = f"skipped: torch.compile failed ({compile_error})"
-                    elif name.startswith("torch.compile") and numel not in COMPILE_NUMELS:
-                        status = "skipped: compiled at the headline size only"
-                    if status != "ok":
-                        rows.append(dict(implementation=name, direction=direction, rows=m, width=width,
-                                         time_ms=float("nan"), GBps=float("nan"), status=status))
+                        failed[name] = f"skipped: torch.compile failed ({compile_error})"
+                        continue
+                    if name.startswith("torch.compile") and numel not in COMPILE_NUMELS:
+                        failed[name] = "skipped: compiled at the headline size only"
                         continue
                     xs, ws, bs = (t.clone().requires_grad_(direction != "forward") for t in (x, w, b))
 
@@ -138,22 +135,25 @@ def main() -> int:
 
                     try:
                         step()  # warm-up (and compilation)
-                        timer = benchmark.Timer("step()", globals={"step": step}, num_threads=THREADS)
-                        t, median = best_of(timer)
+                        timers[name] = benchmark.Timer("step()", globals={"step": step}, num_threads=THREADS)
                     except Exception as error:
-                        rows.append(dict(implementation=name, direction=direction, rows=m, width=width,
-                                         time_ms=float("nan"), GBps=float("nan"),
-                                         status=f"failed: {type(error).__name__}"))
+                        failed[name] = f"failed: {type(error).__name__}"
+                # Rounds interleave the implementations, so a burst of load elsewhere hits all alike.
+                runs = {name: [] for name in timers}
+                for _ in range(ROUNDS):
+                    for name, timer in timers.items():
+                        runs[name].append(timer.blocked_autorange(min_run_time=MIN_RUN_TIME))
+                torch_time = min(min(r.times) for r in runs["torch (F.layer_norm)"])
+                for name in impls:
+                    row = dict(implementation=name, direction=direction, rows=m, width=width)
+                    if name in failed:
+                        rows.append(dict(row, time_ms=float("nan"), GBps=float("nan"), status=failed[name]))
                         continue
-                    if name == "torch (F.layer_norm)":
-                        torch_time = t
-                    rows.append(dict(implementation=name, direction=direction, rows=m, width=width,
-                                     time_ms=t * 1e3, median_ms=median * 1e3,
+                    t = min(min(r.times) for r in runs[name])
+                    median = sorted(r.median for r in runs[name])[ROUNDS // 2]
+                    rows.append(dict(row, time_ms=t * 1e3, median_ms=median * 1e3,
                                      GBps=bytes_moved(m, width, 4, direction) / t / 1e9,
-                                     status="ok"))
-                for row in rows:
-                    if (row["rows"], row["width"], row["direction"]) == (m, width, direction):
-                        row["ratio_vs_torch"] = row["time_ms"] / (torch_time * 1e3)
+                                     ratio_vs_torch=t / torch_time, status="ok"))
             print(f"{m:>7} x {width:<5} done ({time.monotonic() - started:.0f} s)", flush=True)
 
     import pandas as pd

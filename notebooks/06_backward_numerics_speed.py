@@ -339,15 +339,16 @@ headline.pivot(index="implementation", columns="direction", values="ratio_vs_tor
 
 # %% [markdown]
 # The table is time relative to PyTorch's kernel measured in the same run, at $4096\times1024$
-# float32 (16 MiB). How the hand-written function got close: count its full passes over
-# $M\times N$ data. The backward recomputes $\hat{x}$ (read $x$, write), forms one product
+# float32 (16 MiB). Where the hand-written function's time goes: count its full passes over
+# $M\times N$ data. Its backward recomputes $\hat{x}$ (read $x$, write), forms one product
 # $dy\cdot\hat{x}$ shared by $d\gamma$ (its column sums) and by $\frac1N\sum g\hat{x}$ (a
 # matrix-vector product with $\gamma$, no new $M\times N$ tensor), gets $\frac1N\sum g$ the same
-# way from $dy$, and builds $dx$ in $\hat{x}$'s buffer with in-place operations. A first version
-# that wrote every intermediate to a new tensor (and used `torch.var_mean` for the statistics)
-# was about 8x slower than PyTorch; each pass removed is a pass of memory traffic saved.
-# PyTorch's kernel does it in about two sweeps, fused in C++; `torch.compile` fuses our Python
-# the same way.
+# way from $dy$, and builds $dx$ in $\hat{x}$'s buffer with in-place operations: about ten
+# passes, each a separate eager operation. PyTorch's kernel makes about two sweeps per
+# direction, fused in C++, and `torch.compile` fuses our Python the same way. The eager
+# versions pay twice on a busy machine: every operation is its own parallel region, and a
+# thread that loses its core stalls the others until it returns; one fused kernel meets
+# that risk once.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -400,9 +401,17 @@ rms.groupby("direction").median().round(2)
 # A ratio below 1 means RMSNorm is faster (median over the 9 shapes). Between the two
 # from-scratch versions (the same style of code, both differentiated by autograd), RMSNorm
 # does less work and the ratio reflects that. PyTorch's own `F.rms_norm` on this CPU build is
-# not a fused kernel like `F.layer_norm` is, so against PyTorch's LN it is slower: a speed-up
-# from an algorithm shows up only when both sides are implemented equally well.
-#
+# a composition of elementwise operations (the last autograd node of its output is a `Mul`,
+# below), while `F.layer_norm` is one fused kernel (`NativeLayerNorm`); so against PyTorch's LN
+# it is slower: a speed-up from an algorithm shows up only when both sides are implemented
+# equally well.
+
+# %%
+x = torch.randn(4, 8, requires_grad=True)
+print("F.layer_norm's output comes from", type(F.layer_norm(x, (8,)).grad_fn).__name__)
+print("F.rms_norm's output comes from  ", type(F.rms_norm(x, (8,)).grad_fn).__name__)
+
+# %% [markdown]
 # ## Exercises
 #
 # **1.** Write LN's input gradient (no $\gamma$, $\beta$; over the last dim) from the boxed
@@ -468,7 +477,7 @@ assert verdict
 # | In float16/bfloat16 such rows are constant after rounding: no algorithm can recover the variance | the error table's *rounding the input* column |
 # | PyTorch had this bug and fixed it with two-pass/Welford; its CPU kernel uses `RowwiseMoments` | the cited issues and PRs; the float32 torch LN cell |
 # | LN is memory-bound; achieved bandwidth against copy bandwidth; ratios against PyTorch | *4. Speed*: `make bench`'s CSV, table and figure |
-# | RMSNorm against LN, measured here | the RMSNorm table |
+# | RMSNorm against LN, measured here; PyTorch's CPU `F.rms_norm` is a composition, its `F.layer_norm` a fused kernel | the RMSNorm table; the `grad_fn` cell |
 #
 # ## Glossary
 #

@@ -17,7 +17,9 @@ from helpers.plots.bn_vs_ln import (
 from helpers.plots.core import DPI, HIGHLIGHT, OTHER, find_line
 from helpers.plots.formula import affine_figure, drift_figure, eps_figure, gamma_beta_fit_figure
 from helpers.plots.invariance import shift_scale_figure
+from helpers.plots.placement import layer_histograms_figure, transformer_grad_figure
 from helpers.plots.speed import bandwidth_figure, saved_bytes_figure, stability_figure
+from helpers.plots.training_speed import curves_figure, lr_heatmap_figure
 from helpers.plots.units import dependency_figure, norm_unit_figure
 
 __all__ = [
@@ -28,15 +30,19 @@ __all__ = [
     "bandwidth_figure",
     "batch_noise_figure",
     "batch_size_figure",
+    "curves_figure",
     "dependency_figure",
     "drift_figure",
     "eps_figure",
     "find_line",
     "gamma_beta_fit_figure",
+    "layer_histograms_figure",
+    "lr_heatmap_figure",
     "norm_unit_figure",
     "saved_bytes_figure",
     "other_samples_figure",
     "pooling_figure",
     "shift_scale_figure",
     "stability_figure",
+    "transformer_grad_figure",
 ]

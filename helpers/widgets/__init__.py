@@ -31,10 +31,13 @@ from helpers.widgets.core import Dashboard, log_slider, png_bytes, slider
 from helpers.widgets.formula import AFFINE_EDGES, affine_demo, affine_state, eps_demo, eps_state
 from helpers.widgets.invariance import shift_scale_demo, shift_scale_state
 from helpers.widgets.numerics import DTYPES, stability_demo, stability_state
+from helpers.widgets.placement import DEPTHS, placement_demo, placement_table
+from helpers.widgets.training_speed import speed_demo, speed_state
 from helpers.widgets.units import NORM_UNITS, norm_unit_demo, norm_unit_state
 
 __all__ = [
     "AFFINE_EDGES",
+    "DEPTHS",
     "DTYPES",
     "NORM_UNITS",
     "Dashboard",
@@ -47,10 +50,14 @@ __all__ = [
     "norm_unit_state",
     "other_samples_demo",
     "other_samples_state",
+    "placement_demo",
+    "placement_table",
     "png_bytes",
     "shift_scale_demo",
     "shift_scale_state",
     "slider",
+    "speed_demo",
+    "speed_state",
     "stability_demo",
     "stability_state",
 ]

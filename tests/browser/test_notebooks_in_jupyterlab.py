@@ -160,7 +160,7 @@ def _run_all(page) -> tuple[float, int]:
                                      f"{_around(state['text'], bad)}")
             idle_since = idle_since or time.monotonic()
             nothing_ran = all(p == "[ ]:" for p in state["prompts"])
-            if nothing_ran and time.monotonic() - idle_since > 4 and tries < 3:
+            if nothing_ran and time.monotonic() - idle_since > 2 and tries < 3:
                 tries, idle_since = tries + 1, None
                 _menu(page, "Run", "Run All Cells")
             elif time.monotonic() - idle_since > 10:  # idle, yet cells never ran

@@ -1,0 +1,68 @@
+"""Notebook 05's figures: loss curves with spread, the learning-rate table, the hidden input's drift."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from helpers.plots.core import DPI
+
+__all__ = ["VARIANT_COLOURS", "curves_figure", "lr_heatmap_figure"]
+
+VARIANT_COLOURS = {"no norm": "0.45", "LayerNorm": "C0", "noisy LayerNorm": "C1"}
+
+_LABELS = {"loss": "minibatch MSE (smoothed)", "pre_mean": "mean of the tanh input",
+           "pre_std": "std of the tanh input"}
+
+
+def curves_figure(curves: pd.DataFrame, *, column: str = "loss", title: str = "", log: bool | None = None,
+                  threshold: float | None = None, figsize: tuple[float, float] = (6, 3.2),
+                  dpi: int = DPI) -> Figure:
+    """One line per variant (mean over seeds, ``gid`` = the variant) and a min-max band.
+
+    Args:
+        curves: rows ``step, seed, variant, <column>`` for ONE learning rate.
+        column: what to plot: ``"loss"``, ``"pre_mean"`` or ``"pre_std"``.
+        log: log y axis (default: for the loss only).
+        threshold: a dashed horizontal line (``gid`` ``"threshold"``), or None.
+    """
+    fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
+    stats = curves.groupby(["variant", "step"], sort=False)[column].agg(["mean", "min", "max"])
+    for variant in curves["variant"].unique():
+        part = stats.loc[variant]
+        colour = VARIANT_COLOURS.get(variant)
+        steps = part.index.to_numpy()
+        ax.plot(steps, part["mean"].to_numpy(), color=colour, gid=variant, label=variant)
+        ax.fill_between(steps, part["min"].to_numpy(), part["max"].to_numpy(), color=colour, alpha=0.2)
+    if threshold is not None:
+        ax.axhline(threshold, color="k", ls="--", lw=0.8, gid="threshold", label=f"threshold {threshold}")
+    if log if log is not None else column == "loss":
+        ax.set_yscale("log")
+    ax.set_xlabel("training step")
+    ax.set_ylabel(_LABELS.get(column, column))
+    ax.set_title(title or "mean over seeds; band: min to max", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def lr_heatmap_figure(table: pd.DataFrame, *, figsize: tuple[float, float] = (6, 2.4), dpi: int = DPI) -> Figure:
+    """:func:`helpers.training_speed.lr_table` as a heatmap (log colour scale), each cell labelled.
+
+    The axes' first image holds ``log10`` of the table (``inf`` where a run diverged).
+    """
+    fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
+    values = table.to_numpy(dtype=float)
+    image = ax.imshow(np.log10(values), cmap="viridis_r", aspect="auto")
+    for (r, c), v in np.ndenumerate(values):
+        ax.text(c, r, f"{v:.3f}", ha="center", va="center", fontsize=9, color="w" if v < np.nanmedian(values) else "k")
+    ax.set_xticks(range(values.shape[1]), [str(lr) for lr in table.columns])
+    ax.set_yticks(range(values.shape[0]), list(table.index))
+    ax.set_xlabel("learning rate (Adam)")
+    ax.set_title("final smoothed loss, mean over seeds (lower is better)", fontsize=10)
+    fig.colorbar(image, ax=ax, label="log10 loss")
+    fig.tight_layout()
+    return fig

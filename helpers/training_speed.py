@@ -1,0 +1,417 @@
+"""Does LayerNorm speed up training? (notebook 05): seeded runs that return tidy DataFrames.
+
+The lesson's headline claim is that LN "speeds up training and improves convergence" of
+deep RNNs. These experiments measure it on the adding problem (:func:`adding_task`,
+Hochreiter and Schmidhuber 1997), an offline sequence task a tiny RNN can learn:
+
+- :class:`StackedRNN`: many small tanh RNNs trained at once as one stacked network, one
+  per (variant, learning rate, seed). Variant ``"LayerNorm"`` normalizes the summed
+  inputs of the hidden state at every time step, as in Ba, Kiros and Hinton (2016),
+  ``h_t = tanh(LN(W_x x_t + W_h h_{t-1}))`` with a gain and bias; ``"no norm"`` is the
+  same network with a plain bias; ``"noisy LayerNorm"`` adds, after LN, a random shift
+  and scale drawn afresh at every training step (Santurkar et al. 2018's "noisy" norm,
+  which moves each unit's input distribution on purpose).
+- :func:`rnn_runs`: train them all with Adam; one row per (step, model), with the
+  loss and the mean and std of the values that enter the hidden ``tanh``.
+- :func:`steps_to_threshold`, :func:`lr_table`, :func:`drift_table`: the summaries the
+  notebook prints and asserts on.
+
+Every model of one seed starts from the same weights and sees the same minibatches, so
+models differ only by the variant and the learning rate. The loss is a sum over models
+and the weights of different models never meet, so each model's gradient is its own.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import torch
+from torch import nn
+
+from helpers.checks import Case, Exercise, Verdict, check, register
+from helpers.functional import layer_norm
+
+__all__ = [
+    "LRS",
+    "THRESHOLD",
+    "VARIANTS",
+    "StackedRNN",
+    "adding_task",
+    "check_first_step_below",
+    "check_noisy_layer_norm",
+    "drift_table",
+    "lr_table",
+    "rnn_runs",
+    "smooth",
+    "steps_to_threshold",
+]
+
+#: The variants, in the order :class:`StackedRNN` stacks them.
+VARIANTS = ("no norm", "LayerNorm", "noisy LayerNorm")
+
+#: The learning rates of the sweep (Adam).
+LRS = (0.003, 0.01, 0.03, 0.1)
+
+#: "Solved": a smoothed mean squared error below this. Predicting the mean (1.0) scores 1/6.
+THRESHOLD = 0.05
+
+
+def adding_task(batch: int, seq_len: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """The adding problem: ``(x, y)`` with ``x`` of shape ``(batch, seq_len, 2)`` and ``y`` ``(batch,)``.
+
+    Channel 0 holds values uniform in [0, 1); channel 1 marks two positions, one in each
+    half of the sequence, with a 1. The target is the sum of the two marked values: the
+    network must find them and remember the first across up to ``seq_len`` steps.
+    """
+    values = torch.rand(batch, seq_len, generator=generator)
+    half = seq_len // 2
+    first = torch.randint(0, half, (batch,), generator=generator)
+    second = torch.randint(half, seq_len, (batch,), generator=generator)
+    marks = torch.zeros(batch, seq_len)
+    rows = torch.arange(batch)
+    marks[rows, first] = 1.0
+    marks[rows, second] = 1.0
+    return torch.stack([values, marks], dim=-1), (values * marks).sum(1)
+
+
+class StackedRNN(nn.Module):
+    """``len(variants) * len(lrs) * n_seeds`` tanh RNNs in one network, one per (variant, lr, seed).
+
+    Model ``m`` is variant ``m // (n_lrs * n_seeds)``, learning rate ``(m // n_seeds) % n_lrs``
+    and seed ``m % n_seeds``; the weights of a seed are the same for every variant and rate.
+    Weights are stacked along a leading model dim and applied with ``torch.baddbmm``.
+
+    Args:
+        n_seeds: seeds per (variant, lr).
+        n_lrs: learning rates per variant.
+        variants: which of :data:`VARIANTS` to stack.
+        hidden: hidden units.
+        generators: one ``torch.Generator`` per seed, for the weights.
+        noise: the noisy variant's shift is uniform in ``[-noise, noise]`` and its scale
+            uniform in ``[1, 1 + 2 * noise]``, per unit, drawn at every training step.
+    """
+
+    def __init__(self, n_seeds: int, n_lrs: int, *, variants=VARIANTS, hidden: int = 16,
+                 generators, noise: float = 0.25, gain: float = 1.0):
+        super().__init__()
+        self.variants, self.n_seeds, self.n_lrs = tuple(variants), n_seeds, n_lrs
+        self.hidden, self.noise = hidden, noise
+        repeat = len(self.variants) * n_lrs
+        w_x = torch.stack([torch.randn(2, hidden, generator=g) for g in generators])
+        w_h = torch.stack([torch.randn(hidden, hidden, generator=g) * gain / math.sqrt(hidden) for g in generators])
+        w_o = torch.stack([torch.randn(hidden, 1, generator=g) / math.sqrt(hidden) for g in generators])
+        self.w_x = nn.Parameter(w_x.repeat(repeat, 1, 1))
+        self.w_h = nn.Parameter(w_h.repeat(repeat, 1, 1))
+        self.w_o = nn.Parameter(w_o.repeat(repeat, 1, 1))
+        models = repeat * n_seeds
+        self.bias = nn.Parameter(torch.zeros(models, 1, hidden))
+        self.gain = nn.Parameter(torch.ones(models, 1, hidden))  # used by the LN variants only
+        self.bias_o = nn.Parameter(torch.zeros(models, 1, 1))
+        variant = torch.arange(models) // (n_lrs * n_seeds)
+        names = [self.variants[v] for v in variant.tolist()]
+        self.register_buffer("normed", torch.tensor([n != "no norm" for n in names]).view(-1, 1, 1))
+        self.register_buffer("noisy", torch.tensor([n == "noisy LayerNorm" for n in names]).view(-1, 1, 1))
+
+    @property
+    def n_models(self) -> int:
+        return self.w_x.shape[0]
+
+    def forward(self, x: torch.Tensor, generator: torch.Generator | None = None):
+        """``x`` of shape ``(models, batch, seq_len, 2)`` -> ``(prediction (models, batch), pre)``.
+
+        ``pre`` ``(models, batch * seq_len, hidden)`` holds the values that enter ``tanh``
+        at every time step (after LN, gain, bias and noise): the hidden layer's input.
+        """
+        models, batch, seq_len, _ = x.shape
+        if self.training and self.noisy.any():
+            shape = (models, 1, self.hidden)
+            shift = (torch.rand(shape, generator=generator) * 2 - 1) * self.noise
+            scale = 1 + torch.rand(shape, generator=generator) * 2 * self.noise
+            shift, scale = torch.where(self.noisy, shift, 0.0), torch.where(self.noisy, scale, 1.0)
+        else:
+            shift, scale = 0.0, 1.0
+        h = x.new_zeros(models, batch, self.hidden)
+        pres = []
+        for t in range(seq_len):
+            a = torch.bmm(x[:, :, t], self.w_x) + torch.bmm(h, self.w_h)
+            normed = layer_norm(a, (self.hidden,)) * self.gain * scale + shift
+            pre = torch.where(self.normed, normed, a) + self.bias
+            pres.append(pre)
+            h = torch.tanh(pre)
+        prediction = torch.baddbmm(self.bias_o, h, self.w_o).squeeze(-1)
+        return prediction, torch.cat(pres, dim=1)
+
+
+def rnn_runs(seeds=(0, 1, 2), lrs=LRS, *, variants=VARIANTS, steps: int = 300, batch: int = 32,
+             seq_len: int = 10, hidden: int = 16, noise: float = 0.25,
+             optimizer: str = "adam", gain: float = 1.0, progress: bool = False) -> pd.DataFrame:
+    """Train a :class:`StackedRNN` on :func:`adding_task`, one learning rate per model.
+
+    ``optimizer`` is ``"adam"`` (torch's defaults, betas 0.9 and 0.999) or ``"sgd"`` (plain).
+
+    Returns:
+        One row per (step, model): ``step``, ``seed``, ``variant``, ``lr``, ``loss`` (the
+        minibatch's mean squared error before that step's update; ``inf`` once a model
+        has diverged), ``pre_mean`` and ``pre_std`` (mean and std, over the batch, time
+        steps and units, of the values entering the hidden ``tanh``).
+    """
+    seeds, lrs = list(seeds), list(lrs)
+    gens = [torch.Generator().manual_seed(s) for s in seeds]
+    noise_gen = torch.Generator().manual_seed(12345)
+    model = StackedRNN(len(seeds), len(lrs), variants=variants, hidden=hidden, generators=gens, noise=noise,
+                       gain=gain)
+    m = torch.arange(model.n_models)
+    seed_of, lr_of, variant_of = m % len(seeds), (m // len(seeds)) % len(lrs), m // (len(lrs) * len(seeds))
+    lr = torch.tensor(lrs)[lr_of]
+    iterator = range(steps)
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(iterator, desc="RNN steps", leave=False)
+    records, moments = [], {}
+    for step in iterator:
+        data = [adding_task(batch, seq_len, g) for g in gens]
+        x = torch.stack([d[0] for d in data])[seed_of]
+        y = torch.stack([d[1] for d in data])[seed_of]
+        prediction, pre = model(x, noise_gen)
+        losses = ((prediction - y) ** 2).mean(1)
+        model.zero_grad()
+        losses.nan_to_num(0.0, 0.0, 0.0).sum().backward()
+        if optimizer == "adam":  # written out so that each model has its own rate
+            _adam(model.parameters(), lr, step, moments)
+        else:
+            with torch.no_grad():
+                for p in model.parameters():
+                    p -= lr.view(-1, *([1] * (p.ndim - 1))) * p.grad.nan_to_num(0.0, 0.0, 0.0)
+        with torch.no_grad():
+            records.append(torch.stack([losses, pre.mean((1, 2)), pre.std((1, 2))]))
+    table = torch.stack(records)  # (steps, 3, models)
+    table = torch.where(torch.isfinite(table), table, torch.inf)
+    frame = pd.DataFrame({
+        "step": torch.arange(steps).repeat_interleave(model.n_models).numpy(),
+        "seed": [seeds[i] for i in seed_of.tolist()] * steps,
+        "variant": [variants[i] for i in variant_of.tolist()] * steps,
+        "lr": [lrs[i] for i in lr_of.tolist()] * steps,
+        "loss": table[:, 0].flatten().numpy(),
+        "pre_mean": table[:, 1].flatten().numpy(),
+        "pre_std": table[:, 2].flatten().numpy(),
+    })
+    frame.loc[frame.groupby(["variant", "lr", "seed"])["loss"].cummax() == math.inf, "loss"] = math.inf
+    return frame
+
+
+def smooth(runs: pd.DataFrame, window: int = 20, column: str = "loss") -> pd.Series:
+    """``column`` averaged over the last ``window`` steps of each run (same index as ``runs``)."""
+    keys = [k for k in ("variant", "lr", "seed") if k in runs]
+    return runs.groupby(keys, sort=False)[column].transform(lambda s: s.rolling(window, min_periods=1).mean())
+
+
+def steps_to_threshold(runs: pd.DataFrame, threshold: float = THRESHOLD, window: int = 20) -> pd.DataFrame:
+    """The first step at which each run's smoothed loss (:func:`smooth`) is below ``threshold``.
+
+    Returns:
+        One row per run: ``variant``, ``lr``, ``seed``, ``steps`` (NaN where it never got there).
+    """
+    runs = runs.assign(smoothed=smooth(runs, window))
+    rows = []
+    for (variant, lr, seed), run in runs.groupby(["variant", "lr", "seed"], sort=False):
+        below = run.loc[run["smoothed"] < threshold, "step"]
+        rows.append({"variant": variant, "lr": lr, "seed": seed,
+                     "steps": float(below.iloc[0]) if len(below) else math.nan})
+    return pd.DataFrame(rows)
+
+
+def lr_table(runs: pd.DataFrame, window: int = 20) -> pd.DataFrame:
+    """Final smoothed loss, averaged over seeds: one row per variant, one column per learning rate."""
+    last = runs.assign(smoothed=smooth(runs, window)).groupby(["variant", "lr", "seed"], sort=False).tail(1)
+    table = last.groupby(["variant", "lr"], sort=False)["smoothed"].mean().unstack("lr")
+    return table.loc[[v for v in VARIANTS if v in table.index]]
+
+
+def drift_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """How far the hidden layer's input moved during training, per variant (mean over seeds).
+
+    Returns:
+        One row per variant: ``std at step 0``, ``std at the end``, ``largest |mean shift|``
+        and ``largest std ratio`` (``max_t std_t / std_0``).
+    """
+    rows = {}
+    for variant, run in runs.groupby("variant", sort=False):
+        per_seed = []
+        for _, r in run.groupby("seed"):
+            r = r.sort_values("step")
+            std0, mean0 = r["pre_std"].iloc[0], r["pre_mean"].iloc[0]
+            per_seed.append({"std at step 0": std0, "std at the end": r["pre_std"].iloc[-1],
+                             "largest |mean shift|": (r["pre_mean"] - mean0).abs().max(),
+                             "largest std ratio": (r["pre_std"] / std0).max()})
+        rows[variant] = pd.DataFrame(per_seed).mean()
+    return pd.DataFrame(rows).T
+
+
+# ------------------------------------------------------------ exercises
+
+
+def _first_below(losses: torch.Tensor, threshold: float) -> torch.Tensor:
+    below = torch.nonzero(losses < threshold)
+    return below[0, 0] if len(below) else torch.tensor(-1)
+
+
+def _curve(steps: int, rate: float, never: bool = False):
+    def make(g: torch.Generator) -> tuple:
+        noise = 1 + 0.3 * torch.rand(steps, generator=g)
+        curve = torch.exp(-rate * torch.arange(steps)) * noise + (0.2 if never else 0.0)
+        return curve, 0.1
+    return make
+
+
+register(Exercise(
+    name="first_step_below",
+    reference=_first_below,
+    cases=[Case("a falling curve of 50 steps", _curve(50, 0.1)),
+           Case("a noisy, slower curve of 200 steps", _curve(200, 0.02)),
+           Case("a curve that never gets there", _curve(50, 0.1, never=True))],
+    mistakes={
+        "you returned the LAST step below the threshold: the first one is when the run got there.":
+            lambda losses, t: torch.nonzero(losses < t)[-1, 0] if (losses < t).any() else torch.tensor(-1),
+        "you returned how many steps are below the threshold, not the first one.":
+            lambda losses, t: (losses < t).sum(),
+    },
+    hint="torch.nonzero(losses < threshold) lists the steps below; take the first, or -1 if there is none.",
+    example="torch.tensor([1.0, 0.5, 0.05, 0.2]), 0.1",
+    shape_hint="return a 0-d tensor: one step number (torch.tensor(-1) if the run never got there).",
+))
+
+
+def check_first_step_below(fn) -> Verdict:
+    """Check ``fn(losses, threshold)``: the first index with ``losses < threshold`` as a 0-d
+    tensor, or ``torch.tensor(-1)`` when there is none."""
+    return check("first_step_below", fn)
+
+
+def _noisy_reference(a: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    return layer_norm(a, a.shape[-1:]) * scale + shift
+
+
+def _noisy_case(rows: int, width: int, mean: float = 0.0):
+    def make(g: torch.Generator) -> tuple:
+        a = mean + 3 * torch.randn(rows, width, generator=g)
+        return a, torch.rand(width, generator=g) - 0.5, 1 + torch.rand(width, generator=g)
+    return make
+
+
+register(Exercise(
+    name="noisy_layer_norm",
+    reference=_noisy_reference,
+    cases=[Case("2 rows of 4", _noisy_case(2, 4)), Case("8 rows of 16, mean 5", _noisy_case(8, 16, 5.0))],
+    mistakes={
+        "normalize first: the noise is applied to LN's output, x_hat * scale + shift.":
+            lambda a, shift, scale: a * scale + shift,
+        "scale, then shift: x_hat * scale + shift, not (x_hat + shift) * scale.":
+            lambda a, shift, scale: (layer_norm(a, a.shape[-1:]) + shift) * scale,
+    },
+    hint="x_hat = (a - mean) / sqrt(var + 1e-5) per row (biased var), then x_hat * scale + shift.",
+    example="torch.randn(2, 4), torch.zeros(4), torch.ones(4)",
+))
+
+
+def check_noisy_layer_norm(fn) -> Verdict:
+    """Check ``fn(a, shift, scale)``: LayerNorm over the last dim (eps 1e-5, no gamma/beta),
+    then the noisy variant's ``* scale + shift``, per unit."""
+    return check("noisy_layer_norm", fn)
+
+
+# ------------------------------------------------------------ a small Transformer
+
+
+class StackedTransformer(nn.Module):
+    """``2 * n_seeds`` one-block pre-LN Transformers in one network: ``"no norm"`` then ``"LayerNorm"``.
+
+    Each model: ``h = x W_in + pos``; ``h += Attention(norm(h))``; ``h += MLP(norm(h))``;
+    prediction ``= mean_t(norm(h)) w_o``. With ``"LayerNorm"``, ``norm`` is LN with a gain
+    and bias (one per place); with ``"no norm"`` it is the identity. One head, ``d`` units.
+    """
+
+    variants = ("no norm", "LayerNorm")
+
+    def __init__(self, n_seeds: int, *, d: int = 16, seq_len: int = 10, generators):
+        super().__init__()
+        self.n_seeds, self.d = n_seeds, d
+
+        def stacked(*shape, scale):
+            one = torch.stack([torch.randn(*shape, generator=g) * scale for g in generators])
+            return nn.Parameter(one.repeat(len(self.variants), *[1] * len(shape)))
+
+        self.w_in, self.pos = stacked(2, d, scale=1.0), stacked(seq_len, d, scale=0.5)
+        self.wq, self.wk, self.wv, self.wo = (stacked(d, d, scale=d ** -0.5) for _ in range(4))
+        self.w1, self.w2 = stacked(d, 2 * d, scale=d ** -0.5), stacked(2 * d, d, scale=(2 * d) ** -0.5)
+        self.w_out = stacked(d, 1, scale=d ** -0.5)
+        models = len(self.variants) * n_seeds
+        self.gain = nn.Parameter(torch.ones(3, models, 1, 1, d))
+        self.shift = nn.Parameter(torch.zeros(3, models, 1, 1, d))
+        self.register_buffer("normed", (torch.arange(models) >= n_seeds).view(-1, 1, 1, 1))
+
+    def _norm(self, h: torch.Tensor, place: int) -> torch.Tensor:
+        normed = layer_norm(h, (self.d,)) * self.gain[place] + self.shift[place]
+        return torch.where(self.normed, normed, h)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` of shape ``(models, batch, seq_len, 2)`` -> predictions ``(models, batch)``."""
+        def mm(a, w):
+            return torch.matmul(a, w[:, None])
+
+        h = mm(x, self.w_in) + self.pos[:, None]
+        z = self._norm(h, 0)
+        scores = mm(z, self.wq) @ mm(z, self.wk).transpose(-1, -2) / math.sqrt(self.d)
+        h = h + mm(torch.softmax(scores, -1) @ mm(z, self.wv), self.wo)
+        h = h + mm(torch.relu(mm(self._norm(h, 1), self.w1)), self.w2)
+        return mm(self._norm(h, 2).mean(2, keepdim=True), self.w_out).flatten(1)
+
+
+def _adam(params, lrs, step: int, moments: dict) -> None:
+    """One Adam step (torch's defaults): rate ``lrs``, or ``lrs[m]`` for model ``m`` (the leading dim)."""
+    with torch.no_grad():
+        for p in params:
+            grad = p.grad.nan_to_num(0.0, 0.0, 0.0)
+            m1, m2 = moments.setdefault(p, (torch.zeros_like(p), torch.zeros_like(p)))
+            m1.lerp_(grad, 0.1)
+            m2.lerp_(grad * grad, 0.001)
+            update = (m1 / (1 - 0.9 ** (step + 1))) / ((m2 / (1 - 0.999 ** (step + 1))).sqrt() + 1e-8)
+            p -= (lrs.view(-1, *[1] * (p.ndim - 1)) if isinstance(lrs, torch.Tensor) else lrs) * update
+
+
+def transformer_runs(seeds=(0, 1, 2), lr: float = 0.01, *, steps: int = 150, batch: int = 32,
+                     seq_len: int = 10, d: int = 16, progress: bool = False) -> pd.DataFrame:
+    """Train a :class:`StackedTransformer` on :func:`adding_task` with Adam at rate ``lr``.
+
+    Returns:
+        One row per (step, model): ``step``, ``seed``, ``variant``, ``lr``, ``loss``.
+    """
+    seeds = list(seeds)
+    gens = [torch.Generator().manual_seed(s) for s in seeds]
+    model = StackedTransformer(len(seeds), d=d, seq_len=seq_len, generators=gens)
+    m = torch.arange(len(model.variants) * len(seeds))
+    seed_of, variant_of = m % len(seeds), m // len(seeds)
+    iterator = range(steps)
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(iterator, desc="Transformer steps", leave=False)
+    records, moments = [], {}
+    for step in iterator:
+        data = [adding_task(batch, seq_len, g) for g in gens]
+        x = torch.stack([t[0] for t in data])[seed_of]
+        y = torch.stack([t[1] for t in data])[seed_of]
+        losses = ((model(x) - y) ** 2).mean(1)
+        model.zero_grad()
+        losses.nan_to_num(0.0, 0.0, 0.0).sum().backward()
+        _adam(model.parameters(), lr, step, moments)
+        records.append(losses.detach())
+    table = torch.stack(records)
+    return pd.DataFrame({
+        "step": torch.arange(steps).repeat_interleave(len(m)).numpy(),
+        "seed": [seeds[i] for i in seed_of.tolist()] * steps,
+        "variant": [model.variants[i] for i in variant_of.tolist()] * steps,
+        "lr": lr,
+        "loss": torch.where(torch.isfinite(table), table, torch.inf).flatten().numpy(),
+    })

@@ -1,0 +1,35 @@
+"""Notebook 04's dashboard: activation, placement and depth -> per-layer histograms and read-outs."""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import pandas as pd
+
+from helpers import plots
+from helpers.placement import ACTIVATIONS, PLACEMENTS, placement_state
+from helpers.widgets.core import Dashboard
+
+__all__ = ["DEPTHS", "placement_demo", "placement_table"]
+
+#: The depths the dashboard offers.
+DEPTHS = (4, 8, 12, 16)
+
+
+def placement_table(state: dict) -> pd.DataFrame:
+    """Per layer: % saturated, % dead and the gradient norm, rounded for display."""
+    frame = pd.DataFrame({"% saturated": [100 * v for v in state["saturated"]],
+                          "% dead": [100 * v for v in state["dead"]],
+                          "grad norm": state["grad_norm"]},
+                         index=pd.RangeIndex(1, state["depth"] + 1, name="layer"))
+    return frame.round(3).T
+
+
+def placement_demo(activation: str = "tanh", placement: str = "LN -> act", depth: int = 8) -> Dashboard:
+    """Dropdowns for the activation, the placement and the depth, on a freshly initialised MLP."""
+    controls = {
+        "activation": widgets.Dropdown(options=list(ACTIVATIONS), value=activation, description="activation"),
+        "placement": widgets.Dropdown(options=list(PLACEMENTS), value=placement, description="placement"),
+        "depth": widgets.Dropdown(options=list(DEPTHS), value=depth, description="depth"),
+    }
+    return Dashboard(controls, placement_state, plots.layer_histograms_figure, table=placement_table,
+                     title="<b>At initialisation: per-layer activations and gradient norms.</b>")
