@@ -53,12 +53,13 @@ import helpers  # noqa: E402,F401
 # 5. write the diagnostics and a Pre-LN residual step, with instant feedback.
 
 # %%
+import matplotlib.pyplot as plt
 import torch
 
 from helpers import placement, plots, widgets
 
 torch.set_num_threads(1)  # one thread: fast and reproducible on a shared 2-core machine
-torch.manual_seed(0)
+_ = torch.manual_seed(0)
 
 # %% [markdown]
 # ## 1. The claim and its reason
@@ -78,14 +79,14 @@ torch.manual_seed(0)
 #
 # **The experiment.** `placement.PlacementMLP` stacks 27 MLPs (3 activations x 3 placements x 3
 # seeds) of width 32 into one network, as `helpers.bn_vs_ln.StackedMLP` does, and trains them all at
-# once with Adam (lr 3e-3, 60 steps, batch 64) on notebook 03's synthetic task. The models of one seed
+# once with Adam (lr 3e-3, 50 steps, batch 64) on notebook 03's synthetic task. The models of one seed
 # share data, batches and (up to the activation's init gain: 5/3 for tanh, sqrt(2) for ReLU/GELU)
 # weights. Diagnostics come from a 256-sample probe batch.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 # a training cell: its output is only a progress bar; the results are printed in the next cell
-rows, hists = placement.placement_runs(depths=(8,), steps=60, progress=True)
+rows, hists = placement.placement_runs(depths=(8,), steps=50, progress=True)
 
 # %%
 summary = placement.placement_summary(rows, depth=8)
@@ -107,9 +108,9 @@ assert summary.loc[("relu", "act -> LN"), "% dead (init)"] == 0.0
 # %% [markdown]
 # **What the numbers say at this scale.**
 #
-# - `LN -> act` beats `act -> LN` for all three activations, and `act -> LN` barely learns in 60
+# - `LN -> act` beats `act -> LN` for all three activations, and `act -> LN` barely learns in 50
 #   steps: the claim's direction holds here.
-# - Yet *no norm* is as good as, or better than, `LN -> act` with these well-initialised 8-layer
+# - Yet *no norm* does about as well as `LN -> act` with these well-initialised 8-layer
 #   MLPs: placing LN before the activation is better than after it, not better than a good init.
 # - tanh saturates far more in `act -> LN`: LN re-scales each layer's tanh output to variance 1,
 #   so the next layer's pre-activations are large. `LN -> act` keeps tanh inputs at variance 1 and
@@ -121,7 +122,8 @@ assert summary.loc[("relu", "act -> LN"), "% dead (init)"] == 0.0
 
 # %%
 for where in ("LN -> act", "act -> LN"):
-    display(plots.layer_histograms_figure(placement.trained_state(rows, hists, "tanh", where, 8)))
+    fig = plots.layer_histograms_figure(placement.trained_state(rows, hists, "tanh", where, 8))
+    plt.show()
 
 # %% [markdown]
 # ## 2. See it: activation, placement and depth
@@ -158,10 +160,10 @@ assert placement.placement_state("tanh", "LN -> act", 16)["saturated"][-1] < sta
 grads = placement.transformer_grad_norms(layers=(6, 12), seeds=(0, 1, 2))
 table = grads.groupby(["form", "n_layers", "layer"]).grad_norm.mean().unstack("layer")
 print(table.round(3).to_string())
-plots.transformer_grad_figure(grads);
+fig = plots.transformer_grad_figure(grads)
+plt.show()
 
 # %%
-ratio = (table[table.columns.max()].where(table[12].isna(), table[12]) / table[1]).round(2)
 last = {(f, n): table.loc[(f, n)].dropna().iloc[-1] / table.loc[(f, n), 1] for f, n in table.index}
 for key, value in last.items():
     print(f"{key[0]}, {key[1]} layers: last/first layer gradient norm = {value:.2f}")
@@ -184,9 +186,17 @@ runs = placement.warmup_runs(progress=True)
 final = runs[runs.step > 20].groupby(["form", "warmup"]).loss.mean().unstack("warmup")
 print("mean training loss over the last 10 steps (chance: ln 15 = 2.71)")
 print(final.round(3).to_string())
-assert final.notna().all().all()
+gap = (final[True] - final[False]).abs()
+print("|warm-up - no warm-up|:", gap.round(3).to_dict())
+assert (gap < 0.1).all()  # at this scale, warm-up changes little for either form
 
 # %% [markdown]
+# **Said plainly: at this scale, warm-up makes no visible difference, for Post-LN or Pre-LN.** Both
+# forms reach about the same loss with and without it. Xiong et al. show the sensitivity in 6-layer
+# and larger models trained far longer (and the original Transformer needed warm-up at 6 layers of
+# width 512); a 4-layer, width-16 model trained for 30 steps is too small and too short to show it.
+# What *does* show at this scale is the mechanism behind it: the gradient profile above.
+#
 # ## 4. Where the norm sits in well-known models
 
 # %%
@@ -238,7 +248,7 @@ placement.check_pre_ln_residual(pre_ln)
 # | `act -> LN` makes tanh saturate more; it removes ReLU's dead units by shifting the zeros | section 1 table; widget check cell |
 # | other studies found BN after ReLU slightly better | Mishkin et al. 2017 |
 # | Post-LN's gradients grow toward the output at init, Pre-LN's do not | section 3 grad-norm table; Xiong et al. 2020 |
-# | warm-up's effect on Post-LN at this tiny scale | section 3 warm-up table (read it: it is small here) |
+# | at this tiny scale warm-up makes no visible difference to Post-LN or Pre-LN | section 3 warm-up table and its assert |
 # | where the norm sits in models | section 4 table and its references |
 #
 # ## References

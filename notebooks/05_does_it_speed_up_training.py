@@ -245,7 +245,7 @@ assert drift.loc["LayerNorm", "largest std ratio"] < drift.loc["no norm", "large
 # shifted *on purpose*, more than without any norm. On a VGG network, the "noisy BN" trained about as
 # well as BN; their explanation for BN's benefit is a smoother loss landscape, not a stabler input
 # distribution. Our **noisy LayerNorm** does the same after LN: per unit, a shift uniform in
-# [-0.25, 0.25] and a scale uniform in [1, 1.5], new at each step (none at evaluation).
+# [-0.25, 0.25] and a scale uniform in [1, 1.5], new at each training step.
 
 # %%
 noisy = drift.loc["noisy LayerNorm"]

@@ -70,7 +70,7 @@ from helpers.checks import compare
 from helpers.numerics_exercises import check_chan_merge_m2, check_layer_norm_backward
 from helpers.plots import bandwidth_figure, saved_bytes_figure
 from helpers.speed import load_results, saved_bytes_table
-from helpers.variance import ALGORITHMS, adversarial_rows, error_table, welford_var
+from helpers.variance import adversarial_rows, error_table, welford_var
 from helpers.widgets import stability_demo
 
 torch.set_num_threads(2)  # fixed, as in `make bench`
@@ -422,7 +422,7 @@ print("F.rms_norm's output comes from  ", type(F.rms_norm(x, (8,)).grad_fn).__na
 def layer_norm_backward(x, dy, eps):
     mean = x.mean(-1, keepdim=True)
     rstd = ((x - mean) ** 2).mean(-1, keepdim=True).add(eps).rsqrt()
-    x_hat = (x - mean) * rstd
+    x_hat = (x - mean) * rstd  # noqa: F841 (the draft forgets to use it)
     return rstd * (dy - dy.mean(-1, keepdim=True))  # TODO: one term is missing
 
 
