@@ -335,9 +335,9 @@ NORM_PLACEMENT = pd.DataFrame(
          "Unsupervised Multitask Learners', sec. 2.3"),
         ("LLaMA (2023)", "RMSNorm", "Pre-LN", "yes", "Touvron et al. 2023, arXiv:2302.13971, sec. 2.2"),
         ("Gemma 2 (2024)", "RMSNorm", "Pre- and post-norm (sandwich)", "yes",
-         "Gemma Team 2024, arXiv:2408.00118, sec. 2"),
+         "Gemma Team 2024, arXiv:2408.00118"),
         ("OLMo 2 (2024)", "RMSNorm", "post-norm inside the residual: x + LN(f(x))", "yes",
-         "OLMo et al. 2024, arXiv:2501.00656, sec. 3"),
+         "OLMo et al. 2024, arXiv:2501.00656"),
     ],
     columns=["model", "norm", "placement", "final norm", "reference"],
 ).set_index("model")

@@ -61,13 +61,12 @@ import helpers  # noqa: E402,F401
 # | `00_start_here.ipynb` | this map, the widgets, a glossary, a first taste of LN | **here** |
 # | [`01_layernorm_from_the_formula.ipynb`](01_layernorm_from_the_formula.ipynb) | why deep stacks need it (drift, measured); the formula term by term: mean, biased variance, `eps`, learned `gamma` and `beta` | ready |
 # | [`02_token_vs_sentence.ipynb`](02_token_vs_sentence.ipynb) | normalizing per token (`normalized_shape=dim`) or per sentence (`(seq_len, dim)`); the lesson's code, digit for digit; padding and causal pitfalls | ready |
-# | `03_layernorm_vs_batchnorm.ipynb` | the two-sample example the lesson promises; BN's `running_mean`/`running_var`, which LN does not keep | planned |
-# | `04_before_the_activation.ipynb` | where LN sits: before or after the activation, Pre-LN vs Post-LN | planned |
-# | `05_does_it_speed_up_training.ipynb` | small seeded training runs with and without LN, and what they show | planned |
-# | `06_backward_numerics_speed.ipynb` | the backward pass by hand, numerics, speed against PyTorch's kernels | planned |
+# | [`03_layernorm_vs_batchnorm.ipynb`](03_layernorm_vs_batchnorm.ipynb) | the two-sample example the lesson promises; whose statistics, what depends on the batch, batch size, train vs eval, padding, and Ba et al.'s invariance table measured | ready |
+# | [`04_before_the_activation.ipynb`](04_before_the_activation.ipynb) | where the norm goes: before or after the activation, measured for tanh, ReLU and GELU; Pre-LN vs Post-LN Transformers | ready |
+# | [`05_does_it_speed_up_training.ipynb`](05_does_it_speed_up_training.ipynb) | the lesson's headline claim tested: RNN and Transformer with and without LN, learning-rate sweep, internal covariate shift measured | ready |
+# | [`06_backward_numerics_speed.ipynb`](06_backward_numerics_speed.ipynb) | the backward pass by hand, one-pass vs two-pass vs Welford variance, saved bytes, and speed against PyTorch's kernel | ready |
 #
-# Notebooks 00 to 02 exist; the planned ones are listed by name, without links, so that no
-# link leads nowhere; each becomes a link when it lands.
+# Every notebook of the set is here.
 
 # %% [markdown]
 # ## How the widgets work
