@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 from pathlib import Path
 
@@ -148,8 +149,13 @@ def _code_without_comments(code: str) -> list[str]:
     return [line for line in lines if line]
 
 
-@pytest.mark.skipif(not LESSON.is_file(), reason="the lesson (../shared/seed/) is not beside this clone")
 def test_the_copies_are_faithful_to_the_lesson():
+    if not LESSON.is_file():
+        # A learner's clone has no ../shared/; CI's always has it, so there this must run.
+        message = "the lesson (../shared/seed/) is not beside this clone"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
     text = LESSON.read_text(encoding="utf-8")
     published = text.split("程序执行结果：\n\n", 1)[1]
     assert lesson_output() == published.rstrip("\n") + "\n"
