@@ -27,7 +27,7 @@ in a module named for what they show. Everything is importable from here.
 """
 
 from helpers.widgets.bn_vs_ln import other_samples_demo, other_samples_state
-from helpers.widgets.core import Dashboard, log_slider, png_bytes, slider
+from helpers.widgets.core import Dashboard, log_slider, png_bytes, shift_scale_sliders, slider
 from helpers.widgets.formula import AFFINE_EDGES, affine_demo, affine_state, eps_demo, eps_state
 from helpers.widgets.invariance import shift_scale_demo, shift_scale_state
 from helpers.widgets.numerics import DTYPES, stability_demo, stability_state
@@ -54,6 +54,7 @@ __all__ = [
     "placement_table",
     "png_bytes",
     "shift_scale_demo",
+    "shift_scale_sliders",
     "shift_scale_state",
     "slider",
     "speed_demo",

@@ -8,7 +8,7 @@ import torch
 from helpers import plots
 from helpers.functional import batch_norm, layer_norm
 from helpers.stats import rounded
-from helpers.widgets.core import Dashboard, slider
+from helpers.widgets.core import Dashboard, shift_scale_sliders
 
 __all__ = ["other_samples_demo", "other_samples_state"]
 
@@ -55,12 +55,8 @@ def other_samples_state(x: torch.Tensor, shift: float, scale: float, *, sample: 
 def other_samples_demo(seed: int = 0, *, n_samples: int = 4, n_features: int = 6) -> Dashboard:
     """Sliders that shift and scale sample 0 of a seeded ``randn`` batch; BN and LN outputs side by side."""
     x = torch.randn(n_samples, n_features, generator=torch.Generator().manual_seed(seed))
-    controls = {
-        "shift": slider("shift sample 0 by", 0.0, -5.0, 5.0, 0.5),
-        "scale": slider("scale sample 0 by", 1.0, 0.25, 4.0, 0.25),
-    }
     return Dashboard(
-        controls,
+        shift_scale_sliders(sample=0),
         lambda shift, scale: other_samples_state(x, shift, scale),
         plots.other_samples_figure,
         table=lambda state: rounded(state["table"], 4),

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-__all__ = ["Dashboard", "log_slider", "png_bytes", "slider"]
+__all__ = ["Dashboard", "log_slider", "png_bytes", "shift_scale_sliders", "slider"]
 
 _TABLE_STYLE = ("<style>.ln-table {border-collapse: collapse; font-size: 12px}"
                 ".ln-table th, .ln-table td {padding: 2px 10px; text-align: right}</style>")
@@ -89,3 +89,11 @@ def log_slider(description: str, value: float, low_exponent: float, high_exponen
         description=description, readout_format=".1e", continuous_update=False,
         style={"description_width": "initial"}, layout=widgets.Layout(width="360px"),
     )
+
+
+def shift_scale_sliders(sample: int = 0) -> dict[str, widgets.FloatSlider]:
+    """The two controls that move one sample: ``scale`` (positive, 0.25 to 4), then ``shift`` (-5 to 5)."""
+    return {
+        "shift": slider(f"shift sample {sample} by", 0.0, -5.0, 5.0, 0.5),
+        "scale": slider(f"scale sample {sample} by", 1.0, 0.25, 4.0, 0.25),
+    }

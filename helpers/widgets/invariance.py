@@ -8,7 +8,7 @@ import torch
 from helpers import plots
 from helpers.functional import layer_norm
 from helpers.stats import group_stats, rounded
-from helpers.widgets.core import Dashboard, slider
+from helpers.widgets.core import Dashboard, shift_scale_sliders
 
 __all__ = ["shift_scale_demo", "shift_scale_state"]
 
@@ -73,12 +73,8 @@ def shift_scale_demo(seed: int = 0, *, n_samples: int = 4, n_features: int = 8) 
     sample's mean and standard deviation before and after LayerNorm.
     """
     x = torch.randn(n_samples, n_features, generator=torch.Generator().manual_seed(seed))
-    controls = {
-        "shift": slider("shift sample 0 by", 0.0, -5.0, 5.0, 0.5),
-        "scale": slider("scale sample 0 by", 1.0, 0.25, 4.0, 0.25),
-    }
     return Dashboard(
-        controls,
+        shift_scale_sliders(sample=0),
         lambda shift, scale: shift_scale_state(x, shift, scale),
         plots.shift_scale_figure,
         table=_shift_scale_table,
