@@ -143,6 +143,25 @@ class StackedRNN(nn.Module):
         return prediction, torch.cat(pres, dim=1)
 
 
+
+def _steps(steps: int, progress: bool, desc: str):
+    """``range(steps)``, wrapped in a tqdm progress bar when ``progress``."""
+    if not progress:
+        return range(steps)
+    from tqdm.auto import tqdm
+
+    return tqdm(range(steps), desc=desc, leave=False)
+
+
+def _stacked_batch(gens, seed_of: torch.Tensor, batch: int, seq_len: int):
+    """One adding-task batch per seed's generator, gathered so that model ``m`` gets seed ``seed_of[m]``'s.
+
+    Returns ``x`` of shape ``(n_models, batch, seq_len, 2)`` and ``y`` of shape ``(n_models, batch)``.
+    """
+    data = [adding_task(batch, seq_len, g) for g in gens]
+    return torch.stack([d[0] for d in data])[seed_of], torch.stack([d[1] for d in data])[seed_of]
+
+
 def rnn_runs(seeds=(0, 1, 2), lrs=LRS, *, variants=VARIANTS, steps: int = 300, batch: int = 32,
              seq_len: int = 10, hidden: int = 16, noise: float = 0.25,
              optimizer: str = "adam", gain: float = 1.0, progress: bool = False) -> pd.DataFrame:
@@ -164,16 +183,9 @@ def rnn_runs(seeds=(0, 1, 2), lrs=LRS, *, variants=VARIANTS, steps: int = 300, b
     m = torch.arange(model.n_models)
     seed_of, lr_of, variant_of = m % len(seeds), (m // len(seeds)) % len(lrs), m // (len(lrs) * len(seeds))
     lr = torch.tensor(lrs)[lr_of]
-    iterator = range(steps)
-    if progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(iterator, desc="RNN steps", leave=False)
     records, moments = [], {}
-    for step in iterator:
-        data = [adding_task(batch, seq_len, g) for g in gens]
-        x = torch.stack([d[0] for d in data])[seed_of]
-        y = torch.stack([d[1] for d in data])[seed_of]
+    for step in _steps(steps, progress, "RNN steps"):
+        x, y = _stacked_batch(gens, seed_of, batch, seq_len)
         prediction, pre = model(x, noise_gen)
         losses = ((prediction - y) ** 2).mean(1)
         model.zero_grad()
@@ -392,16 +404,9 @@ def transformer_runs(seeds=(0, 1, 2), lr: float = 0.01, *, steps: int = 150, bat
     model = StackedTransformer(len(seeds), d=d, seq_len=seq_len, generators=gens)
     m = torch.arange(len(model.variants) * len(seeds))
     seed_of, variant_of = m % len(seeds), m // len(seeds)
-    iterator = range(steps)
-    if progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(iterator, desc="Transformer steps", leave=False)
     records, moments = [], {}
-    for step in iterator:
-        data = [adding_task(batch, seq_len, g) for g in gens]
-        x = torch.stack([t[0] for t in data])[seed_of]
-        y = torch.stack([t[1] for t in data])[seed_of]
+    for step in _steps(steps, progress, "Transformer steps"):
+        x, y = _stacked_batch(gens, seed_of, batch, seq_len)
         losses = ((model(x) - y) ** 2).mean(1)
         model.zero_grad()
         losses.nan_to_num(0.0, 0.0, 0.0).sum().backward()
