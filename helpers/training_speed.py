@@ -4,20 +4,22 @@ The lesson's headline claim is that LN "speeds up training and improves converge
 deep RNNs. These experiments measure it on the adding problem (:func:`adding_task`,
 Hochreiter and Schmidhuber 1997), an offline sequence task a tiny RNN can learn:
 
-- :class:`StackedRNN`: many small tanh RNNs trained at once as one stacked network, one
-  per (variant, learning rate, seed). Variant ``"LayerNorm"`` normalizes the summed
-  inputs of the hidden state at every time step, as in Ba, Kiros and Hinton (2016),
-  ``h_t = tanh(LN(W_x x_t + W_h h_{t-1}))`` with a gain and bias; ``"no norm"`` is the
+- :class:`StackedRNN`: many small tanh RNNs, one or more layers deep, trained at once as one
+  stacked network, one per (variant, noise, learning rate, seed). Variant ``"LayerNorm"``
+  normalizes the summed inputs of each hidden layer at every time step, as in Ba, Kiros and
+  Hinton (2016), ``h_t = tanh(g * LN(W_x x_t + W_h h_{t-1}) + b)``; ``"no norm"`` is the
   same network with a plain bias; ``"noisy LayerNorm"`` adds, after LN, a random shift
   and scale drawn afresh at every training step (Santurkar et al. 2018's "noisy" norm,
-  which moves each unit's input distribution on purpose).
+  which moves each unit's input distribution on purpose), at one or more strengths.
 - :func:`rnn_runs`: train them all with Adam; one row per (step, model), with the
-  loss and the mean and std of the values that enter the hidden ``tanh``.
-- :func:`steps_to_threshold`, :func:`lr_table`, :func:`drift_table`: the summaries the
-  notebook prints and asserts on.
+  loss and the mean and std of the values that enter the top layer's ``tanh``.
+- :class:`StackedTransformer` and :func:`transformer_runs`: the same for a one-block
+  pre-LN Transformer, with and without its LNs.
+- :func:`steps_to_threshold`, :func:`lr_table`, :func:`drift_table`, :func:`noise_table`:
+  the summaries the notebook prints and asserts on.
 
 Every model of one seed starts from the same weights and sees the same minibatches, so
-models differ only by the variant and the learning rate. The loss is a sum over models
+models differ only by the variant, the noise and the learning rate. The loss is a sum over models
 and the weights of different models never meet, so each model's gradient is its own.
 """
 
@@ -33,28 +35,73 @@ from helpers.checks import Case, Exercise, Verdict, check, register
 from helpers.functional import layer_norm
 
 __all__ = [
+    "DEPTHS",
     "LRS",
+    "NOISE",
+    "NOISES",
+    "RUN_KEYS",
     "THRESHOLD",
     "VARIANTS",
     "StackedRNN",
+    "StackedTransformer",
     "adding_task",
+    "arm_label",
+    "arms",
     "check_first_step_below",
     "check_noisy_layer_norm",
     "drift_table",
+    "labels",
     "lr_table",
+    "noise_table",
     "rnn_runs",
+    "run_keys",
     "smooth",
     "steps_to_threshold",
+    "transformer_runs",
 ]
 
 #: The variants, in the order :class:`StackedRNN` stacks them.
 VARIANTS = ("no norm", "LayerNorm", "noisy LayerNorm")
 
 #: The learning rates of the sweep (Adam).
-LRS = (0.003, 0.01, 0.03, 0.1)
+LRS = (0.01, 0.03, 0.1)
+
+#: The noisy variant's default strength (see :class:`StackedRNN`) ...
+NOISE = 0.25
+
+#: ... and the strengths of the sweep.
+NOISES = (0.1, 0.25, 0.5)
+
+#: The depths (recurrent layers) the notebook trains.
+DEPTHS = (1, 3)
+
+#: The columns that name one run, in order; a frame holds those it varies.
+RUN_KEYS = ("depth", "variant", "noise", "lr", "seed")
 
 #: "Solved": a smoothed mean squared error below this. Predicting the mean (1.0) scores 1/6.
 THRESHOLD = 0.05
+
+
+def arms(variants=VARIANTS, noises=(NOISE,)) -> list[tuple[str, float]]:
+    """The ``(variant, noise)`` pairs to train, in :data:`VARIANTS` order: one per variant, and the
+    noisy one once per strength in ``noises``."""
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or not variants:
+        raise ValueError(f"arms(): argument 'variants' must be a non-empty selection of {VARIANTS}, got {variants!r}")
+    if "noisy LayerNorm" in variants and not all(float(n) > 0 for n in noises):
+        raise ValueError(f"arms(): argument 'noises' must hold strengths > 0, got {noises!r}")
+    return [(v, float(n)) for v in VARIANTS if v in variants
+            for n in (noises if v == "noisy LayerNorm" else (0.0,))]
+
+
+def arm_label(variant: str, noise: float = 0.0) -> str:
+    """How tables and legends name an arm: the variant, with the noise strength when there is one."""
+    return f"{variant} {noise:g}" if noise else variant
+
+
+def run_keys(runs: pd.DataFrame) -> list[str]:
+    """The :data:`RUN_KEYS` that ``runs`` has, in order."""
+    return [k for k in RUN_KEYS if k in runs]
 
 
 def adding_task(batch: int, seq_len: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -76,42 +123,62 @@ def adding_task(batch: int, seq_len: int, generator: torch.Generator) -> tuple[t
 
 
 class StackedRNN(nn.Module):
-    """``len(variants) * len(lrs) * n_seeds`` tanh RNNs in one network, one per (variant, lr, seed).
+    """Many stacked tanh RNNs in one network: one per (arm, learning rate, seed).
 
-    Model ``m`` is variant ``m // (n_lrs * n_seeds)``, learning rate ``(m // n_seeds) % n_lrs``
-    and seed ``m % n_seeds``; the weights of a seed are the same for every variant and rate.
-    Weights are stacked along a leading model dim and applied with ``torch.baddbmm``.
+    An *arm* is a ``(variant, noise)`` pair (:func:`arms`). Model ``m`` is arm
+    ``m // (n_lrs * n_seeds)``, learning rate ``(m // n_seeds) % n_lrs`` and seed ``m % n_seeds``;
+    the weights of a seed are the same in every arm and at every rate. Weights are stacked
+    along a leading model dim and applied with ``torch.bmm``.
+
+    Each model has ``depth`` recurrent layers; layer ``l`` reads layer ``l - 1``'s hidden state
+    at the same time step (layer 0 reads the input), and the read-out reads the top layer.
 
     Args:
-        n_seeds: seeds per (variant, lr).
-        n_lrs: learning rates per variant.
+        n_seeds: seeds per (arm, lr).
+        n_lrs: learning rates per arm.
         variants: which of :data:`VARIANTS` to stack.
-        hidden: hidden units.
+        noises: the noisy variant's strengths, one arm each. At strength ``s`` its shift is
+            uniform in ``[-s, s]`` and its scale uniform in ``[1, 1 + 2 s]``, per unit and layer,
+            drawn afresh at every training step.
+        depth: recurrent layers per model.
+        hidden: hidden units per layer.
         generators: one ``torch.Generator`` per seed, for the weights.
-        noise: the noisy variant's shift is uniform in ``[-noise, noise]`` and its scale
-            uniform in ``[1, 1 + 2 * noise]``, per unit, drawn at every training step.
+        gain: the recurrent weights are ``N(0, gain^2 / hidden)``.
     """
 
-    def __init__(self, n_seeds: int, n_lrs: int, *, variants=VARIANTS, hidden: int = 16,
-                 generators, noise: float = 0.25, gain: float = 1.0):
+    def __init__(self, n_seeds: int, n_lrs: int, *, variants=VARIANTS, noises=(NOISE,), depth: int = 1,
+                 hidden: int = 16, generators, gain: float = 1.0):
         super().__init__()
-        self.variants, self.n_seeds, self.n_lrs = tuple(variants), n_seeds, n_lrs
-        self.hidden, self.noise = hidden, noise
-        repeat = len(self.variants) * n_lrs
-        w_x = torch.stack([torch.randn(2, hidden, generator=g) for g in generators])
-        w_h = torch.stack([torch.randn(hidden, hidden, generator=g) * gain / math.sqrt(hidden) for g in generators])
-        w_o = torch.stack([torch.randn(hidden, 1, generator=g) / math.sqrt(hidden) for g in generators])
-        self.w_x = nn.Parameter(w_x.repeat(repeat, 1, 1))
-        self.w_h = nn.Parameter(w_h.repeat(repeat, 1, 1))
-        self.w_o = nn.Parameter(w_o.repeat(repeat, 1, 1))
+        self.arms = arms(variants, noises)
+        self.n_seeds, self.n_lrs, self.depth, self.hidden = n_seeds, n_lrs, depth, hidden
+        repeat = len(self.arms) * n_lrs
+
+        # Draw order per generator: w_x, w_h, w_o, then each extra layer's w_up and w_h, so that a
+        # 1-layer model gets the same weights whatever the depth of the others.
+        per_seed = []
+        for g in generators:
+            w_x = torch.randn(2, hidden, generator=g)
+            w_h = [torch.randn(hidden, hidden, generator=g) * gain / math.sqrt(hidden)]
+            w_o = torch.randn(hidden, 1, generator=g) / math.sqrt(hidden)
+            w_up = []
+            for _ in range(depth - 1):
+                w_up.append(torch.randn(hidden, hidden, generator=g) / math.sqrt(hidden))
+                w_h.append(torch.randn(hidden, hidden, generator=g) * gain / math.sqrt(hidden))
+            up = torch.stack(w_up) if w_up else torch.zeros(0, hidden, hidden)
+            per_seed.append((w_x, torch.stack(w_h), up, w_o))
+
+        def stack(i):  # (models, ...): seed-major blocks repeated for every arm and rate
+            one = torch.stack([p[i] for p in per_seed])
+            return nn.Parameter(one.repeat(repeat, *[1] * (one.ndim - 1)))
+
+        self.w_x, self.w_h, self.w_up, self.w_o = stack(0), stack(1), stack(2), stack(3)
         models = repeat * n_seeds
-        self.bias = nn.Parameter(torch.zeros(models, 1, hidden))
-        self.gain = nn.Parameter(torch.ones(models, 1, hidden))  # used by the LN variants only
+        self.bias = nn.Parameter(torch.zeros(models, depth, 1, hidden))
+        self.gain = nn.Parameter(torch.ones(models, depth, 1, hidden))  # used by the LN arms only
         self.bias_o = nn.Parameter(torch.zeros(models, 1, 1))
-        variant = torch.arange(models) // (n_lrs * n_seeds)
-        names = [self.variants[v] for v in variant.tolist()]
-        self.register_buffer("normed", torch.tensor([n != "no norm" for n in names]).view(-1, 1, 1))
-        self.register_buffer("noisy", torch.tensor([n == "noisy LayerNorm" for n in names]).view(-1, 1, 1))
+        arm_of = [self.arms[a] for a in (torch.arange(models) // (n_lrs * n_seeds)).tolist()]
+        self.n_plain = sum(v == "no norm" for v, _ in arm_of)  # the first n_plain models have no LN
+        self.register_buffer("noise", torch.tensor([float(n) for _, n in arm_of]).view(-1, 1, 1, 1))
 
     @property
     def n_models(self) -> int:
@@ -120,28 +187,43 @@ class StackedRNN(nn.Module):
     def forward(self, x: torch.Tensor, generator: torch.Generator | None = None):
         """``x`` of shape ``(models, batch, seq_len, 2)`` -> ``(prediction (models, batch), pre)``.
 
-        ``pre`` ``(models, batch * seq_len, hidden)`` holds the values that enter ``tanh``
-        at every time step (after LN, gain, bias and noise): the hidden layer's input.
+        ``pre`` ``(models, batch * seq_len, hidden)`` holds the values that enter the top layer's
+        ``tanh`` at every time step (after LN, gain, bias and noise): that layer's input.
+
+        The layers run as a wavefront: at wave ``k`` every layer ``l`` computes its time step
+        ``t = k - l`` at once, since what it needs (layer ``l - 1`` at ``t`` and itself at
+        ``t - 1``) was computed at wave ``k - 1``. That is ``seq_len + depth - 1`` sequential
+        steps instead of ``seq_len * depth``, with the layers as one more batch dim.
         """
         models, batch, seq_len, _ = x.shape
-        if self.training and self.noisy.any():
-            shape = (models, 1, self.hidden)
+        depth, plain = self.depth, self.n_plain
+        gain, shift = self.gain[plain:], 0.0  # the LN models' (models - plain, depth, 1, hidden)
+        if self.training and bool((self.noise > 0).any()):
+            shape = (models, depth, 1, self.hidden)
             shift = (torch.rand(shape, generator=generator) * 2 - 1) * self.noise
             scale = 1 + torch.rand(shape, generator=generator) * 2 * self.noise
-            shift, scale = torch.where(self.noisy, shift, 0.0), torch.where(self.noisy, scale, 1.0)
-        else:
-            shift, scale = 0.0, 1.0
-        h = x.new_zeros(models, batch, self.hidden)
+            gain, shift = gain * scale[plain:], shift[plain:]
+        # layer 0's W_x x_t for every t at once: (models, batch, seq_len, hidden)
+        inputs = torch.bmm(x.reshape(models, batch * seq_len, 2), self.w_x).view(models, batch, seq_len, -1)
+        h = x.new_zeros(models, depth, batch, self.hidden)
         pres = []
-        for t in range(seq_len):
-            a = torch.bmm(x[:, :, t], self.w_x) + torch.bmm(h, self.w_h)
-            normed = layer_norm(a, (self.hidden,)) * self.gain * scale + shift
-            pre = torch.where(self.normed, normed, a) + self.bias
-            pres.append(pre)
-            h = torch.tanh(pre)
-        prediction = torch.baddbmm(self.bias_o, h, self.w_o).squeeze(-1)
+        for wave in range(seq_len + depth - 1):
+            lo, hi = max(0, wave - seq_len + 1), min(depth, wave + 1)  # the layers at work: lo .. hi - 1
+            below = [inputs[:, None, :, wave]] if lo == 0 else []
+            if hi > max(lo, 1):  # layers >= 1 read the layer below, as it was one wave ago
+                below.append(torch.matmul(h[:, max(lo, 1) - 1:hi - 1], self.w_up[:, max(lo, 1) - 1:hi - 1]))
+            a = torch.cat(below, dim=1) + torch.matmul(h[:, lo:hi], self.w_h[:, lo:hi])
+            # LN only where it is used: the models are arm-major and "no norm" comes first
+            normed = layer_norm(a[plain:], (self.hidden,)) * gain[:, lo:hi]
+            if not isinstance(shift, float):
+                normed = normed + shift[:, lo:hi]
+            pre = torch.cat([a[:plain], normed]) + self.bias[:, lo:hi]
+            new = torch.tanh(pre)
+            h = new if (lo, hi) == (0, depth) else torch.cat([h[:, :lo], new, h[:, hi:]], dim=1)
+            if hi == depth:
+                pres.append(pre[:, -1])
+        prediction = torch.baddbmm(self.bias_o, h[:, -1], self.w_o).squeeze(-1)
         return prediction, torch.cat(pres, dim=1)
-
 
 
 def _steps(steps: int, progress: bool, desc: str):
@@ -162,29 +244,29 @@ def _stacked_batch(gens, seed_of: torch.Tensor, batch: int, seq_len: int):
     return torch.stack([d[0] for d in data])[seed_of], torch.stack([d[1] for d in data])[seed_of]
 
 
-def rnn_runs(seeds=(0, 1, 2), lrs=LRS, *, variants=VARIANTS, steps: int = 300, batch: int = 32,
-             seq_len: int = 10, hidden: int = 16, noise: float = 0.25,
-             optimizer: str = "adam", gain: float = 1.0, progress: bool = False) -> pd.DataFrame:
+def rnn_runs(seeds=(0, 1, 2), lrs=LRS, *, variants=VARIANTS, noises=(NOISE,), depth: int = 1, steps: int = 300,
+             batch: int = 32, seq_len: int = 10, hidden: int = 16, optimizer: str = "adam", gain: float = 1.0,
+             progress: bool = False) -> pd.DataFrame:
     """Train a :class:`StackedRNN` on :func:`adding_task`, one learning rate per model.
 
     ``optimizer`` is ``"adam"`` (torch's defaults, betas 0.9 and 0.999) or ``"sgd"`` (plain).
 
     Returns:
-        One row per (step, model): ``step``, ``seed``, ``variant``, ``lr``, ``loss`` (the
-        minibatch's mean squared error before that step's update; ``inf`` once a model
-        has diverged), ``pre_mean`` and ``pre_std`` (mean and std, over the batch, time
-        steps and units, of the values entering the hidden ``tanh``).
+        One row per (step, model): ``step``, ``seed``, ``depth``, ``variant``, ``noise`` (0 but
+        for the noisy variant), ``lr``, ``loss`` (the minibatch's mean squared error before that
+        step's update; ``inf`` once a model has diverged), ``pre_mean`` and ``pre_std`` (mean and
+        std, over the batch, time steps and units, of the values entering the top layer's ``tanh``).
     """
     seeds, lrs = list(seeds), list(lrs)
     gens = [torch.Generator().manual_seed(s) for s in seeds]
     noise_gen = torch.Generator().manual_seed(12345)
-    model = StackedRNN(len(seeds), len(lrs), variants=variants, hidden=hidden, generators=gens, noise=noise,
-                       gain=gain)
+    model = StackedRNN(len(seeds), len(lrs), variants=variants, noises=noises, depth=depth, hidden=hidden,
+                       generators=gens, gain=gain)
     m = torch.arange(model.n_models)
-    seed_of, lr_of, variant_of = m % len(seeds), (m // len(seeds)) % len(lrs), m // (len(lrs) * len(seeds))
+    seed_of, lr_of, arm_of = m % len(seeds), (m // len(seeds)) % len(lrs), m // (len(lrs) * len(seeds))
     lr = torch.tensor(lrs)[lr_of]
     records, moments = [], {}
-    for step in _steps(steps, progress, "RNN steps"):
+    for step in _steps(steps, progress, f"RNN steps, depth {depth}"):
         x, y = _stacked_batch(gens, seed_of, batch, seq_len)
         prediction, pre = model(x, noise_gen)
         losses = ((prediction - y) ** 2).mean(1)
@@ -194,62 +276,71 @@ def rnn_runs(seeds=(0, 1, 2), lrs=LRS, *, variants=VARIANTS, steps: int = 300, b
             _adam(model.parameters(), lr, step, moments)
         else:
             with torch.no_grad():
-                for p in model.parameters():
+                for p in (p for p in model.parameters() if p.grad is not None):
                     p -= lr.view(-1, *([1] * (p.ndim - 1))) * p.grad.nan_to_num(0.0, 0.0, 0.0)
         with torch.no_grad():
             records.append(torch.stack([losses, pre.mean((1, 2)), pre.std((1, 2))]))
     table = torch.stack(records)  # (steps, 3, models)
     table = torch.where(torch.isfinite(table), table, torch.inf)
+    arm_of = [model.arms[i] for i in arm_of.tolist()]
     frame = pd.DataFrame({
         "step": torch.arange(steps).repeat_interleave(model.n_models).numpy(),
         "seed": [seeds[i] for i in seed_of.tolist()] * steps,
-        "variant": [variants[i] for i in variant_of.tolist()] * steps,
+        "depth": depth,
+        "variant": [v for v, _ in arm_of] * steps,
+        "noise": [n for _, n in arm_of] * steps,
         "lr": [lrs[i] for i in lr_of.tolist()] * steps,
         "loss": table[:, 0].flatten().numpy(),
         "pre_mean": table[:, 1].flatten().numpy(),
         "pre_std": table[:, 2].flatten().numpy(),
     })
-    frame.loc[frame.groupby(["variant", "lr", "seed"])["loss"].cummax() == math.inf, "loss"] = math.inf
+    frame.loc[frame.groupby(run_keys(frame))["loss"].cummax() == math.inf, "loss"] = math.inf
     return frame
+
+
+def labels(runs: pd.DataFrame) -> pd.Series:
+    """Each row's arm as :func:`arm_label` names it, with ``", depth d"`` when ``runs`` has several depths."""
+    noise = runs["noise"] if "noise" in runs else pd.Series(0.0, index=runs.index)
+    names = pd.Series([arm_label(v, n) for v, n in zip(runs["variant"], noise, strict=True)], index=runs.index)
+    if "depth" in runs and runs["depth"].nunique() > 1:
+        names = names + ", depth " + runs["depth"].astype(str)
+    return names
 
 
 def smooth(runs: pd.DataFrame, window: int = 20, column: str = "loss") -> pd.Series:
     """``column`` averaged over the last ``window`` steps of each run (same index as ``runs``)."""
-    keys = [k for k in ("variant", "lr", "seed") if k in runs]
-    return runs.groupby(keys, sort=False)[column].transform(lambda s: s.rolling(window, min_periods=1).mean())
+    return runs.groupby(run_keys(runs), sort=False)[column].transform(lambda s: s.rolling(window, min_periods=1).mean())
 
 
 def steps_to_threshold(runs: pd.DataFrame, threshold: float = THRESHOLD, window: int = 20) -> pd.DataFrame:
     """The first step at which each run's smoothed loss (:func:`smooth`) is below ``threshold``.
 
     Returns:
-        One row per run: ``variant``, ``lr``, ``seed``, ``steps`` (NaN where it never got there).
+        One row per run: its :data:`RUN_KEYS` and ``steps`` (NaN where it never got there).
     """
     runs = runs.assign(smoothed=smooth(runs, window))
-    rows = []
-    for (variant, lr, seed), run in runs.groupby(["variant", "lr", "seed"], sort=False):
+    keys, rows = run_keys(runs), []
+    for key, run in runs.groupby(keys, sort=False):
         below = run.loc[run["smoothed"] < threshold, "step"]
-        rows.append({"variant": variant, "lr": lr, "seed": seed,
-                     "steps": float(below.iloc[0]) if len(below) else math.nan})
+        rows.append({**dict(zip(keys, key, strict=True)), "steps": float(below.iloc[0]) if len(below) else math.nan})
     return pd.DataFrame(rows)
 
 
 def lr_table(runs: pd.DataFrame, window: int = 20) -> pd.DataFrame:
-    """Final smoothed loss, averaged over seeds: one row per variant, one column per learning rate."""
-    last = runs.assign(smoothed=smooth(runs, window)).groupby(["variant", "lr", "seed"], sort=False).tail(1)
-    table = last.groupby(["variant", "lr"], sort=False)["smoothed"].mean().unstack("lr")
-    return table.loc[[v for v in VARIANTS if v in table.index]]
+    """Final smoothed loss, averaged over seeds: one row per arm (:func:`labels`), one column per rate."""
+    last = runs.assign(smoothed=smooth(runs, window), arm=labels(runs)).groupby(run_keys(runs), sort=False).tail(1)
+    return last.groupby(["arm", "lr"], sort=False)["smoothed"].mean().unstack("lr").rename_axis(index=None)
 
 
 def drift_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """How far the hidden layer's input moved during training, per variant (mean over seeds).
+    """How far the hidden layer's input moved during training, per arm (:func:`labels`; mean over seeds).
 
     Returns:
-        One row per variant: ``std at step 0``, ``std at the end``, ``largest |mean shift|``
+        One row per arm: ``std at step 0``, ``std at the end``, ``largest |mean shift|``
         and ``largest std ratio`` (``max_t std_t / std_0``).
     """
     rows = {}
-    for variant, run in runs.groupby("variant", sort=False):
+    for arm, run in runs.assign(arm=labels(runs)).groupby("arm", sort=False):
         per_seed = []
         for _, r in run.groupby("seed"):
             r = r.sort_values("step")
@@ -257,8 +348,29 @@ def drift_table(runs: pd.DataFrame) -> pd.DataFrame:
             per_seed.append({"std at step 0": std0, "std at the end": r["pre_std"].iloc[-1],
                              "largest |mean shift|": (r["pre_mean"] - mean0).abs().max(),
                              "largest std ratio": (r["pre_std"] / std0).max()})
-        rows[variant] = pd.DataFrame(per_seed).mean()
+        rows[arm] = pd.DataFrame(per_seed).mean()
     return pd.DataFrame(rows).T
+
+
+def noise_table(runs: pd.DataFrame, lr: float, threshold: float = THRESHOLD, window: int = 20) -> pd.DataFrame:
+    """At rate ``lr``, per noise strength of the LN arms (0 = plain LN): what the shift did and cost.
+
+    Returns:
+        One row per strength: ``largest |mean shift|`` and ``largest std ratio`` (as
+        :func:`drift_table`), ``final loss`` (as :func:`lr_table`) and ``seeds reaching it``.
+    """
+    part = runs[(runs["lr"] == lr) & (runs["variant"] != "no norm")]
+    if part.empty:
+        raise ValueError(f"noise_table(): argument 'lr' must be a rate of the LN runs in 'runs', got {lr}")
+    drift, reached = drift_table(part), steps_to_threshold(part, threshold, window)
+    noise_of = dict(zip(labels(part), part["noise"], strict=True))  # arm label -> strength
+    table = pd.DataFrame({
+        "largest |mean shift|": drift["largest |mean shift|"],
+        "largest std ratio": drift["largest std ratio"],
+        "final loss": lr_table(part, window)[lr],
+        "seeds reaching it": reached.groupby(labels(reached), sort=False)["steps"].count(),
+    })
+    return table.set_axis([noise_of[arm] for arm in table.index]).rename_axis("noise").sort_index()
 
 
 # ------------------------------------------------------------ exercises
@@ -337,7 +449,10 @@ def check_noisy_layer_norm(fn) -> Verdict:
 
 
 class StackedTransformer(nn.Module):
-    """``2 * n_seeds`` one-block pre-LN Transformers in one network: ``"no norm"`` then ``"LayerNorm"``.
+    """``2 * n_lrs * n_seeds`` one-block pre-LN Transformers in one network, one per (variant, lr, seed).
+
+    Model ``m`` is variant ``m // (n_lrs * n_seeds)`` (``"no norm"`` then ``"LayerNorm"``), learning
+    rate ``(m // n_seeds) % n_lrs`` and seed ``m % n_seeds``; a seed's weights are the same in all.
 
     Each model: ``h = x W_in + pos``; ``h += Attention(norm(h))``; ``h += MLP(norm(h))``;
     prediction ``= mean_t(norm(h)) w_o``. With ``"LayerNorm"``, ``norm`` is LN with a gain
@@ -346,25 +461,26 @@ class StackedTransformer(nn.Module):
 
     variants = ("no norm", "LayerNorm")
 
-    def __init__(self, n_seeds: int, *, d: int = 16, seq_len: int = 10, generators):
+    def __init__(self, n_seeds: int, n_lrs: int = 1, *, d: int = 16, seq_len: int = 10, generators):
         super().__init__()
-        self.n_seeds, self.d = n_seeds, d
+        self.n_seeds, self.n_lrs, self.d = n_seeds, n_lrs, d
 
         def stacked(*shape, scale):
             one = torch.stack([torch.randn(*shape, generator=g) * scale for g in generators])
-            return nn.Parameter(one.repeat(len(self.variants), *[1] * len(shape)))
+            return nn.Parameter(one.repeat(len(self.variants) * n_lrs, *[1] * len(shape)))
 
         self.w_in, self.pos = stacked(2, d, scale=1.0), stacked(seq_len, d, scale=0.5)
         self.wq, self.wk, self.wv, self.wo = (stacked(d, d, scale=d ** -0.5) for _ in range(4))
         self.w1, self.w2 = stacked(d, 2 * d, scale=d ** -0.5), stacked(2 * d, d, scale=(2 * d) ** -0.5)
         self.w_out = stacked(d, 1, scale=d ** -0.5)
-        models = len(self.variants) * n_seeds
-        self.gain = nn.Parameter(torch.ones(3, models, 1, 1, d))
-        self.shift = nn.Parameter(torch.zeros(3, models, 1, 1, d))
-        self.register_buffer("normed", (torch.arange(models) >= n_seeds).view(-1, 1, 1, 1))
+        models = len(self.variants) * n_lrs * n_seeds
+        # model dim first, so that each model's Adam step can use its own rate; then the 3 places
+        self.gain = nn.Parameter(torch.ones(models, 3, 1, 1, d))
+        self.shift = nn.Parameter(torch.zeros(models, 3, 1, 1, d))
+        self.register_buffer("normed", (torch.arange(models) >= n_lrs * n_seeds).view(-1, 1, 1, 1))
 
     def _norm(self, h: torch.Tensor, place: int) -> torch.Tensor:
-        normed = layer_norm(h, (self.d,)) * self.gain[place] + self.shift[place]
+        normed = layer_norm(h, (self.d,)) * self.gain[:, place] + self.shift[:, place]
         return torch.where(self.normed, normed, h)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -384,6 +500,8 @@ def _adam(params, lrs, step: int, moments: dict) -> None:
     """One Adam step (torch's defaults): rate ``lrs``, or ``lrs[m]`` for model ``m`` (the leading dim)."""
     with torch.no_grad():
         for p in params:
+            if p.grad is None:  # a 1-layer RNN's empty w_up
+                continue
             grad = p.grad.nan_to_num(0.0, 0.0, 0.0)
             m1, m2 = moments.setdefault(p, (torch.zeros_like(p), torch.zeros_like(p)))
             m1.lerp_(grad, 0.1)
@@ -392,18 +510,19 @@ def _adam(params, lrs, step: int, moments: dict) -> None:
             p -= (lrs.view(-1, *[1] * (p.ndim - 1)) if isinstance(lrs, torch.Tensor) else lrs) * update
 
 
-def transformer_runs(seeds=(0, 1, 2), lr: float = 0.01, *, steps: int = 150, batch: int = 32,
+def transformer_runs(seeds=(0, 1, 2), lrs=(0.01,), *, steps: int = 150, batch: int = 32,
                      seq_len: int = 10, d: int = 16, progress: bool = False) -> pd.DataFrame:
-    """Train a :class:`StackedTransformer` on :func:`adding_task` with Adam at rate ``lr``.
+    """Train a :class:`StackedTransformer` on :func:`adding_task` with Adam, one rate of ``lrs`` per model.
 
     Returns:
         One row per (step, model): ``step``, ``seed``, ``variant``, ``lr``, ``loss``.
     """
-    seeds = list(seeds)
+    seeds, lrs = list(seeds), list(lrs)
     gens = [torch.Generator().manual_seed(s) for s in seeds]
-    model = StackedTransformer(len(seeds), d=d, seq_len=seq_len, generators=gens)
-    m = torch.arange(len(model.variants) * len(seeds))
-    seed_of, variant_of = m % len(seeds), m // len(seeds)
+    model = StackedTransformer(len(seeds), len(lrs), d=d, seq_len=seq_len, generators=gens)
+    m = torch.arange(len(model.variants) * len(lrs) * len(seeds))
+    seed_of, lr_of, variant_of = m % len(seeds), (m // len(seeds)) % len(lrs), m // (len(lrs) * len(seeds))
+    lr = torch.tensor(lrs)[lr_of]
     records, moments = [], {}
     for step in _steps(steps, progress, "Transformer steps"):
         x, y = _stacked_batch(gens, seed_of, batch, seq_len)
@@ -413,10 +532,12 @@ def transformer_runs(seeds=(0, 1, 2), lr: float = 0.01, *, steps: int = 150, bat
         _adam(model.parameters(), lr, step, moments)
         records.append(losses.detach())
     table = torch.stack(records)
-    return pd.DataFrame({
+    frame = pd.DataFrame({
         "step": torch.arange(steps).repeat_interleave(len(m)).numpy(),
         "seed": [seeds[i] for i in seed_of.tolist()] * steps,
         "variant": [model.variants[i] for i in variant_of.tolist()] * steps,
-        "lr": lr,
+        "lr": [lrs[i] for i in lr_of.tolist()] * steps,
         "loss": torch.where(torch.isfinite(table), table, torch.inf).flatten().numpy(),
     })
+    frame.loc[frame.groupby(run_keys(frame))["loss"].cummax() == math.inf, "loss"] = math.inf
+    return frame

@@ -63,7 +63,7 @@ import helpers  # noqa: E402,F401
 # | [`02_token_vs_sentence.ipynb`](02_token_vs_sentence.ipynb) | normalizing per token (`normalized_shape=dim`) or per sentence (`(seq_len, dim)`); the lesson's code, digit for digit; padding and causal pitfalls | ready |
 # | [`03_layernorm_vs_batchnorm.ipynb`](03_layernorm_vs_batchnorm.ipynb) | the two-sample example the lesson promises; whose statistics, what depends on the batch, batch size, train vs eval, padding, and Ba et al.'s invariance table measured | ready |
 # | [`04_before_the_activation.ipynb`](04_before_the_activation.ipynb) | where the norm goes: before or after the activation, measured for tanh, ReLU and GELU; Pre-LN vs Post-LN Transformers | ready |
-# | [`05_does_it_speed_up_training.ipynb`](05_does_it_speed_up_training.ipynb) | the lesson's headline claim tested: RNN and Transformer with and without LN, learning-rate sweep, internal covariate shift measured | ready |
+# | [`05_does_it_speed_up_training.ipynb`](05_does_it_speed_up_training.ipynb) | the lesson's headline claim tested: 1- and 3-layer RNNs and a Transformer with and without LN, learning-rate sweep, internal covariate shift and noisy LN measured | ready |
 # | [`06_backward_numerics_speed.ipynb`](06_backward_numerics_speed.ipynb) | the backward pass by hand, one-pass vs two-pass vs Welford variance, saved bytes, and speed against PyTorch's kernel | ready |
 #
 # Every notebook of the set is here.

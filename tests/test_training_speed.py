@@ -20,6 +20,12 @@ def runs() -> pd.DataFrame:
     return ts.rnn_runs(seeds=(0, 1), lrs=(0.01, 1.0), steps=40)
 
 
+@pytest.fixture(scope="module")
+def both_depths(runs) -> pd.DataFrame:
+    deep = ts.rnn_runs(seeds=(0, 1), lrs=(0.01, 1.0), steps=40, depth=2, variants=("no norm", "LayerNorm"))
+    return pd.concat([runs, deep], ignore_index=True)
+
+
 def test_adding_task_marks_two_positions_one_per_half():
     x, y = ts.adding_task(64, 10, torch.Generator().manual_seed(0))
     marks = x[..., 1]
@@ -29,25 +35,87 @@ def test_adding_task_marks_two_positions_one_per_half():
     assert ((x[..., 0] >= 0) & (x[..., 0] < 1)).all()
 
 
-def test_stacked_rnn_models_match_single_unstacked_models():
-    """Model m of the stack computes exactly what a plain RNN with its weights computes."""
+def _plain_rnn(model: ts.StackedRNN, m: int, x: torch.Tensor, noise=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Model ``m`` of the stack as a plain layer-by-layer, step-by-step loop: (prediction, top layer's pre)."""
+    batch, seq_len, _ = x.shape
+    normed = m >= model.n_plain
+    h = [torch.zeros(batch, model.hidden) for _ in range(model.depth)]
+    pres = []
+    for t in range(seq_len):
+        below = x[:, t]
+        for layer in range(model.depth):
+            w_in = model.w_x[m] if layer == 0 else model.w_up[m, layer - 1]
+            a = below @ w_in + h[layer] @ model.w_h[m, layer]
+            if normed:
+                a = torch.nn.functional.layer_norm(a, (model.hidden,)) * model.gain[m, layer]
+                if noise is not None:
+                    a = a * noise[1][m, layer] + noise[0][m, layer]
+            pre = a + model.bias[m, layer]
+            h[layer] = below = torch.tanh(pre)
+        pres.append(pre)
+    return (h[-1] @ model.w_o[m] + model.bias_o[m]).squeeze(-1), torch.cat(pres)
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_stacked_rnn_models_match_plain_layer_by_layer_loops(depth):
+    """The wavefront computes, for every model, what a plain RNN loop with its weights computes."""
     gens = [torch.Generator().manual_seed(s) for s in (0, 1)]
-    model = ts.StackedRNN(2, 1, generators=gens).eval()
-    x = ts.adding_task(4, 6, torch.Generator().manual_seed(9))[0].expand(model.n_models, -1, -1, -1)
-    prediction, pre = model(x)
-    for m, variant in enumerate(v for v in ts.VARIANTS for _ in range(2)):
-        h = torch.zeros(4, 16)
-        for t in range(6):
-            a = x[m, :, t] @ model.w_x[m] + h @ model.w_h[m]
-            if variant != "no norm":
-                a = torch.nn.functional.layer_norm(a, (16,)) * model.gain[m]
-            h = torch.tanh(a + model.bias[m])
-        torch.testing.assert_close(prediction[m], (h @ model.w_o[m] + model.bias_o[m]).squeeze(-1))
+    model = ts.StackedRNN(2, 1, depth=depth, generators=gens).eval()
+    with torch.no_grad():  # give every layer its own gain and bias, so that a mix-up shows
+        model.gain.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(3))
+        model.bias.uniform_(-0.5, 0.5, generator=torch.Generator().manual_seed(4))
+    x = ts.adding_task(4, 6, torch.Generator().manual_seed(9))[0]
+    prediction, pre = model(x.expand(model.n_models, -1, -1, -1))
+    assert [v for v, _ in model.arms] == list(ts.VARIANTS) and model.n_plain == 2
+    for m in range(model.n_models):
+        expected, expected_pre = _plain_rnn(model, m, x)
+        torch.testing.assert_close(prediction[m], expected)
+        torch.testing.assert_close(pre[m], expected_pre)
     # the same seed starts from the same weights in every variant
     torch.testing.assert_close(model.w_h[0], model.w_h[2])
     torch.testing.assert_close(model.w_h[0], model.w_h[4])
     assert not torch.equal(model.w_h[0], model.w_h[1])
     assert pre.shape == (model.n_models, 4 * 6, 16)
+
+
+def test_noisy_models_get_their_own_noise_in_training_only():
+    gens = [torch.Generator().manual_seed(0)]
+    model = ts.StackedRNN(1, 1, noises=(0.1, 0.5), depth=2, generators=gens)
+    assert model.arms == [("no norm", 0.0), ("LayerNorm", 0.0), ("noisy LayerNorm", 0.1), ("noisy LayerNorm", 0.5)]
+    x = ts.adding_task(4, 6, torch.Generator().manual_seed(1))[0]
+    stacked = x.expand(model.n_models, -1, -1, -1)
+    prediction, _ = model(stacked, torch.Generator().manual_seed(2))
+    # the same draws, by hand: shift then scale, (models, depth, 1, hidden), times each model's strength
+    g = torch.Generator().manual_seed(2)
+    shape = (model.n_models, 2, 1, 16)
+    shift = (torch.rand(shape, generator=g) * 2 - 1) * model.noise
+    scale = 1 + torch.rand(shape, generator=g) * 2 * model.noise
+    for m in range(model.n_models):
+        torch.testing.assert_close(prediction[m], _plain_rnn(model, m, x, (shift, scale))[0])
+    spread = (shift.abs().amax((1, 2, 3)), scale.amax((1, 2, 3)))
+    assert spread[0][:2].eq(0).all() and spread[1][:2].eq(1).all()  # no noise without the noisy variant
+    assert 0 < spread[0][2] <= 0.1 < spread[0][3] <= 0.5
+    with torch.no_grad():
+        evaluated = model.eval()(stacked)[0]
+    torch.testing.assert_close(evaluated[1], evaluated[2])  # in eval mode noisy LN is LN
+    torch.testing.assert_close(evaluated[1], evaluated[3])
+
+
+def test_deeper_stacks_keep_the_first_layers_weights():
+    """A seed's layer-0 and read-out weights do not depend on the depth: depths differ only by the extra layers."""
+    one, three = (ts.StackedRNN(1, 1, depth=d, generators=[torch.Generator().manual_seed(0)]) for d in (1, 3))
+    torch.testing.assert_close(one.w_x, three.w_x)
+    torch.testing.assert_close(one.w_o, three.w_o)
+    torch.testing.assert_close(one.w_h[:, 0], three.w_h[:, 0])
+    assert one.w_up.shape == (3, 0, 16, 16) and three.w_up.shape == (3, 2, 16, 16)
+
+
+def test_arms_validate_their_arguments():
+    assert ts.arms(("LayerNorm", "no norm")) == [("no norm", 0.0), ("LayerNorm", 0.0)]  # VARIANTS order
+    with pytest.raises(ValueError, match="argument 'variants' must be a non-empty selection"):
+        ts.arms(("batch norm",))
+    with pytest.raises(ValueError, match="argument 'noises' must hold strengths > 0"):
+        ts.arms(ts.VARIANTS, (0.0,))
 
 
 def test_stacked_models_do_not_share_gradients():
@@ -61,7 +129,7 @@ def test_stacked_models_do_not_share_gradients():
 
 
 def test_runs_are_tidy_seeded_and_reproducible(runs):
-    assert list(runs.columns) == ["step", "seed", "variant", "lr", "loss", "pre_mean", "pre_std"]
+    assert list(runs.columns) == ["step", "seed", "depth", "variant", "noise", "lr", "loss", "pre_mean", "pre_std"]
     assert len(runs) == 40 * 3 * 2 * 2
     assert (runs.groupby(["variant", "lr", "seed"]).size() == 40).all()
     again = ts.rnn_runs(seeds=(0, 1), lrs=(0.01, 1.0), steps=40)
@@ -99,7 +167,29 @@ def test_diverged_runs_stay_inf_and_lr_table_shape(runs):
                     & (runs["seed"] == run["seed"].iloc[0]) & (runs["step"] > run["step"].min())]
         assert (last["loss"] == math.inf).all()
     table = ts.lr_table(runs)
-    assert list(table.index) == list(ts.VARIANTS) and list(table.columns) == [0.01, 1.0]
+    assert list(table.index) == ["no norm", "LayerNorm", "noisy LayerNorm 0.25"]
+    assert list(table.columns) == [0.01, 1.0]
+
+
+def test_labels_name_the_noise_and_the_depth_when_they_vary(runs, both_depths):
+    assert list(ts.labels(runs).unique()) == ["no norm", "LayerNorm", "noisy LayerNorm 0.25"]
+    assert set(ts.labels(both_depths)) == {"no norm, depth 1", "LayerNorm, depth 1", "noisy LayerNorm 0.25, depth 1",
+                                           "no norm, depth 2", "LayerNorm, depth 2"}
+    assert list(ts.lr_table(both_depths).index)[-1] == "LayerNorm, depth 2"
+
+
+def test_noise_table_gathers_drift_and_loss_per_strength():
+    swept = ts.rnn_runs(seeds=(0, 1), lrs=(0.01,), steps=30, noises=(0.1, 0.5))
+    table = ts.noise_table(swept, 0.01)
+    assert list(table.index) == [0.0, 0.1, 0.5]
+    drift, final = ts.drift_table(swept), ts.lr_table(swept)[0.01]
+    assert table.loc[0.5, "largest |mean shift|"] == drift.loc["noisy LayerNorm 0.5", "largest |mean shift|"]
+    assert table.loc[0.1, "final loss"] == final["noisy LayerNorm 0.1"]
+    assert table.loc[0.0, "final loss"] == final["LayerNorm"]
+    # stronger noise moves the tanh input further: shifts are drawn up to the strength itself
+    assert table["largest |mean shift|"].is_monotonic_increasing
+    with pytest.raises(ValueError, match="argument 'lr'"):
+        ts.noise_table(swept, 0.1)
 
 
 def test_drift_table_on_hand_made_data():
@@ -130,26 +220,43 @@ def test_lr_heatmap_holds_log_of_the_table(runs):
     assert data[0, 0] == pytest.approx(math.log10(table.iloc[0, 0]))
 
 
-def test_speed_state_every_control_changes_what_is_shown(runs):
-    base = speed_state(runs, 0.01, "no norm vs LayerNorm", "loss")
-    other_lr = speed_state(runs, 1.0, "no norm vs LayerNorm", "loss")
+def test_speed_state_every_control_changes_what_is_shown(both_depths):
+    base = speed_state(both_depths, 0.01, 1, "no norm vs LayerNorm", "loss")
+    other_lr = speed_state(both_depths, 1.0, 1, "no norm vs LayerNorm", "loss")
+    deeper = speed_state(both_depths, 0.01, 2, "no norm vs LayerNorm", "loss")
     assert not base["curves"]["loss"].equals(other_lr["curves"]["loss"])
+    assert not base["curves"]["loss"].reset_index(drop=True).equals(deeper["curves"]["loss"].reset_index(drop=True))
     for show, variants in SHOW.items():
-        assert set(speed_state(runs, 0.01, show, "loss")["curves"]["variant"]) == set(variants)
+        state = speed_state(both_depths, 0.01, 1, show, "loss")
+        assert set(state["curves"]["variant"]) == set(variants) and not state["missing"]
     for what, column in WHAT.items():
-        assert speed_state(runs, 0.01, "all three", what)["column"] == column
+        assert speed_state(both_depths, 0.01, 1, "all three", what)["column"] == column
+    # only the default noise strength is shown
+    assert set(base["curves"]["noise"]) == {0.0}
+    assert set(speed_state(both_depths, 0.01, 1, "all three", "loss")["curves"]["noise"]) == {0.0, ts.NOISE}
+
+
+def test_speed_state_names_what_was_not_trained_and_refuses_what_does_not_exist(both_depths):
+    state = speed_state(both_depths, 0.01, 2, "all three", "loss")
+    assert state["variants"] == ("no norm", "LayerNorm") and state["missing"] == ("noisy LayerNorm",)
+    assert (state["curves"]["seed"].groupby(state["curves"]["variant"]).nunique() == 2).all()
     with pytest.raises(ValueError, match="'lr' must be one of"):
-        speed_state(runs, 0.5, "all three", "loss")
+        speed_state(both_depths, 0.5, 1, "all three", "loss")
+    with pytest.raises(ValueError, match="'depth' must be one of"):
+        speed_state(both_depths, 0.01, 4, "all three", "loss")
 
 
-def test_speed_demo_redraws_on_each_control(runs):
-    demo = speed_demo(runs)
-    assert demo.controls["lr"].value == 1.0  # the second rate
+def test_speed_demo_redraws_on_each_control(both_depths):
+    demo = speed_demo(both_depths)
+    assert demo.controls["lr"].value == 0.01 and demo.controls["depth"].value == 1
     seen = {bytes(demo.image.value)}
-    for name, value in (("lr", 0.01), ("show", "all three"), ("what", "tanh input: std")):
+    for name, value in (("lr", 1.0), ("depth", 2), ("show", "all three"), ("what", "tanh input: std")):
         demo.controls[name].value = value
         seen.add(bytes(demo.image.value))
-    assert len(seen) == 4
+    assert len(seen) == 5
+    assert len(demo.figure.axes[0].get_lines()) == 2  # noisy LN was not trained at depth 2
+    assert "not trained at depth 2: noisy LayerNorm" in demo.figure.axes[0].get_title()
+    demo.controls["depth"].value = 1
     assert len(demo.figure.axes[0].get_lines()) == 3
 
 
@@ -164,16 +271,21 @@ def test_exercises_accept_the_reference_and_name_the_mistakes():
 
 def test_transformer_runs_are_tidy_and_variants_differ_only_by_ln():
     gens = [torch.Generator().manual_seed(0)]
-    model = ts.StackedTransformer(1, generators=gens)
-    torch.testing.assert_close(model.wq[0], model.wq[1])  # same seed, same weights
-    x = ts.adding_task(3, 10, torch.Generator().manual_seed(1))[0].expand(2, -1, -1, -1)
+    model = ts.StackedTransformer(1, 2, generators=gens)
+    assert model.wq.shape[0] == 4  # (no norm, LN) x 2 rates x 1 seed
+    torch.testing.assert_close(model.wq[0], model.wq[3])  # same seed, same weights
+    x = ts.adding_task(3, 10, torch.Generator().manual_seed(1))[0].expand(4, -1, -1, -1)
     with torch.no_grad():
-        model.normed.fill_(False)  # with LN switched off, both models are the same network
+        model.normed.fill_(False)  # with LN switched off, all models are the same network
         out = model(x)
-    torch.testing.assert_close(out[0], out[1])
-    runs = ts.transformer_runs(seeds=(0, 1), steps=30)
+    torch.testing.assert_close(out[0], out[3])
+    runs = ts.transformer_runs(seeds=(0, 1), lrs=(0.01, 0.03), steps=30)
     assert list(runs.columns) == ["step", "seed", "variant", "lr", "loss"]
-    assert (runs.groupby(["variant", "seed"]).size() == 30).all()
+    assert (runs.groupby(["variant", "lr", "seed"]).size() == 30).all()
+    first = runs[runs["step"] == 0].set_index(["variant", "lr", "seed"])["loss"]
+    assert first.xs(0.01, level="lr").equals(first.xs(0.03, level="lr"))  # rates differ only after step 0
+    later = runs[runs["step"] == 5].set_index(["variant", "lr", "seed"])["loss"]
+    assert not later.xs(0.01, level="lr").equals(later.xs(0.03, level="lr"))
     start = runs[runs["step"] < 3].groupby("variant")["loss"].mean()
     end = runs[runs["step"] >= 27].groupby("variant")["loss"].mean()
     assert (end < start).all()

@@ -8,10 +8,18 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI
+from helpers.training_speed import NOISE, labels
 
-__all__ = ["VARIANT_COLOURS", "curves_figure", "lr_heatmap_figure"]
+__all__ = ["VARIANT_COLOURS", "arm_colour", "curves_figure", "lr_heatmap_figure"]
 
 VARIANT_COLOURS = {"no norm": "0.45", "LayerNorm": "C0", "noisy LayerNorm": "C1"}
+
+
+def arm_colour(variant: str, noise: float = 0.0):
+    """The variant's colour; noisy arms in oranges, darker for stronger noise (C1 at the default)."""
+    if variant != "noisy LayerNorm" or noise == NOISE:
+        return VARIANT_COLOURS.get(variant)
+    return plt.get_cmap("Oranges")(0.3 + 0.6 * min(noise, 1.0))
 
 _LABELS = {"loss": "minibatch MSE (smoothed)", "pre_mean": "mean of the tanh input",
            "pre_std": "std of the tanh input"}
@@ -20,21 +28,23 @@ _LABELS = {"loss": "minibatch MSE (smoothed)", "pre_mean": "mean of the tanh inp
 def curves_figure(curves: pd.DataFrame, *, column: str = "loss", title: str = "", log: bool | None = None,
                   threshold: float | None = None, figsize: tuple[float, float] = (6, 3.2),
                   dpi: int = DPI) -> Figure:
-    """One line per variant (mean over seeds, ``gid`` = the variant) and a min-max band.
+    """One line per arm (mean over seeds, ``gid`` = the arm's label) and a min-max band.
 
     Args:
-        curves: rows ``step, seed, variant, <column>`` for ONE learning rate.
+        curves: rows ``step, seed, variant, <column>`` (and optionally ``noise`` and ``depth``)
+            for ONE learning rate; arms are named as :func:`helpers.training_speed.labels` does.
         column: what to plot: ``"loss"``, ``"pre_mean"`` or ``"pre_std"``.
         log: log y axis (default: for the loss only).
         threshold: a dashed horizontal line (``gid`` ``"threshold"``), or None.
     """
     fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
-    stats = curves.groupby(["variant", "step"], sort=False)[column].agg(["mean", "min", "max"])
-    for variant in curves["variant"].unique():
-        part = stats.loc[variant]
-        colour = VARIANT_COLOURS.get(variant)
+    curves = curves.assign(arm=labels(curves))
+    stats = curves.groupby(["arm", "step"], sort=False)[column].agg(["mean", "min", "max"])
+    for arm, first in curves.drop_duplicates("arm").set_index("arm").iterrows():
+        part = stats.loc[arm]
+        colour = arm_colour(first["variant"], first.get("noise", 0.0))
         steps = part.index.to_numpy()
-        ax.plot(steps, part["mean"].to_numpy(), color=colour, gid=variant, label=variant)
+        ax.plot(steps, part["mean"].to_numpy(), color=colour, gid=arm, label=arm)
         ax.fill_between(steps, part["min"].to_numpy(), part["max"].to_numpy(), color=colour, alpha=0.2)
     if threshold is not None:
         ax.axhline(threshold, color="k", ls="--", lw=0.8, gid="threshold", label=f"threshold {threshold}")

@@ -1,4 +1,4 @@
-"""Notebook 05's dashboard: pick a learning rate, the variants and what to plot; runs computed once."""
+"""Notebook 05's dashboard: pick a learning rate, a depth, the variants and what to plot; runs computed once."""
 
 from __future__ import annotations
 
@@ -6,13 +6,15 @@ import ipywidgets as widgets
 import pandas as pd
 
 from helpers import plots
-from helpers.training_speed import THRESHOLD, smooth, steps_to_threshold
+from helpers.training_speed import NOISE, THRESHOLD, smooth, steps_to_threshold
 from helpers.widgets.core import Dashboard
 
 __all__ = ["SHOW", "WHAT", "speed_demo", "speed_state"]
 
-#: Which variants the dashboard can show.
+#: Which variants the dashboard can show (the noisy one at its default strength, NOISE).
 SHOW = {"no norm vs LayerNorm": ("no norm", "LayerNorm"),
+        "no norm only": ("no norm",),
+        "LayerNorm only": ("LayerNorm",),
         "LayerNorm vs noisy LayerNorm": ("LayerNorm", "noisy LayerNorm"),
         "all three": ("no norm", "LayerNorm", "noisy LayerNorm")}
 
@@ -20,42 +22,61 @@ SHOW = {"no norm vs LayerNorm": ("no norm", "LayerNorm"),
 WHAT = {"loss": "loss", "tanh input: mean": "pre_mean", "tanh input: std": "pre_std"}
 
 
-def speed_state(runs: pd.DataFrame, lr: float, show: str, what: str) -> dict:
-    """The curves of the runs at learning rate ``lr`` for the variants ``SHOW[show]``.
+def _one_of(name: str, value, allowed) -> None:
+    if value not in allowed:
+        raise ValueError(f"speed_state(): argument '{name}' must be one of {sorted(allowed)}, got {value!r}")
+
+
+def speed_state(runs: pd.DataFrame, lr: float, depth: int, show: str, what: str) -> dict:
+    """The curves of the runs at learning rate ``lr`` and depth ``depth`` for the variants ``SHOW[show]``.
+
+    Args:
+        runs: :func:`helpers.training_speed.rnn_runs` frames, concatenated (one per depth).
 
     Returns:
-        A dict: ``lr``, ``variants``, ``column``, ``curves`` (rows ``step, seed, variant,
-        <column>``, the loss smoothed as :func:`helpers.training_speed.smooth` does) and
+        A dict: ``lr``, ``depth``, ``variants`` (those of ``SHOW[show]`` trained at this depth),
+        ``missing`` (those that were not), ``column``, ``curves`` (rows ``step, seed, variant,
+        noise, <column>``, the loss smoothed as :func:`helpers.training_speed.smooth` does) and
         ``table`` (steps to :data:`THRESHOLD` per variant: mean, min, max over seeds and the
         number of seeds that reached it).
     """
-    if lr not in set(runs["lr"]):
-        raise ValueError(f"speed_state(): argument 'lr' must be one of {sorted(set(runs['lr']))}, got {lr}")
-    variants, column = SHOW[show], WHAT[what]
-    part = runs[(runs["lr"] == lr) & runs["variant"].isin(variants)]
+    _one_of("lr", lr, set(runs["lr"]))
+    _one_of("depth", depth, set(runs["depth"]))
+    _one_of("show", show, SHOW)
+    _one_of("what", what, WHAT)
+    column = WHAT[what]
+    part = runs[(runs["lr"] == lr) & (runs["depth"] == depth) & runs["variant"].isin(SHOW[show])
+                & runs["noise"].isin((0.0, NOISE))]
+    trained = [v for v in SHOW[show] if v in set(part["variant"])]
     curves = part.assign(loss=smooth(part)) if column == "loss" else part
     reached = steps_to_threshold(part).groupby("variant", sort=False)["steps"]
     table = reached.agg(["mean", "min", "max", "count"]).rename(columns={"count": "seeds reaching it"})
-    return {"lr": lr, "variants": variants, "column": column,
-            "curves": curves[["step", "seed", "variant", column]], "table": table}
+    return {"lr": lr, "depth": depth, "variants": tuple(trained),
+            "missing": tuple(v for v in SHOW[show] if v not in trained), "column": column,
+            "curves": curves[["step", "seed", "variant", "noise", column]], "table": table}
 
 
 def _draw(state: dict):
+    title = f"depth {state['depth']}, learning rate {state['lr']}: mean over seeds, band min to max"
+    if state["missing"]:
+        title += f"\n(not trained at depth {state['depth']}: {', '.join(state['missing'])})"
     return plots.curves_figure(state["curves"], column=state["column"],
-                               threshold=THRESHOLD if state["column"] == "loss" else None,
-                               title=f"learning rate {state['lr']}: mean over seeds, band min to max")
+                               threshold=THRESHOLD if state["column"] == "loss" else None, title=title)
 
 
 def speed_demo(runs: pd.DataFrame) -> Dashboard:
-    """A learning-rate slider, a variant choice and a quantity choice over ``runs`` (computed once)."""
-    lrs = sorted(set(runs["lr"]))
+    """Learning-rate and depth sliders, a variant choice and a quantity choice over ``runs`` (computed once)."""
+    lrs, depths = sorted(set(runs["lr"])), sorted(set(runs["depth"]))
+    style = {"description_width": "initial"}
     controls = {
-        "lr": widgets.SelectionSlider(options=lrs, value=lrs[1], description="learning rate",
-                                      continuous_update=False, style={"description_width": "initial"}),
+        "lr": widgets.SelectionSlider(options=lrs, value=lrs[0], description="learning rate",
+                                      continuous_update=False, style=style),
+        "depth": widgets.SelectionSlider(options=depths, value=depths[0], description="RNN layers",
+                                         continuous_update=False, style=style),
         "show": widgets.Dropdown(options=list(SHOW), value="no norm vs LayerNorm", description="variants"),
         "what": widgets.ToggleButtons(options=list(WHAT), value="loss"),
     }
-    return Dashboard(controls, lambda lr, show, what: speed_state(runs, lr, show, what), _draw,
+    return Dashboard(controls, lambda lr, depth, show, what: speed_state(runs, lr, depth, show, what), _draw,
                      table=lambda state: state["table"].round(1),
-                     title="<b>Adding problem, tiny RNN: steps to the threshold under the figure "
+                     title="<b>Adding problem, tiny RNNs: steps to the threshold under the figure "
                            "(computed once above; each move only redraws).</b>")
