@@ -13,6 +13,10 @@ so that their stored outputs are exactly what a fresh run prints.
 - :func:`fit_gamma_beta` trains only a LayerNorm's ``weight`` (gamma) and ``bias``
   (beta) on a target that undoes the normalization: the learned parameters find
   the scale and shift that LayerNorm removed.
+
+The other notebooks' runs live in the modules named for their topic, with the same
+conventions: :mod:`helpers.bn_vs_ln` (03), :mod:`helpers.placement` (04) and
+:mod:`helpers.training_speed` (05: RNNs and a Transformer with and without LN).
 """
 
 from __future__ import annotations

@@ -35,7 +35,6 @@ from helpers.checks import Case, Exercise, Verdict, check, register
 from helpers.functional import layer_norm
 
 __all__ = [
-    "DEPTHS",
     "LRS",
     "NOISE",
     "NOISES",
@@ -71,9 +70,6 @@ NOISE = 0.25
 
 #: ... and the strengths of the sweep.
 NOISES = (0.1, 0.25, 0.5)
-
-#: The depths (recurrent layers) the notebook trains.
-DEPTHS = (1, 3)
 
 #: The columns that name one run, in order; a frame holds those it varies.
 RUN_KEYS = ("depth", "variant", "noise", "lr", "seed")
@@ -128,7 +124,7 @@ class StackedRNN(nn.Module):
     An *arm* is a ``(variant, noise)`` pair (:func:`arms`). Model ``m`` is arm
     ``m // (n_lrs * n_seeds)``, learning rate ``(m // n_seeds) % n_lrs`` and seed ``m % n_seeds``;
     the weights of a seed are the same in every arm and at every rate. Weights are stacked
-    along a leading model dim and applied with ``torch.bmm``.
+    along a leading model dim and applied with batched matrix products.
 
     Each model has ``depth`` recurrent layers; layer ``l`` reads layer ``l - 1``'s hidden state
     at the same time step (layer 0 reads the input), and the read-out reads the top layer.
@@ -149,6 +145,8 @@ class StackedRNN(nn.Module):
     def __init__(self, n_seeds: int, n_lrs: int, *, variants=VARIANTS, noises=(NOISE,), depth: int = 1,
                  hidden: int = 16, generators, gain: float = 1.0):
         super().__init__()
+        if depth < 1:
+            raise ValueError(f"StackedRNN(): argument 'depth' must be at least 1, got {depth}")
         self.arms = arms(variants, noises)
         self.n_seeds, self.n_lrs, self.depth, self.hidden = n_seeds, n_lrs, depth, hidden
         repeat = len(self.arms) * n_lrs
@@ -197,7 +195,7 @@ class StackedRNN(nn.Module):
         """
         models, batch, seq_len, _ = x.shape
         depth, plain = self.depth, self.n_plain
-        gain, shift = self.gain[plain:], 0.0  # the LN models' (models - plain, depth, 1, hidden)
+        gain, shift = self.gain[plain:], None  # the LN models' (models - plain, depth, 1, hidden)
         if self.training and bool((self.noise > 0).any()):
             shape = (models, depth, 1, self.hidden)
             shift = (torch.rand(shape, generator=generator) * 2 - 1) * self.noise
@@ -215,7 +213,7 @@ class StackedRNN(nn.Module):
             a = torch.cat(below, dim=1) + torch.matmul(h[:, lo:hi], self.w_h[:, lo:hi])
             # LN only where it is used: the models are arm-major and "no norm" comes first
             normed = layer_norm(a[plain:], (self.hidden,)) * gain[:, lo:hi]
-            if not isinstance(shift, float):
+            if shift is not None:
                 normed = normed + shift[:, lo:hi]
             pre = torch.cat([a[:plain], normed]) + self.bias[:, lo:hi]
             new = torch.tanh(pre)

@@ -116,6 +116,8 @@ def test_arms_validate_their_arguments():
         ts.arms(("batch norm",))
     with pytest.raises(ValueError, match="argument 'noises' must hold strengths > 0"):
         ts.arms(ts.VARIANTS, (0.0,))
+    with pytest.raises(ValueError, match="argument 'depth' must be at least 1, got 0"):
+        ts.StackedRNN(1, 1, depth=0, generators=[torch.Generator()])
 
 
 def test_stacked_models_do_not_share_gradients():
