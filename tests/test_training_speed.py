@@ -221,6 +221,19 @@ def test_lr_heatmap_holds_log_of_the_table(runs):
     assert data.shape == table.shape
     assert data[0, 0] == pytest.approx(math.log10(table.iloc[0, 0]))
 
+    # labels stay readable: dark text on the light (low-loss) cells, white on the dark ones
+    texts = {t.get_text(): t.get_color() for t in fig.axes[0].texts}
+    assert texts[f"{table.min().min():.3f}"] == "k" and texts[f"{table.max().max():.3f}"] == "w"
+
+
+def test_noisy_arms_get_distinct_oranges_darker_for_stronger_noise():
+    from matplotlib.colors import to_rgb
+
+    colours = [to_rgb(plots.arm_colour("noisy LayerNorm", n)) for n in (0.1, 0.25, 0.5)]
+    assert len(set(colours)) == 3
+    assert sum(colours[0]) > sum(colours[1]) > sum(colours[2])  # darker with strength
+    assert plots.arm_colour("LayerNorm") == plots.VARIANT_COLOURS["LayerNorm"]
+
 
 def test_speed_state_every_control_changes_what_is_shown(both_depths):
     base = speed_state(both_depths, 0.01, 1, "no norm vs LayerNorm", "loss")

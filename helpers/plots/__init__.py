@@ -19,14 +19,21 @@ from helpers.plots.formula import affine_figure, drift_figure, eps_figure, gamma
 from helpers.plots.invariance import shift_scale_figure
 from helpers.plots.placement import layer_histograms_figure, transformer_grad_figure
 from helpers.plots.speed import bandwidth_figure, saved_bytes_figure, stability_figure
-from helpers.plots.training_speed import curves_figure, lr_heatmap_figure
+from helpers.plots.training_speed import (
+    VARIANT_COLOURS,
+    arm_colour,
+    curves_figure,
+    lr_heatmap_figure,
+)
 from helpers.plots.units import dependency_figure, norm_unit_figure
 
 __all__ = [
     "DPI",
     "HIGHLIGHT",
     "OTHER",
+    "VARIANT_COLOURS",
     "affine_figure",
+    "arm_colour",
     "bandwidth_figure",
     "batch_noise_figure",
     "batch_size_figure",

@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI
-from helpers.training_speed import NOISE, labels
+from helpers.training_speed import labels
 
 __all__ = ["VARIANT_COLOURS", "arm_colour", "curves_figure", "lr_heatmap_figure"]
 
@@ -16,10 +16,10 @@ VARIANT_COLOURS = {"no norm": "0.45", "LayerNorm": "C0", "noisy LayerNorm": "C1"
 
 
 def arm_colour(variant: str, noise: float = 0.0):
-    """The variant's colour; noisy arms in oranges, darker for stronger noise (C1 at the default)."""
-    if variant != "noisy LayerNorm" or noise == NOISE:
+    """The variant's colour; noisy arms in oranges, darker for stronger noise."""
+    if variant != "noisy LayerNorm" or not noise:
         return VARIANT_COLOURS.get(variant)
-    return plt.get_cmap("Oranges")(0.3 + 0.6 * min(noise, 1.0))
+    return plt.get_cmap("Oranges")(min(0.35 + 0.9 * noise, 0.95))
 
 _LABELS = {"loss": "minibatch MSE (smoothed)", "pre_mean": "mean of the tanh input",
            "pre_std": "std of the tanh input"}
@@ -68,7 +68,8 @@ def lr_heatmap_figure(table: pd.DataFrame, *, figsize: tuple[float, float] = (6,
     values = table.to_numpy(dtype=float)
     image = ax.imshow(np.log10(values), cmap="viridis_r", aspect="auto")
     for (r, c), v in np.ndenumerate(values):
-        ax.text(c, r, f"{v:.3f}", ha="center", va="center", fontsize=9, color="w" if v < np.nanmedian(values) else "k")
+        # viridis_r is light for low losses and dark for high ones: dark text on light cells
+        ax.text(c, r, f"{v:.3f}", ha="center", va="center", fontsize=9, color="k" if v < np.nanmedian(values) else "w")
     ax.set_xticks(range(values.shape[1]), [str(lr) for lr in table.columns])
     ax.set_yticks(range(values.shape[0]), list(table.index))
     ax.set_xlabel("learning rate (Adam)")
