@@ -25,6 +25,7 @@ and the weights of different models never meet, so each model's gradient is its 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pandas as pd
@@ -201,27 +202,39 @@ class StackedRNN(nn.Module):
             shift = (torch.rand(shape, generator=generator) * 2 - 1) * self.noise
             scale = 1 + torch.rand(shape, generator=generator) * 2 * self.noise
             gain, shift = gain * scale[plain:], shift[plain:]
-        # layer 0's W_x x_t for every t at once: (models, batch, seq_len, hidden)
-        inputs = torch.bmm(x.reshape(models, batch * seq_len, 2), self.w_x).view(models, batch, seq_len, -1)
+        # layer 0's W_x x_t for every t at once, then one view per t: (models, batch, hidden) each
+        inputs = torch.bmm(x.reshape(models, batch * seq_len, 2), self.w_x).view(models, batch, seq_len, -1).unbind(2)
         h = x.new_zeros(models, depth, batch, self.hidden)
         pres = []
         for wave in range(seq_len + depth - 1):
             lo, hi = max(0, wave - seq_len + 1), min(depth, wave + 1)  # the layers at work: lo .. hi - 1
-            below = [inputs[:, None, :, wave]] if lo == 0 else []
+            at = functools.partial(_layers, lo=lo, hi=hi, depth=depth)
+            below = [inputs[wave][:, None]] if lo == 0 else []
             if hi > max(lo, 1):  # layers >= 1 read the layer below, as it was one wave ago
                 below.append(torch.matmul(h[:, max(lo, 1) - 1:hi - 1], self.w_up[:, max(lo, 1) - 1:hi - 1]))
-            a = torch.cat(below, dim=1) + torch.matmul(h[:, lo:hi], self.w_h[:, lo:hi])
+            a = torch.cat(below, dim=1) if len(below) > 1 else below[0]
+            a = a + torch.matmul(at(h), at(self.w_h))
             # LN only where it is used: the models are arm-major and "no norm" comes first
-            normed = layer_norm(a[plain:], (self.hidden,)) * gain[:, lo:hi]
+            a_plain, a_ln = a.split([plain, models - plain])
+            normed = layer_norm(a_ln, (self.hidden,)) * at(gain)
             if shift is not None:
-                normed = normed + shift[:, lo:hi]
-            pre = torch.cat([a[:plain], normed]) + self.bias[:, lo:hi]
+                normed = normed + at(shift)
+            pre = torch.cat([a_plain, normed]) + at(self.bias)
             new = torch.tanh(pre)
             h = new if (lo, hi) == (0, depth) else torch.cat([h[:, :lo], new, h[:, hi:]], dim=1)
             if hi == depth:
                 pres.append(pre[:, -1])
         prediction = torch.baddbmm(self.bias_o, h[:, -1], self.w_o).squeeze(-1)
         return prediction, torch.cat(pres, dim=1)
+
+
+def _layers(t: torch.Tensor, lo: int, hi: int, depth: int) -> torch.Tensor:
+    """``t[:, lo:hi]``, or ``t`` itself when that is all of its ``depth`` layers.
+
+    Slicing costs a zero-filled gradient of the tensor's full size in the backward pass, so a
+    wave slices only when some layers are idle (the first and the last ``depth - 1`` waves).
+    """
+    return t if (lo, hi) == (0, depth) else t[:, lo:hi]
 
 
 def _steps(steps: int, progress: bool, desc: str):
@@ -277,7 +290,8 @@ def rnn_runs(seeds=(0, 1, 2), lrs=LRS, *, variants=VARIANTS, noises=(NOISE,), de
                 for p in (p for p in model.parameters() if p.grad is not None):
                     p -= lr.view(-1, *([1] * (p.ndim - 1))) * p.grad.nan_to_num(0.0, 0.0, 0.0)
         with torch.no_grad():
-            records.append(torch.stack([losses, pre.mean((1, 2)), pre.std((1, 2))]))
+            flat = pre.flatten(1)  # one contiguous row per model: much faster to reduce than dims (1, 2)
+            records.append(torch.stack([losses, flat.mean(1), flat.std(1)]))
     table = torch.stack(records)  # (steps, 3, models)
     table = torch.where(torch.isfinite(table), table, torch.inf)
     arm_of = [model.arms[i] for i in arm_of.tolist()]
@@ -483,8 +497,8 @@ class StackedTransformer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x`` of shape ``(models, batch, seq_len, 2)`` -> predictions ``(models, batch)``."""
-        def mm(a, w):
-            return torch.matmul(a, w[:, None])
+        def mm(a, w):  # (models, batch, seq, i) @ (models, i, o): one matrix product per model
+            return torch.bmm(a.flatten(1, -2), w).view(*a.shape[:-1], w.shape[-1])
 
         h = mm(x, self.w_in) + self.pos[:, None]
         z = self._norm(h, 0)
