@@ -150,16 +150,15 @@ plt.show()
 # how many of the 3 seeds got there within 300 steps:
 
 # %%
-def speed_table(frame):
-    """Steps to threshold: mean, min, max and count over seeds, one row per rate, one column per variant."""
-    reached = ts.steps_to_threshold(frame)
+def speed_table(reached):
+    """`ts.steps_to_threshold`'s rows as mean, min, max and count over seeds: a row per rate, a column per variant."""
     table = reached.pivot_table(index="lr", columns="variant", values="steps", dropna=False,
                                 aggfunc=["mean", "min", "max", "count"])[["mean", "min", "max", "count"]]
     return table.reindex(columns=["no norm", "LayerNorm"], level=1)
 
 
 reached = ts.steps_to_threshold(plain)
-speed_table(plain).round(1)
+speed_table(reached).round(1)
 
 # %%
 at = reached[reached["lr"] == LR].groupby("variant")["steps"]
@@ -185,7 +184,7 @@ fig = plots.curves_figure(at_lr_deep.assign(loss=ts.smooth(at_lr_deep)), thresho
                           title=f"RNN, 3 layers, adding problem, lr {LR}")
 plt.show()
 deep_reached = ts.steps_to_threshold(deep)
-speed_table(deep).round(1)
+speed_table(deep_reached).round(1)
 
 # %%
 at_deep = deep_reached[deep_reached["lr"] == LR].groupby("variant")["steps"]
