@@ -1,0 +1,550 @@
+"""Statistics over seeds: intervals, time to threshold, tuned learning rates and verdicts.
+
+A claim such as "LayerNorm speeds up training" is tested on a handful of seeds, so every
+number a notebook reports comes with the uncertainty those seeds leave:
+
+- :func:`bootstrap_ci`: a bootstrap confidence interval (BCa) for the mean or median of a
+  sample, one value per seed.
+- :func:`paired_difference_ci`: the same for the difference of two arms that share seeds,
+  ``statistic(a - b)``, or for the relative difference ``1 - statistic(a) / statistic(b)``
+  ("A takes 30% fewer steps than B"), each resampled as pairs so that what a seed does to
+  both arms cancels.
+- :func:`time_to_threshold`: how long runs take to reach a loss threshold when some never
+  reach it. Those are *right-censored* at the step cap (all we know is "more than ``cap``"),
+  never dropped: dropping them would make the slowest arm look fastest. The Kaplan-Meier
+  estimate gives the median and the restricted mean time.
+- :func:`threshold_level`: the loss that counts as "solved", as a fraction of the gap
+  between learning nothing and the task's floor.
+- :func:`best_rates`: each arm's best learning rate on a pilot grid, with a flag where the
+  grid was not wide enough to contain it.
+- :func:`verdict`: an interval in words: the claim with its interval, "no difference
+  detectable", or "the opposite of the claim".
+
+The resampling and the survival curve come from SciPy (``scipy.stats.bootstrap``,
+``scipy.stats.ecdf`` on ``scipy.stats.CensoredData``); these helpers check the inputs,
+handle the samples those functions cannot (every seed equal) and put the results into words.
+
+>>> ci = bootstrap_ci([181, 175, 190, 168, 203, 177, 185, 172, 195, 180])
+>>> print(ci)
+183 (95% CI 177 to 190)
+>>> print(time_to_threshold([10, 20, None, 30, None], cap=50))
+median 30 steps, 3/5 reached
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+__all__ = [
+    "Interval",
+    "TimeToThreshold",
+    "best_rates",
+    "bootstrap_ci",
+    "paired_difference_ci",
+    "threshold_level",
+    "time_to_threshold",
+    "verdict",
+]
+
+#: The statistics an interval can be computed for, by name.
+STATISTICS = {"mean": np.mean, "median": np.median}
+
+#: Neighbouring rates of a learning-rate grid may be at most half a decade apart, as the usual
+#: 1-3-10 grid counts it: its widest step, from 3 to 10, is a factor 10/3 (sqrt(10) is 3.16).
+MAX_LR_RATIO = 10.0 / 3.0
+
+#: A learning-rate grid needs at least this many rates to have an inside.
+MIN_RATES = 5
+
+#: A bootstrap distribution whose spread is below this (relative to the estimate) is treated
+#: as a single value: e.g. ``1 - mean(a) / mean(b)`` with ``a = 0.7 * b`` is 0.3 in every
+#: resample up to rounding, and BCa on such rounding noise returns noise or NaN.
+_DEGENERATE_RTOL = 1e-12
+
+
+# --------------------------------------------------------------------------- intervals
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A statistic over seeds with its confidence interval.
+
+    Attributes:
+        estimate: the statistic on the full sample.
+        low, high: the interval's ends.
+        n: the number of seeds (of pairs, for a paired difference).
+        confidence: the interval's confidence level, e.g. 0.95.
+        note: how the interval was obtained, where it is not the plain BCa bootstrap
+            (e.g. ``"all seeds equal: no spread to resample"``); empty otherwise.
+    """
+
+    estimate: float
+    low: float
+    high: float
+    n: int
+    confidence: float = 0.95
+    note: str = ""
+
+    def format(self, fmt: str = ".3g") -> str:
+        """``"0.12 (95% CI 0.08 to 0.17)"``, each number written with ``fmt``, the note appended."""
+        note = f"; {self.note}" if self.note else ""
+        return (f"{self.estimate:{fmt}} ({self.confidence * 100:g}% CI "
+                f"{self.low:{fmt}} to {self.high:{fmt}}{note})")
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+def _statistic(fn: str, statistic: object):
+    """The numpy function named by ``statistic``, or a ValueError that lists the choices."""
+    if not isinstance(statistic, str) or statistic not in STATISTICS:
+        raise ValueError(f"{fn}(): argument 'statistic' must be one of {tuple(STATISTICS)}, "
+                         f"got {statistic!r}")
+    return STATISTICS[statistic]
+
+
+def _sample(fn: str, name: str, values: object) -> np.ndarray:
+    """``values`` as a 1-D float64 array of at least 2 finite numbers, or a ValueError."""
+    try:
+        x = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{fn}(): argument '{name}' must be a 1-D sequence of numbers, "
+                         f"got {values!r}") from None
+    if x.ndim != 1:
+        raise ValueError(f"{fn}(): argument '{name}' must be 1-D (one value per seed), "
+                         f"got an array of shape {x.shape}")
+    if x.size < 2:
+        raise ValueError(f"{fn}(): argument '{name}' must hold at least 2 values (one per seed) "
+                         f"to have a spread, got {x.size}")
+    if not np.isfinite(x).all():
+        bad = x[~np.isfinite(x)]
+        raise ValueError(f"{fn}(): argument '{name}' must hold finite numbers, got {bad.tolist()} "
+                         f"among its {x.size} values (for runs that never reached a threshold, "
+                         f"use time_to_threshold(), which counts them as censored)")
+    return x
+
+
+def _check_options(fn: str, confidence: float, n_resamples: int) -> None:
+    """ValueError unless ``0 < confidence < 1`` and ``n_resamples`` is a positive int."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"{fn}(): argument 'confidence' must be in (0, 1), e.g. 0.95, "
+                         f"got {confidence!r}")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) \
+            or n_resamples < 1:
+        raise ValueError(f"{fn}(): argument 'n_resamples' must be a positive int, "
+                         f"got {n_resamples!r}")
+
+
+def _rng_kwarg(seed: int) -> dict:
+    """The seeded generator, under the keyword this SciPy takes (``rng`` from SciPy 1.15 on,
+    ``random_state`` before; Colab may ship either)."""
+    generator = np.random.default_rng(seed)
+    if "rng" in inspect.signature(stats.bootstrap).parameters:
+        return {"rng": generator}
+    return {"random_state": generator}
+
+
+def _bootstrap(data: tuple, statistic, estimate: float, *, paired: bool, confidence: float,
+               n_resamples: int, seed: int) -> Interval:
+    """``scipy.stats.bootstrap`` with BCa, made total: never NaN.
+
+    BCa corrects the percentile interval for bias and skew, using the jackknife to estimate
+    the skew (the "acceleration"). That estimate divides by the spread of the jackknife
+    values, so BCa returns NaN (with a ``DegenerateDataWarning``) when they are all equal,
+    which happens for a median over many tied values even though the sample is not constant.
+    Then the same resamples are reused for the plain percentile interval, and the note says so.
+    """
+    n = len(data[0])
+    options = dict(paired=paired, confidence_level=confidence, vectorized=True)
+    with warnings.catch_warnings():
+        # The NaN is handled below; the warnings would only alarm a learner.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", getattr(stats, "DegenerateDataWarning", RuntimeWarning))
+        result = stats.bootstrap(data, statistic, n_resamples=n_resamples, method="BCa",
+                                 **options, **_rng_kwarg(seed))
+        spread = np.ptp(result.bootstrap_distribution)
+        if spread <= _DEGENERATE_RTOL * max(1.0, abs(estimate)):
+            return Interval(estimate, estimate, estimate, n, confidence,
+                            "every resample gives the same value: no spread to resample")
+        ci = result.confidence_interval
+        if not (np.isfinite(ci.low) and np.isfinite(ci.high)):
+            # n_resamples=0 with bootstrap_result: the same resamples, another method.
+            result = stats.bootstrap(data, statistic, n_resamples=0, method="percentile",
+                                     bootstrap_result=result, **options)
+            ci = result.confidence_interval
+            return Interval(estimate, float(ci.low), float(ci.high), n, confidence,
+                            "BCa undefined, too many ties: percentile interval")
+    return Interval(estimate, float(ci.low), float(ci.high), n, confidence)
+
+
+def bootstrap_ci(values, statistic: str = "mean", *, confidence: float = 0.95,
+                 n_resamples: int = 9999, seed: int = 0) -> Interval:
+    """A bootstrap confidence interval for the mean or median over seeds.
+
+    The sample is resampled with replacement ``n_resamples`` times and the statistic
+    recomputed on each resample; the interval is read off that distribution with BCa
+    (bias-corrected and accelerated; Efron 1987), which is more accurate than the plain
+    percentiles for the small, skewed samples that steps-to-threshold give.
+
+    Args:
+        values: one number per seed, at least 2, all finite.
+        statistic: ``"mean"`` or ``"median"``.
+        confidence: the confidence level, in (0, 1).
+        n_resamples: how many bootstrap resamples.
+        seed: seeds the resampling, so that the same values always give the same interval.
+
+    Returns:
+        An :class:`Interval`. When every value is equal (e.g. every seed hit the step cap)
+        there is nothing to resample: the interval is that value at both ends, with a note.
+
+    Examples:
+        >>> bootstrap_ci([3, 3, 3]).note
+        'all seeds equal: no spread to resample'
+    """
+    fn = "bootstrap_ci"
+    stat = _statistic(fn, statistic)
+    x = _sample(fn, "values", values)
+    _check_options(fn, confidence, n_resamples)
+    estimate = float(stat(x))
+    if np.ptp(x) == 0:
+        return Interval(estimate, estimate, estimate, x.size, confidence,
+                        "all seeds equal: no spread to resample")
+    return _bootstrap((x,), stat, estimate, paired=False, confidence=confidence,
+                      n_resamples=n_resamples, seed=seed)
+
+
+def paired_difference_ci(a, b, statistic: str = "mean", *, relative: bool = False,
+                         confidence: float = 0.95, n_resamples: int = 9999,
+                         seed: int = 0) -> Interval:
+    """A bootstrap confidence interval for the difference of two arms paired by seed.
+
+    ``a[i]`` and ``b[i]`` come from the same seed (same initial weights, same minibatches), so
+    the pairs are resampled together: a seed that is hard for both arms moves both values, and
+    the difference cancels it. The interval is BCa, as in :func:`bootstrap_ci`.
+
+    - Absolute (``relative=False``): ``statistic(a - b)``, e.g. the mean of the per-seed
+      differences; positive when A has more.
+    - Relative (``relative=True``): ``1 - statistic(a) / statistic(b)``, e.g. 0.3 for "A takes
+      30% fewer steps than B"; positive when A has less. Both statistics are recomputed on the
+      same resampled pairs, so the ratio's interval keeps the pairing too.
+
+    Args:
+        a, b: one number per seed each, same length (at least 2), all finite, paired by
+            position. With ``relative=True`` every value of ``b`` must be positive.
+        statistic: ``"mean"`` or ``"median"``.
+        relative: the relative difference instead of the absolute one.
+        confidence, n_resamples, seed: as in :func:`bootstrap_ci`.
+
+    Returns:
+        An :class:`Interval`; degenerate (``low == high == estimate``, with a note) when every
+        pair differs by the same amount (absolute) or every resample gives the same ratio.
+    """
+    fn = "paired_difference_ci"
+    stat = _statistic(fn, statistic)
+    x, y = _sample(fn, "a", a), _sample(fn, "b", b)
+    if x.size != y.size:
+        raise ValueError(f"{fn}(): arguments 'a' and 'b' must have the same length (one value "
+                         f"per seed, paired by position), got len(a)={x.size} and len(b)={y.size}")
+    _check_options(fn, confidence, n_resamples)
+    if not relative:
+        d = x - y
+        estimate = float(stat(d))
+        if np.ptp(d) == 0:
+            return Interval(estimate, estimate, estimate, d.size, confidence,
+                            "all seeds differ by the same amount: no spread to resample")
+        return _bootstrap((d,), stat, estimate, paired=False, confidence=confidence,
+                          n_resamples=n_resamples, seed=seed)
+    if (y <= 0).any():
+        # A positive baseline keeps every resample's denominator away from zero.
+        raise ValueError(f"{fn}(): argument 'b' must hold positive values for a relative "
+                         f"difference (it is the denominator), got {y[y <= 0].tolist()}")
+
+    def relative_difference(a_, b_, axis=-1):
+        return 1.0 - stat(a_, axis=axis) / stat(b_, axis=axis)
+
+    estimate = float(relative_difference(x, y))
+    return _bootstrap((x, y), relative_difference, estimate, paired=True, confidence=confidence,
+                      n_resamples=n_resamples, seed=seed)
+
+
+# --------------------------------------------------------------------- time to threshold
+
+
+@dataclass(frozen=True)
+class TimeToThreshold:
+    """How long runs took to reach a threshold, runs that never did counted as censored.
+
+    Attributes:
+        n: runs.
+        reached: runs that reached the threshold within ``cap`` steps.
+        fraction_reached: ``reached / n``.
+        median: the Kaplan-Meier median step, or None when more than half the runs may not
+            have reached it (the survival curve never falls to 0.5).
+        restricted_mean: the mean step, with runs that never reached it counted as ``cap``:
+            the area under the Kaplan-Meier survival curve from 0 to ``cap``.
+        cap: the step cap.
+    """
+
+    n: int
+    reached: int
+    fraction_reached: float
+    median: float | None
+    restricted_mean: float
+    cap: int
+
+    def __str__(self) -> str:
+        if self.median is None:
+            return (f"median not reached ({self.reached}/{self.n} reached within "
+                    f"{self.cap} steps)")
+        return f"median {self.median:g} steps, {self.reached}/{self.n} reached"
+
+
+def _steps(fn: str, steps: object) -> np.ndarray:
+    """``steps`` as a 1-D float64 array, None and pandas' NA as NaN, or a ValueError."""
+    try:
+        x = pd.to_numeric(pd.Series(steps, dtype=object), errors="raise").astype("float64")
+    except (TypeError, ValueError):
+        raise ValueError(f"{fn}(): argument 'steps' must be a 1-D sequence of step numbers, "
+                         f"NaN or None for runs that never reached the threshold, "
+                         f"got {steps!r}") from None
+    return x.to_numpy()
+
+
+def time_to_threshold(steps, cap: int) -> TimeToThreshold:
+    """The Kaplan-Meier summary of the step at which each run first reached a threshold.
+
+    A run that never reached the threshold within ``cap`` steps is *right-censored*: its time
+    is only known to be more than ``cap``. The Kaplan-Meier survival curve ``S(t)``, the
+    fraction of runs still above the threshold after step ``t``, uses every run::
+
+        S(t) = prod over reaching steps t_i <= t of (1 - d_i / r_i)
+
+    with ``d_i`` the runs reaching it at ``t_i`` and ``r_i`` the runs not yet there (censored
+    runs stay at risk to the end). The median is the first step where ``S(t) <= 0.5``, and the
+    restricted mean is ``integral_0^cap S(t) dt``: the mean time if runs that never reached it
+    had reached it at ``cap``, hence a lower bound on the true mean.
+
+    Args:
+        steps: per run, the first step at which the threshold was reached, NaN or None for
+            runs that did not reach it within ``cap`` steps. Reached steps are in
+            ``[0, cap]``.
+        cap: the step cap, a positive int.
+
+    Returns:
+        A :class:`TimeToThreshold`.
+
+    Examples:
+        >>> t = time_to_threshold([10, 20, None, 30, None], cap=50)
+        >>> t.median, t.restricted_mean
+        (30.0, 32.0)
+    """
+    fn = "time_to_threshold"
+    if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap <= 0:
+        raise ValueError(f"{fn}(): argument 'cap' must be a positive int (the step cap), "
+                         f"got {cap!r}")
+    x = _steps(fn, steps)
+    if x.ndim != 1 or x.size == 0:
+        raise ValueError(f"{fn}(): argument 'steps' must hold at least one run, got {steps!r}")
+    done = x[~np.isnan(x)]
+    bad = done[~np.isfinite(done) | (done < 0) | (done > cap)]
+    if bad.size:
+        raise ValueError(f"{fn}(): argument 'steps' must hold steps in [0, cap={cap}] or NaN for "
+                         f"runs that never reached the threshold, got {bad.tolist()}")
+    n, reached = x.size, done.size
+    data = stats.CensoredData(uncensored=done, right=np.full(n - reached, float(cap)))
+    sf = stats.ecdf(data).sf
+    # The curve's steps: S drops to probabilities[i] at quantiles[i]; S = 1 before the first.
+    # Censored runs add a step where S does not drop (at cap), which changes nothing below.
+    times, survival = np.asarray(sf.quantiles), np.asarray(sf.probabilities)
+    # 1e-12: a product like 0.8 * 0.625 may round to just above 0.5.
+    below = np.flatnonzero(survival <= 0.5 + 1e-12)
+    median = float(times[below[0]]) if below.size else None
+    # Integrate the step function: S = 1 on [0, t_1), S(t_i) on [t_i, t_{i+1}), ..., up to cap.
+    knots = np.concatenate([[0.0], times, [float(cap)]])
+    heights = np.concatenate([[1.0], survival])
+    restricted_mean = float(np.sum(heights * np.diff(knots)))
+    return TimeToThreshold(n=n, reached=reached, fraction_reached=reached / n, median=median,
+                           restricted_mean=restricted_mean, cap=int(cap))
+
+
+def threshold_level(learned_nothing: float, floor: float, fraction: float) -> float:
+    """The loss that counts as "solved": ``fraction`` of the way from learning nothing to the floor.
+
+    ``floor + (1 - fraction) * (learned_nothing - floor)``. A threshold stated as a fraction of
+    the gap means the same thing on every task: 0.9 is "closed 90% of what there was to learn".
+
+    Args:
+        learned_nothing: the loss of a model that learned nothing (e.g. predicting the mean).
+        floor: the lowest loss the task allows (e.g. its noise), below ``learned_nothing``.
+        fraction: the fraction of the gap to close, in (0, 1).
+
+    Returns:
+        The threshold loss, between ``floor`` and ``learned_nothing``.
+
+    Examples:
+        >>> threshold_level(1.0, 0.0, 0.9)
+        0.09999999999999998
+    """
+    fn = "threshold_level"
+    for name, value in (("learned_nothing", learned_nothing), ("floor", floor),
+                        ("fraction", fraction)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
+                or not math.isfinite(value):
+            raise ValueError(f"{fn}(): argument '{name}' must be a finite number, got {value!r}")
+    if not learned_nothing > floor:
+        raise ValueError(f"{fn}(): argument 'learned_nothing' must be above 'floor' "
+                         f"(there must be something to learn), got learned_nothing="
+                         f"{learned_nothing!r} and floor={floor!r}")
+    if not 0 < fraction < 1:
+        raise ValueError(f"{fn}(): argument 'fraction' must be in (0, 1), got {fraction!r}")
+    return float(floor + (1 - fraction) * (learned_nothing - floor))
+
+
+# --------------------------------------------------------------------------- tuning
+
+
+def _check_grid(arm: object, rates: np.ndarray) -> None:
+    """ValueError naming 'scores' unless ``rates`` (sorted) is a wide, fine enough grid."""
+    if rates.size < MIN_RATES:
+        raise ValueError(f"best_rates(): argument 'scores' must hold at least {MIN_RATES} "
+                         f"learning rates per arm, so that the best one can be inside the grid; "
+                         f"arm {arm!r} has {rates.size}: {rates.tolist()}")
+    if not (rates > 0).all() or not np.isfinite(rates).all():
+        raise ValueError(f"best_rates(): argument 'scores' must hold positive, finite learning "
+                         f"rates; arm {arm!r} has {rates.tolist()}")
+    ratios = rates[1:] / rates[:-1]
+    # 1 + 1e-9: a grid written as 1, 3, 10 is a hair off 10/3 in floating point.
+    coarse = np.flatnonzero(ratios > MAX_LR_RATIO * (1 + 1e-9))
+    if coarse.size:
+        i = coarse[0]
+        raise ValueError(f"best_rates(): argument 'scores' must have neighbouring learning rates "
+                         f"at most half a decade apart (ratio <= 10/3, as in a 1-3-10 grid); "
+                         f"arm {arm!r} jumps from {rates[i]:g} to {rates[i + 1]:g} "
+                         f"(ratio {ratios[i]:.3g})")
+
+
+def best_rates(scores: pd.DataFrame, *, arm: str = "arm", lr: str = "lr", score: str = "score",
+               learned_below: float) -> pd.DataFrame:
+    """Each arm's best learning rate on a pilot grid, and whether the grid was wide enough.
+
+    A comparison of arms is fair only if each arm is run at its own best rate. The best rate
+    is trusted only when it is inside the grid: on the grid's edge, a better one may lie beyond.
+
+    Args:
+        scores: one row per (arm, learning rate), already aggregated over the pilot seeds,
+            lower is better (e.g. the median final loss, or the restricted mean steps to
+            threshold). A NaN score (a diverged run) never wins. Each arm's rates must be at
+            least 5, positive, with neighbours at most half a decade (a factor 10/3, as in 1-3-10) apart.
+        arm, lr, score: the names of those columns.
+        learned_below: a best score below this counts as having learned (e.g. the
+            learned-nothing loss, or the step cap).
+
+    Returns:
+        One row per arm, in order of first appearance, with columns ``arm`` (named as given),
+        ``best_lr``, ``best_score``, ``on_edge`` (the best rate is the grid's smallest or
+        largest), ``learned`` (``best_score < learned_below``) and ``note``: ``""``,
+        ``"best rate on the grid's edge"`` or ``"did not learn at any rate in the grid"``.
+    """
+    fn = "best_rates"
+    if not isinstance(scores, pd.DataFrame):
+        raise ValueError(f"{fn}(): argument 'scores' must be a pandas DataFrame, "
+                         f"got {type(scores).__name__}")
+    missing = [c for c in (arm, lr, score) if c not in scores.columns]
+    if missing:
+        raise ValueError(f"{fn}(): argument 'scores' must have columns {[arm, lr, score]}, "
+                         f"missing {missing} (it has {list(scores.columns)})")
+    if scores.empty:
+        raise ValueError(f"{fn}(): argument 'scores' must hold at least one row, got none")
+    duplicated = scores.duplicated([arm, lr])
+    if duplicated.any():
+        first = scores.loc[duplicated, [arm, lr]].iloc[0].tolist()
+        raise ValueError(f"{fn}(): argument 'scores' must hold one row per ({arm}, {lr}), "
+                         f"aggregated over seeds; ({first[0]!r}, {first[1]!r}) appears more "
+                         f"than once")
+    rows = []
+    for name, group in scores.groupby(arm, sort=False, observed=True):
+        group = group.sort_values(lr)
+        rates = group[lr].to_numpy(dtype=np.float64)
+        _check_grid(name, rates)
+        values = group[score].to_numpy(dtype=np.float64)
+        ranked = np.where(np.isnan(values), np.inf, values)  # a diverged rate never wins
+        if np.isposinf(ranked).all():
+            best_lr, best_score, on_edge = math.nan, math.nan, False
+        else:
+            i = int(np.argmin(ranked))  # ties: the smallest rate
+            best_lr, best_score = float(rates[i]), float(values[i])
+            on_edge = i in (0, rates.size - 1)
+        learned = bool(best_score < learned_below)
+        note = ("did not learn at any rate in the grid" if not learned
+                else "best rate on the grid's edge" if on_edge else "")
+        rows.append({arm: name, "best_lr": best_lr, "best_score": best_score,
+                     "on_edge": bool(on_edge), "learned": learned, "note": note})
+    return pd.DataFrame(rows, columns=[arm, "best_lr", "best_score", "on_edge", "learned", "note"])
+
+
+# --------------------------------------------------------------------------- words
+
+
+def verdict(interval: Interval, *, a: str, b: str, quantity: str = "steps",
+            claim: str = "fewer", n_seeds: int | None = None, relative: bool = True) -> str:
+    """An interval on "A versus B" in words: the claim, no difference, or the opposite.
+
+    The words follow the interval, not the estimate:
+
+    - entirely on the claim's side of 0: ``"{a} needs 31% fewer steps than {b} (95% CI 18% to
+      41%)"``;
+    - containing 0: ``"no difference detectable with 10 seeds: {a} vs {b}, -12% (95% CI -30%
+      to 5%)"``, the signed number being how much more A needs than B (negative: less);
+    - entirely on the other side: ``"the opposite of the claim: {a} needs 12% more steps than
+      {b} (95% CI 4% to 20%)"``.
+
+    Args:
+        interval: from :func:`paired_difference_ci`. With ``relative=True`` (the default) a
+            relative difference ``1 - statistic(a) / statistic(b)``, positive when A has less;
+            percentages are rounded to integers. With ``relative=False`` an absolute one,
+            ``statistic(a - b)``, positive when A has more; numbers get 3 significant digits.
+        a, b: the arms' names.
+        quantity: what is compared, e.g. ``"steps"``.
+        claim: ``"fewer"`` (the claim is that A needs less than B) or ``"more"``.
+        n_seeds: the seeds named in "no difference detectable with n seeds"; default
+            ``interval.n``.
+        relative: whether ``interval`` is relative (see above).
+
+    Returns:
+        One sentence, without a final full stop.
+    """
+    fn = "verdict"
+    if not isinstance(interval, Interval):
+        raise ValueError(f"{fn}(): argument 'interval' must be an Interval, "
+                         f"got {type(interval).__name__}")
+    if claim not in ("fewer", "more"):
+        raise ValueError(f"{fn}(): argument 'claim' must be 'fewer' or 'more', got {claim!r}")
+    # Everything below in terms of "how much more A needs than B": a - b, or a / b - 1.
+    sign = -1.0 if relative else 1.0
+    more = sign * interval.estimate
+    lo, hi = sorted((sign * interval.low, sign * interval.high))
+
+    def num(value: float, signed: bool = False) -> str:
+        if relative:
+            pct = int(round(value * 100)) + 0  # + 0: no "-0"
+            return f"{pct:+d}%" if signed else f"{pct}%"
+        return f"{value:+.3g}" if signed else f"{value:.3g}"
+
+    ci = f"({interval.confidence * 100:g}% CI"
+    if lo <= 0 <= hi:
+        n = interval.n if n_seeds is None else n_seeds
+        return (f"no difference detectable with {n} seeds: {a} vs {b}, {num(more, True)} "
+                f"{ci} {num(lo)} to {num(hi)})")
+    direction = "more" if lo > 0 else "fewer"
+    if direction == "more":
+        said = f"{a} needs {num(more)} more {quantity} than {b} {ci} {num(lo)} to {num(hi)})"
+    else:
+        said = f"{a} needs {num(-more)} fewer {quantity} than {b} {ci} {num(-hi)} to {num(-lo)})"
+    return said if direction == claim else f"the opposite of the claim: {said}"

@@ -1,0 +1,155 @@
+"""helpers.runner: units, the cache (atomic, refused when stale or damaged), the tuned protocol,
+stored results read back, and a run killed mid-way that resumes losing only the unit in flight."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import runner_toy  # noqa: F401  (registers the toy experiments)
+
+from helpers import runner
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.fixture
+def dirs(tmp_path, monkeypatch):
+    log = tmp_path / "units.log"
+    monkeypatch.setenv("RUNNER_TOY_LOG", str(log))
+    monkeypatch.setenv("RUNNER_TOY_SLEEP", "0")
+    (tmp_path / "results").mkdir()
+    return {"cache_dir": tmp_path / "cache", "results_dir": tmp_path / "results", "log": log}
+
+
+def _run(name, dirs, messages=None):
+    return runner.run(name, cache_dir=dirs["cache_dir"], results_dir=dirs["results_dir"], progress=False,
+                      log=(messages.append if messages is not None else lambda m: None))
+
+
+def _trained(dirs) -> int:
+    return len(dirs["log"].read_text().splitlines()) if dirs["log"].exists() else 0
+
+
+def test_units_split_the_grid_and_the_seeds():
+    exp = runner.experiment("toy")  # 3 rates, 4 seeds, 2 seeds per unit
+    units = runner.units(exp)
+    assert len(units) == 3 * 2
+    assert [u["seeds"] for u in units[:2]] == [[0, 1], [2, 3]]
+    assert {u["params"]["lr"] for u in units} == {0.1, 0.2, 0.3}
+    stacked = runner.units(runner.experiment("toy_stacked"))
+    assert len(stacked) == 3 and all(u["params"]["lr"] == (0.1, 0.2) for u in stacked)
+
+
+def test_a_run_stores_a_table_and_its_metadata_and_a_second_run_trains_nothing(dirs):
+    meta = _run("toy", dirs)
+    assert _trained(dirs) == 6
+    table = dirs["results_dir"] / "toy.csv.gz"
+    first_bytes = table.read_bytes()
+    stored = runner.load("toy", dirs["results_dir"])
+    assert len(stored.frame) == 3 * 4 * 30 and set(stored.frame["unit"]) == set(range(6))
+    for key in ("config", "config_hash", "seeds", "fingerprint", "commit", "wall_s", "budget_s", "verdicts"):
+        assert key in stored.meta, key
+    assert stored.meta["fingerprint"]["torch"] and stored.meta["fingerprint"]["cpu"]
+    assert stored.verdicts == runner_toy.summarize(stored.frame) == meta["verdicts"]
+
+    _run("toy", dirs)
+    assert _trained(dirs) == 6  # everything came from the cache
+    assert table.read_bytes() == first_bytes  # and the results are byte for byte the same
+    # the stored dtypes come back exactly: the values are the ones trained
+    fresh = runner_toy.train(lr=0.1, seeds=[0, 1], steps=30)
+    assert stored.frame[stored.frame["unit"] == 0].drop(columns="unit").reset_index(drop=True).equals(fresh)
+
+
+def test_a_damaged_cache_entry_is_refused_with_a_message_and_run_again(dirs):
+    _run("toy", dirs)
+    victim = sorted((dirs["cache_dir"] / "toy").glob("*.pkl"))[0]
+    victim.write_bytes(b"half a pick")
+    messages = []
+    _run("toy", dirs, messages)
+    assert _trained(dirs) == 7
+    assert any("cannot be read" in m and victim.name in m for m in messages)
+
+
+def test_a_cache_entry_made_for_another_config_is_refused(dirs):
+    _run("toy", dirs)
+    victim = sorted((dirs["cache_dir"] / "toy").glob("*.pkl"))[0]
+    entry = pickle.loads(victim.read_bytes())
+    victim.write_bytes(pickle.dumps({**entry, "config_hash": "0123456789abcdef"}))
+    messages = []
+    _run("toy", dirs, messages)
+    assert _trained(dirs) == 7
+    assert any("made for config 0123456789abcdef" in m for m in messages)
+
+
+def test_an_unknown_name_lists_the_known_ones(dirs):
+    with pytest.raises(ValueError, match=r"unknown experiment 'nope'; the known ones are: .*toy.*toy_tuned"):
+        runner.run("nope", **{k: v for k, v in dirs.items() if k != "log"})
+    out = subprocess.run([sys.executable, "-m", "helpers.runner", "--only", "nope"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and "unknown experiment 'nope'" in out.stderr and "the known ones are" in out.stderr
+
+
+def test_a_declaration_with_shared_pilot_seeds_or_an_unknown_stack_is_refused():
+    with pytest.raises(ValueError, match=r"'stack' must name grid parameters \['lr'\], got \['depth'\]"):
+        runner.Experiment(name="x", notebook="-", train=runner_toy.train, grid={"lr": (1,)}, seeds=(0,), steps=1,
+                          stack=("depth",))
+    tuning = runner.Tuning(key="lr", rates=(1, 2), pilot_seeds=(0, 1), score=runner_toy.final_loss_score,
+                           learned_below=1)
+    with pytest.raises(ValueError, match=r"fresh, but \[1\] are pilot seeds too"):
+        runner.Experiment(name="x", notebook="-", train=runner_toy.train, grid={"arm": ("a",)}, seeds=(1, 2),
+                          steps=1, tuning=tuning)
+
+
+def test_the_tuned_protocol_picks_each_arms_rate_on_pilot_seeds_then_reports_fresh_seeds(dirs):
+    meta = _run("toy_tuned", dirs)
+    frame = runner.load("toy_tuned", dirs["results_dir"]).frame
+    pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
+    assert set(pilot["seed"]) == {0, 1, 2} and set(report["seed"]) == {10, 11, 12}
+    assert set(pilot["lr"]) == {0.01, 0.03, 0.1, 0.3, 1.0}
+    best = {r["arm"]: r["best_lr"] for r in meta["best_rates"]}
+    assert best == {'["fast"]': 0.3, '["slow"]': 0.03}
+    assert report.groupby("arm")["lr"].unique().map(list).to_dict() == {"fast": [0.3], "slow": [0.03]}
+    # a reported unit re-runs from the stored best rate, to the same rows
+    fresh, stored = runner.rerun_unit("toy_tuned", meta["units"] - 1, results_dir=dirs["results_dir"])
+    assert len(fresh) == 20 and set(fresh["stage"]) == {"report"}
+    pd.testing.assert_frame_equal(fresh, stored)
+
+
+def test_a_killed_run_resumes_and_loses_only_the_unit_in_flight(tmp_path):
+    log = tmp_path / "units.log"
+    env = {**os.environ, "RUNNER_TOY_LOG": str(log), "RUNNER_TOY_SLEEP": "0.4", "PYTHONPATH": str(TESTS)}
+    cmd = [sys.executable, "-m", "helpers.runner", "--module", "runner_toy", "--only", "toy",
+           "--cache", str(tmp_path / "cache"), "--results", str(tmp_path / "results")]
+    (tmp_path / "results").mkdir()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while len(list((tmp_path / "cache" / "toy").glob("*.pkl"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done_before = len(list((tmp_path / "cache" / "toy").glob("*.pkl")))
+    assert 2 <= done_before < 6, "the kill came too late to test a resume"
+    assert not (tmp_path / "results" / "toy.csv.gz").exists()
+    started_before = len(log.read_text().splitlines())
+    assert started_before <= done_before + 1  # at most one unit was in flight
+
+    subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=True)
+    started = log.read_text().splitlines()
+    assert len(started) - started_before == 6 - done_before  # only what was missing ran again
+    assert len(started) <= 6 + 1  # in all, at most the one unit in flight was lost
+    assert not list((tmp_path / "cache" / "toy").glob("*.tmp"))
+    assert len(runner.load("toy", tmp_path / "results").frame) == 3 * 4 * 30
+
+
+def test_load_names_the_command_when_results_are_missing(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"make experiments ONLY=nothing_here"):
+        runner.load("nothing_here", tmp_path)
