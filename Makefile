@@ -10,8 +10,10 @@ STAMP       := $(VENV)/.built
 COLAB_VENV  := .venv-colab
 COLAB_STAMP := $(COLAB_VENV)/.built
 COLAB_PKG   := $(COLAB_VENV)/.helpers-installed
-# helpers/ and its .py files: a file added, changed or removed reinstalls it in .venv-colab.
-HELPERS_SRC := $(shell find helpers -name __pycache__ -prune -o \( -type d -o -name '*.py' \) -print 2>/dev/null)
+# helpers/, its .py files and its package data (stored results): a file added, changed or removed
+# reinstalls it in .venv-colab.
+HELPERS_SRC := $(shell find helpers -name __pycache__ -prune -o \( -type d -o -name '*.py' -o -name '*.csv' \
+                 -o -name '*.csv.gz' -o -name '*.json' \) -print 2>/dev/null)
 FIRST_NB    := notebooks/00_start_here.ipynb
 
 # JupyterLab: loopback only, token authentication always on (a random token unless
@@ -22,12 +24,13 @@ ROOT_FLAG   := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LAB_CMD     := $(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(LAB_PORT) \
                --ServerApp.open_browser=True $(ROOT_FLAG) $(LAB_FLAGS) $(FIRST_NB)
 
-.PHONY: lab test test-fast lint colab-env bench clean help
+.PHONY: lab test test-fast lint colab-env bench experiments clean help
 
 help:
 	@echo "make lab    - open JupyterLab at $(FIRST_NB)"
 	@echo "make test   - run every test (unit, property, notebooks, Colab versions, browser)"
 	@echo "make bench  - speed and memory against torch's kernels (benchmarks/)"
+	@echo "make experiments [ONLY=name] - rebuild the stored experiment results (helpers/results/)"
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python 3.11+ is required")'
@@ -63,12 +66,20 @@ lab: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check helpers tests notebooks
 
+# The second nbval pass: PyTorch's CPU kernels on their plain vectorisation path, the BLAS on
+# its conditional-numerical-reproducibility path (as on another vendor's CPU) and one thread (another
+# reduction order). Stored outputs that pass both are the same on other CPUs too.
+PORTABLE_ENV := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE OMP_NUM_THREADS=1
+
 # One pytest run (settings in pyproject.toml), ordered quick to slow by tests/conftest.py:
 # unit and hygiene tests, every notebook under strict nbval, `make lab`'s server, every
 # notebook with Colab's versions, then every notebook's widgets in headless Chromium.
+# Then strict nbval once more, under PORTABLE_ENV. Each stage's time is printed.
 test: $(STAMP) $(COLAB_PKG)
 	$(VENV)/bin/ruff check helpers tests notebooks
-	$(PY) -m pytest
+	@start=$$(date +%s); $(PY) -m pytest; rc=$$?; echo "make test: pytest took $$(( $$(date +%s) - start )) s"; exit $$rc
+	@start=$$(date +%s); $(PORTABLE_ENV) $(PY) -m pytest notebooks -p no:cacheprovider; rc=$$?; \
+	  echo "make test: nbval under $(PORTABLE_ENV) took $$(( $$(date +%s) - start )) s"; exit $$rc
 
 # Unit, property and hygiene tests only: no kernels, servers or browsers.
 test-fast: $(STAMP)
@@ -77,5 +88,13 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
+# Rebuild the stored experiment results (helpers/results/, shipped with the package): all of them,
+# or `make experiments ONLY="name other"`. Resumable: each finished unit is cached in
+# .experiments-cache/, so a second run, or one after a kill, trains only what is missing.
+# Nothing in `make test` runs this. `$(PY) -m helpers.runner --list` lists the experiments.
+experiments: $(STAMP)
+	$(PY) -m helpers.runner $(foreach name,$(ONLY),--only $(name))
+
 clean:
 	rm -rf $(VENV) $(COLAB_VENV) .pytest_cache .ruff_cache .hypothesis
+# (.experiments-cache/ is kept: it holds hours of training; delete it by hand to start over)

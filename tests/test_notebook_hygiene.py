@@ -32,11 +32,11 @@ MACHINE_PATH = re.compile(
 )
 IGNORE_MARKER = "# NBVAL_IGNORE_OUTPUT"
 NBVAL_MARKERS = {"NBVAL_IGNORE_OUTPUT", "NBVAL_CHECK_OUTPUT", "NBVAL_SKIP", "NBVAL_RAISES_EXCEPTION"}
-# The convention: only a cell that displays a widget or prints a timing ignores its output,
-# and another comment line in it says which.
+# The convention: only a cell that displays a widget, prints a timing or shows a live training
+# run (whose digits depend on the CPU) ignores its output, and another comment line says which.
 IGNORE_REASON = re.compile(
     r"\b(widgets?|sliders?|dashboards?|controls?|interactive|timings?|timed|times?|"
-    r"seconds|speed|benchmarks?|progress)\b",
+    r"seconds|speed|benchmarks?|progress|live)\b",
     re.IGNORECASE,
 )
 
@@ -147,7 +147,8 @@ class TestNotebook:
                        if line.startswith("#") and "NBVAL_" not in line]
             assert any(IGNORE_REASON.search(r) for r in reasons), (
                 f"{path.name}, code cell {i}: `{IGNORE_MARKER}` needs a comment line saying why "
-                "(only cells that display a widget or print a timing may ignore their output), "
+                "(only cells that display a widget, print a timing or show a live training run may "
+                "ignore their output), "
                 f"e.g. `{IGNORE_MARKER}` then `# displays a widget`")
 
     def test_has_an_in_sync_py_percent_pair(self, path):
