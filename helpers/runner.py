@@ -177,6 +177,11 @@ class Experiment:
         return hashlib.sha256(json.dumps(self.config(), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _jsonable(data):
+    """``data`` as it reads back from JSON (tuples become lists, anything else its ``str``)."""
+    return json.loads(json.dumps(data, default=str))
+
+
 def _qualname(fn: Callable) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
@@ -320,13 +325,17 @@ def fingerprint() -> dict:
     }
 
 
-def _git_commit() -> str:
+def _git_commit(exp: Experiment) -> str:
+    """The checkout's commit, with ``+changes`` when the code that made ``exp`` (its topic module,
+    this runner, the statistics) differs from it."""
     root = Path(__file__).resolve().parents[1]
+    sources = {Path(sys.modules[exp.train.__module__].__file__), Path(__file__),
+               Path(__file__).with_name("inference.py")}
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
                                 check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "helpers"], cwd=root, capture_output=True,
-                               text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", *map(str, sources)], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return commit + ("+changes" if dirty else "")
@@ -408,7 +417,7 @@ def run(name: str, *, cache_dir: Path = CACHE_DIR, results_dir: Path = RESULTS_D
     meta = {
         "name": exp.name, "notebook": exp.notebook, "config": exp.config(), "config_hash": exp.config_hash(),
         "seeds": list(exp.seeds), "units": len(frames), "rows": len(frame),
-        "fingerprint": _unit_fingerprints(exp, cache_dir), "commit": _git_commit(),
+        "fingerprint": _unit_fingerprints(exp, cache_dir), "commit": _git_commit(exp),
         "wall_s": round(wall, 1), "budget_s": exp.budget_s,
         "dtypes": {c: str(t) for c, t in frame.dtypes.items()},
         "best_rates": None if best_table is None else json.loads(best_table.to_json(orient="records")),

@@ -32,6 +32,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from helpers import runner
 from helpers.checks import Case, Exercise, Verdict, check, register
 from helpers.functional import layer_norm
 
@@ -553,3 +554,99 @@ def transformer_runs(seeds=(0, 1, 2), lrs=(0.01,), *, steps: int = 150, batch: i
     })
     frame.loc[frame.groupby(run_keys(frame))["loss"].cummax() == math.inf, "loss"] = math.inf
     return frame
+
+
+# ------------------------------------------------------------ stored experiments (make experiments)
+
+
+#: "Learned nothing": predicting the mean scores Var(u1 + u2) = 1/6. A final loss above it (a run
+#: that diverged, or ended worse than the mean) counts as this level in paired comparisons, so
+#: that one blown-up run does not decide a mean.
+LEARNED_NOTHING = 1 / 6
+
+
+def final_losses(runs: pd.DataFrame, window: int = 20) -> pd.DataFrame:
+    """Each run's final smoothed loss (:func:`smooth`): one row per run, its :data:`RUN_KEYS` and ``final``."""
+    last = runs.assign(final=smooth(runs, window)).groupby(run_keys(runs), sort=False).tail(1)
+    return last[[*run_keys(runs), "final"]].reset_index(drop=True)
+
+
+def paired(per_run: pd.DataFrame, column: str, a: str = "LayerNorm", b: str = "no norm"):
+    """``column`` of arms ``a`` and ``b`` (plain variants, noise 0), aligned by seed: two arrays."""
+    plain = per_run[per_run["noise"] == 0] if "noise" in per_run else per_run
+    table = plain.pivot_table(index="seed", columns="variant", values=column, dropna=False)
+    return table[a].to_numpy(), table[b].to_numpy()
+
+
+def speed_verdicts(runs: pd.DataFrame, threshold: float = THRESHOLD) -> dict[str, str]:
+    """The verdicts of an LN-vs-no-norm experiment, per rate, paired by seed, in words.
+
+    For each rate:
+
+    - ``"time, <variant>, lr <r>"``: steps to ``threshold`` with censoring (Kaplan-Meier median
+      and the fraction that got there; :func:`helpers.inference.time_to_threshold`);
+    - ``"steps, lr <r>"``: LN vs no norm on the *restricted mean* steps to the threshold, a run
+      that never gets there counting as the step cap (so no run is dropped);
+    - ``"final loss, lr <r>"``: LN vs no norm on the final smoothed loss, capped at
+      :data:`LEARNED_NOTHING`.
+
+    The claim tested is the lesson's: LN needs fewer steps and ends lower. Intervals are 95%
+    BCa bootstrap intervals over seeds (:func:`helpers.inference.paired_difference_ci`).
+    """
+    from helpers.inference import paired_difference_ci, time_to_threshold, verdict
+
+    plain = runs[runs["noise"] == 0] if "noise" in runs else runs
+    cap = int(plain["step"].max()) + 1
+    reached = steps_to_threshold(plain, threshold)
+    finals = final_losses(plain)
+    out = {}
+    for lr in sorted(plain["lr"].unique()):
+        at = reached[reached["lr"] == lr]
+        for variant in ("no norm", "LayerNorm"):
+            out[f"time, {variant}, lr {lr:g}"] = str(time_to_threshold(at.loc[at["variant"] == variant, "steps"], cap))
+        a, b = paired(at.assign(steps=at["steps"].fillna(cap)), "steps")
+        if (a == cap).all() and (b == cap).all():
+            out[f"steps, lr {lr:g}"] = f"no run of either variant reaches the threshold within {cap} steps"
+        else:
+            out[f"steps, lr {lr:g}"] = verdict(paired_difference_ci(a, b, relative=True), a="LayerNorm",
+                                               b="no norm", quantity="steps to the threshold")
+        fa, fb = paired(finals[finals["lr"] == lr].assign(final=lambda f: f["final"].clip(upper=LEARNED_NOTHING)),
+                        "final")
+        if (fa == LEARNED_NOTHING).all() and (fb == LEARNED_NOTHING).all():
+            out[f"final loss, lr {lr:g}"] = ("no run of either variant ends below the learned-nothing level "
+                                             f"({LEARNED_NOTHING:.3f})")
+        else:
+            out[f"final loss, lr {lr:g}"] = verdict(paired_difference_ci(fa, fb, relative=True), a="LayerNorm",
+                                                    b="no norm", quantity="final loss", verb="ends with",
+                                                    words=("lower", "higher"))
+    return out
+
+
+
+
+def _rnn_unit(*, lr: float, seeds, steps: int, depth: int, variants, noises) -> pd.DataFrame:
+    """One unit of the RNN experiments: every arm at rate ``lr`` for ``seeds``, stacked."""
+    return rnn_runs(seeds=seeds, lrs=(lr,), variants=variants, noises=noises, depth=depth, steps=steps)
+
+
+def _transformer_unit(*, lr: float, seeds, steps: int) -> pd.DataFrame:
+    """One unit of the Transformer experiment: both variants at rate ``lr`` for ``seeds``, stacked."""
+    return transformer_runs(seeds=seeds, lrs=(lr,), steps=steps)
+
+
+#: The seeds of the stored runs of notebook 05.
+SEEDS = tuple(range(10))
+
+runner.register(runner.Experiment(
+    name="rnn_depth1", notebook="05_does_it_speed_up_training", train=_rnn_unit,
+    grid={"lr": LRS}, seeds=SEEDS, steps=300, threshold=THRESHOLD,
+    fixed={"depth": 1, "variants": VARIANTS, "noises": NOISES}, summarize=speed_verdicts, budget_s=120))
+runner.register(runner.Experiment(
+    name="rnn_depth3", notebook="05_does_it_speed_up_training", train=_rnn_unit,
+    grid={"lr": LRS}, seeds=SEEDS, steps=300, threshold=THRESHOLD,
+    fixed={"depth": 3, "variants": ("no norm", "LayerNorm"), "noises": ()}, summarize=speed_verdicts,
+    budget_s=120))
+runner.register(runner.Experiment(
+    name="transformer", notebook="05_does_it_speed_up_training", train=_transformer_unit,
+    grid={"lr": (0.01, 0.1, 0.3)}, seeds=SEEDS, steps=150, threshold=THRESHOLD, summarize=speed_verdicts,
+    budget_s=120))
