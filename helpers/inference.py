@@ -493,7 +493,8 @@ def best_rates(scores: pd.DataFrame, *, arm: str = "arm", lr: str = "lr", score:
 
 
 def verdict(interval: Interval, *, a: str, b: str, quantity: str = "steps",
-            claim: str = "fewer", n_seeds: int | None = None, relative: bool = True) -> str:
+            claim: str = "fewer", n_seeds: int | None = None, relative: bool = True,
+            verb: str = "needs", words: tuple[str, str] = ("fewer", "more")) -> str:
     """An interval on "A versus B" in words: the claim, no difference, or the opposite.
 
     The words follow the interval, not the estimate:
@@ -516,6 +517,9 @@ def verdict(interval: Interval, *, a: str, b: str, quantity: str = "steps",
         n_seeds: the seeds named in "no difference detectable with n seeds"; default
             ``interval.n``.
         relative: whether ``interval`` is relative (see above).
+        verb, words: how the sentence says it: ``f"{a} {verb} 31% {words[0]} {quantity} than {b}"``;
+            for a loss, for example, ``verb="ends with", words=("lower", "higher")``. ``claim``
+            still says ``"fewer"`` or ``"more"``.
 
     Returns:
         One sentence, without a final full stop.
@@ -544,7 +548,7 @@ def verdict(interval: Interval, *, a: str, b: str, quantity: str = "steps",
                 f"{ci} {num(lo)} to {num(hi)})")
     direction = "more" if lo > 0 else "fewer"
     if direction == "more":
-        said = f"{a} needs {num(more)} more {quantity} than {b} {ci} {num(lo)} to {num(hi)})"
+        said = f"{a} {verb} {num(more)} {words[1]} {quantity} than {b} {ci} {num(lo)} to {num(hi)})"
     else:
-        said = f"{a} needs {num(-more)} fewer {quantity} than {b} {ci} {num(-hi)} to {num(-lo)})"
+        said = f"{a} {verb} {num(-more)} {words[0]} {quantity} than {b} {ci} {num(-hi)} to {num(-lo)})"
     return said if direction == claim else f"the opposite of the claim: {said}"

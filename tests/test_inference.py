@@ -350,3 +350,9 @@ def test_verdict_argument_errors():
         verdict(Interval(0.3, 0.1, 0.5, 10), a="A", b="B", claim="faster")
     with pytest.raises(ValueError, match=r"'interval'.*Interval.*tuple"):
         verdict((0.3, 0.1, 0.5), a="A", b="B")
+
+
+def test_verdict_says_it_in_the_words_it_is_given():
+    lower = Interval(estimate=0.4, low=0.25, high=0.5, n=10)  # A's loss 40% below B's
+    assert verdict(lower, a="LN", b="no norm", quantity="final loss", verb="ends with",
+                   words=("lower", "higher")) == "LN ends with 40% lower final loss than no norm (95% CI 25% to 50%)"
