@@ -624,6 +624,36 @@ def speed_verdicts(runs: pd.DataFrame, threshold: float = THRESHOLD) -> dict[str
 
 
 
+def noise_verdicts(runs: pd.DataFrame) -> dict[str, str]:
+    """Does noise after LN cost? Per rate and strength: noisy LN vs plain LN on the final smoothed
+    loss (capped at :data:`LEARNED_NOTHING`), paired by seed, as ``"noise <s>, lr <r>"``.
+
+    The noisy arms are scored as they train, with the noise on (Santurkar et al. 2018 injected
+    theirs after BatchNorm; noise after LN is this set's adaptation).
+    """
+    from helpers.inference import paired_difference_ci, verdict
+
+    ln = runs[runs["variant"] != "no norm"]
+    finals = final_losses(ln).assign(final=lambda f: f["final"].clip(upper=LEARNED_NOTHING))
+    out = {}
+    for lr in sorted(finals["lr"].unique()):
+        table = finals[finals["lr"] == lr].pivot_table(index="seed", columns="noise", values="final")
+        for strength in [n for n in table.columns if n > 0]:
+            out[f"noise {strength:g}, lr {lr:g}"] = verdict(
+                paired_difference_ci(table[strength].to_numpy(), table[0.0].to_numpy(), relative=True),
+                a=f"noisy LayerNorm {strength:g}", b="LayerNorm", quantity="final loss", claim="more",
+                verb="ends with", words=("lower", "higher"))
+    return out
+
+
+def rnn_verdicts(runs: pd.DataFrame) -> dict[str, str]:
+    """:func:`speed_verdicts`, and :func:`noise_verdicts` where ``runs`` has noisy arms."""
+    out = speed_verdicts(runs)
+    if (runs["noise"] > 0).any():
+        out.update(noise_verdicts(runs))
+    return out
+
+
 def _rnn_unit(*, lr: float, seeds, steps: int, depth: int, variants, noises) -> pd.DataFrame:
     """One unit of the RNN experiments: every arm at rate ``lr`` for ``seeds``, stacked."""
     return rnn_runs(seeds=seeds, lrs=(lr,), variants=variants, noises=noises, depth=depth, steps=steps)
@@ -640,7 +670,7 @@ SEEDS = tuple(range(10))
 runner.register(runner.Experiment(
     name="rnn_depth1", notebook="05_does_it_speed_up_training", train=_rnn_unit,
     grid={"lr": LRS}, seeds=SEEDS, steps=300, threshold=THRESHOLD,
-    fixed={"depth": 1, "variants": VARIANTS, "noises": NOISES}, summarize=speed_verdicts, budget_s=120))
+    fixed={"depth": 1, "variants": VARIANTS, "noises": NOISES}, summarize=rnn_verdicts, budget_s=120))
 runner.register(runner.Experiment(
     name="rnn_depth3", notebook="05_does_it_speed_up_training", train=_rnn_unit,
     grid={"lr": LRS}, seeds=SEEDS, steps=300, threshold=THRESHOLD,

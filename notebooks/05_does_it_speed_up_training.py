@@ -44,11 +44,11 @@ import helpers  # noqa: E402,F401
 #
 # **In this notebook you will**
 #
-# 1. train tiny recurrent networks with and without LN on the hidden state (Ba et al. 2016's
-#    LN-RNN) on the *adding problem*, 1 and 3 layers deep, 3 seeds each, all at once as one
-#    stacked network;
-# 2. read loss curves with their spread and a steps-to-threshold table, for the RNN and for a
-#    small Transformer;
+# 1. meet tiny recurrent networks with and without LN on the hidden state (Ba et al. 2016's
+#    LN-RNN) on the *adding problem*, 1 and 3 layers deep, and watch one train live;
+# 2. read 10 seeds per setting, trained ahead of time and stored with the package: loss curves
+#    with their spread, steps to a threshold with the runs that never get there counted, and
+#    paired comparisons with 95% confidence intervals, for the RNN and for a small Transformer;
 # 3. sweep the learning rate with and without LN, at both depths;
 # 4. measure "internal covariate shift": how the hidden layer's input moves during training;
 # 5. inject noise after LN on purpose, at three strengths (Santurkar et al.'s experiment), and
@@ -61,12 +61,12 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
-from helpers import plots
+from helpers import plots, runner
 from helpers import training_speed as ts
 from helpers.training_speed import check_first_step_below, check_noisy_layer_norm
 from helpers.widgets import speed_demo, speed_state
 
-torch.set_num_threads(1)  # fixed: the training runs below then store the same digits every time
+torch.set_num_threads(1)  # one thread: the live run below takes the same path on every run of this machine
 
 # %% [markdown]
 # ## 1 · The task: the adding problem
@@ -102,39 +102,56 @@ assert torch.allclose(y, (x[..., 0] * x[..., 1]).sum(1))
 # never meet, so each model's gradient is its own: one backward pass trains them all. The third
 # variant, **noisy LayerNorm**, is explained in section 6. Every model is trained with Adam (written
 # out in `ts.rnn_runs` so each model can have its own rate), batch 32, 300 steps.
-
-# %% [markdown]
-# ## 3 · Train every run once
 #
-# The cell below trains, with 1 layer, 5 variants (no norm, LayerNorm, and noisy LayerNorm at 3
-# strengths) × 3 learning rates × 3 seeds = 45 RNNs; then, with 3 layers, no norm and LayerNorm
-# × 3 rates × 3 seeds = 18 more.
+# Watch one seed of each variant train, live, for 150 steps at rate 0.01:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-# (tqdm progress bars: their text changes from run to run; the results are printed in the next cell)
-runs = ts.rnn_runs(seeds=(0, 1, 2), lrs=ts.LRS, noises=ts.NOISES, depth=1, steps=300, progress=True)
-deep = ts.rnn_runs(seeds=(0, 1, 2), lrs=ts.LRS, variants=("no norm", "LayerNorm"), depth=3, steps=300,
-                   progress=True)
+# (a live training run: its last digits depend on the CPU, so only what holds everywhere is asserted)
+live = ts.rnn_runs(seeds=(0,), lrs=(0.01,), variants=("no norm", "LayerNorm"), steps=150)
+by_variant = live.groupby("variant", sort=False)["loss"]
+start, end = by_variant.apply(lambda s: s.iloc[:20].mean()), by_variant.apply(lambda s: s.iloc[-20:].mean())
+print(pd.DataFrame({"mean loss, first 20 steps": start, "mean loss, last 20 steps": end}).round(3))
+assert (end < start / 2).all()  # both learn: the loss falls by more than half
+
+# %% [markdown]
+# ## 3 · The runs, trained ahead of time
+#
+# One seed is an anecdote, and a run's last digits depend on the CPU it ran on: a training run
+# amplifies a difference in the last bit of a sum into a different curve. So the runs this notebook
+# reads were trained once, ahead of time, by `make experiments`, and ship with the package
+# (`helpers/results/`). Each setting has **10 seeds**:
+#
+# - `rnn_depth1`: 1 layer; 5 variants (no norm, LayerNorm, and noisy LayerNorm at 3 strengths)
+#   × 3 learning rates × 10 seeds = 150 RNNs;
+# - `rnn_depth3`: 3 layers; no norm and LayerNorm × 3 rates × 10 seeds = 60 RNNs;
+# - `transformer`: a one-block Transformer (section 4), 2 variants × 3 rates × 10 seeds.
+#
+# With each table comes what made it (seeds, steps, torch version, CPU) and its **verdicts**:
+# sentences computed from the stored table by `make experiments`, which this notebook prints word
+# for word.
 
 # %%
-for frame in (runs, deep):
-    print(frame.shape, "rows:", frame.groupby(ts.run_keys(frame)).ngroups, "runs x",
-          frame["step"].nunique(), "steps, depth", frame["depth"].unique())
+stored = {name: runner.load(name) for name in ("rnn_depth1", "rnn_depth3", "transformer")}
+runs, deep, tf_runs = (stored[name].frame.drop(columns="unit") for name in stored)
+for name, result in stored.items():
+    meta = result.meta
+    print(f"{name}: {result.frame.groupby(ts.run_keys(result.frame)).ngroups} runs x {meta['config']['steps']} steps,"
+          f" seeds {min(meta['seeds'])}-{max(meta['seeds'])}, torch {meta['fingerprint']['torch']}")
 runs.head(3).round(4)
 
 # %%
-assert runs.groupby(ts.run_keys(runs)).ngroups == 5 * 3 * 3 and deep.groupby(ts.run_keys(deep)).ngroups == 2 * 3 * 3
+assert runs.groupby(ts.run_keys(runs)).ngroups == 5 * 3 * 10 and deep.groupby(ts.run_keys(deep)).ngroups == 2 * 3 * 10
 assert (runs.groupby(ts.run_keys(runs)).size() == 300).all() and (deep.groupby(ts.run_keys(deep)).size() == 300).all()
 first = runs[runs["step"] == 0]
-print("loss at step 0, per variant and noise (lr 0.01):")
+print("loss at step 0, mean over seeds, per variant and noise (lr 0.01):")
 print(first[first["lr"] == 0.01].groupby(["variant", "noise"])["loss"].mean().round(3).to_string())
 
 # %% [markdown]
 # ## 4 · Loss curves and steps to threshold
 #
-# One layer, learning rate 0.01 (the best rate for both), the loss smoothed over the last 20
-# steps, mean over the 3 seeds and the band from the best to the worst seed:
+# One layer, learning rate 0.01 (the best of the three rates for both), the loss smoothed over the
+# last 20 steps, mean over the 10 seeds and the band from the best to the worst seed:
 
 # %%
 LR = 0.01
@@ -145,36 +162,39 @@ fig = plots.curves_figure(at_lr.assign(loss=ts.smooth(at_lr)), threshold=ts.THRE
 plt.show()
 
 # %% [markdown]
-# "Steps to threshold": the first step at which a run's smoothed loss is below
-# `ts.THRESHOLD` = 0.05 (under a third of the 0.167 baseline). Mean, min and max over seeds, and
-# how many of the 3 seeds got there within 300 steps:
+# **Steps to threshold**: the first step at which a run's smoothed loss is below
+# `ts.THRESHOLD` = 0.05 (under a third of the 0.167 baseline). Some runs never get there within
+# the 300 steps; they are not dropped. They are *censored*: we know only that they need more than
+# 300 steps. So each arm is summarised by how many runs got there and the **Kaplan-Meier median**
+# (the step by which half the runs got there, counting the censored ones; "median not reached"
+# when fewer than half did). LN against no norm is compared **paired by seed** (both start from the
+# same weights and see the same batches) on the *restricted mean* steps, where a run that never
+# gets there counts as 300, with a 95% bootstrap confidence interval over the 10 seeds. The claim
+# under test is the lesson's: LN needs fewer steps.
 
 # %%
-def speed_table(reached):
-    """`ts.steps_to_threshold`'s rows as mean, min, max and count over seeds: a row per rate, a column per variant."""
-    table = reached.pivot_table(index="lr", columns="variant", values="steps", dropna=False,
-                                aggfunc=["mean", "min", "max", "count"])[["mean", "min", "max", "count"]]
-    return table.reindex(columns=["no norm", "LayerNorm"], level=1)
+def show_verdicts(result, *keys):
+    """Print the stored verdicts of `result` (a `runner.load` result) named `keys`, word for word."""
+    for key in keys:
+        print(f"{key}: {result.verdicts[key]}")
 
 
-reached = ts.steps_to_threshold(plain)
-speed_table(reached).round(1)
+rnn1, rnn3, tf = stored["rnn_depth1"], stored["rnn_depth3"], stored["transformer"]
+for lr in ts.LRS:
+    show_verdicts(rnn1, f"time, no norm, lr {lr:g}", f"time, LayerNorm, lr {lr:g}", f"steps, lr {lr:g}")
+    print()
 
 # %%
-at = reached[reached["lr"] == LR].groupby("variant")["steps"]
-no_norm, with_ln = at.mean()["no norm"], at.mean()["LayerNorm"]
-print(f"lr {LR}: no norm reaches {ts.THRESHOLD} in {no_norm:.0f} steps (seeds {at.min()['no norm']:.0f}"
-      f" to {at.max()['no norm']:.0f}); LayerNorm in {with_ln:.0f} (seeds {at.min()['LayerNorm']:.0f} to"
-      f" {at.max()['LayerNorm']:.0f}; {at.count()['LayerNorm']} of 3 seeds reach it)")
-print(f"speed-up from LN (no-norm steps / LN steps): {no_norm / with_ln:.2f}x")
-assert at.count()["no norm"] == 3  # every no-norm seed gets there
-assert no_norm < with_ln  # here, LN is SLOWER, not faster
+assert rnn1.verdicts["steps, lr 0.01"].startswith("the opposite of the claim: LayerNorm needs")
+assert rnn1.verdicts["steps, lr 0.03"].startswith("the opposite of the claim: LayerNorm needs")
+assert rnn1.verdicts["time, no norm, lr 0.01"].endswith("10/10 reached")
 
 # %% [markdown]
-# On this task and at these rates **LN did not speed up the 1-layer RNN**: the no-norm RNN reaches
-# the threshold first at every rate where either does, and all its seeds get there, while one LN
-# seed does not within 300 steps. That is one small task, not a verdict on LN in general, but it is
-# already enough to show that "LN speeds up training" is not a law.
+# On this task **LN did not speed up the 1-layer RNN; it slowed it down**. At rates 0.01 and 0.03
+# every no-norm seed reaches the threshold, some LN seeds never do, and the paired interval lies
+# entirely on the "LN needs more steps" side. At 0.1 neither variant gets there (one LN seed
+# does): no difference detectable. That is one small task, not a verdict on LN in general, but it
+# is already enough to show that "LN speeds up training" is not a law.
 #
 # The lesson speaks of *deep* RNNs. With 3 layers, at the same rate:
 
@@ -183,59 +203,48 @@ at_lr_deep = deep[deep["lr"] == LR]
 fig = plots.curves_figure(at_lr_deep.assign(loss=ts.smooth(at_lr_deep)), threshold=ts.THRESHOLD,
                           title=f"RNN, 3 layers, adding problem, lr {LR}")
 plt.show()
-deep_reached = ts.steps_to_threshold(deep)
-speed_table(deep_reached).round(1)
+for lr in ts.LRS:
+    show_verdicts(rnn3, f"time, no norm, lr {lr:g}", f"time, LayerNorm, lr {lr:g}", f"steps, lr {lr:g}")
+    print()
 
 # %%
-at_deep = deep_reached[deep_reached["lr"] == LR].groupby("variant")["steps"]
-print(f"3 layers, lr {LR}: no norm {at_deep.mean()['no norm']:.0f} steps, LayerNorm {at_deep.mean()['LayerNorm']:.0f}"
-      f" (all seeds reach it: {(at_deep.count() == 3).all()}); speed-up from LN:"
-      f" {at_deep.mean()['no norm'] / at_deep.mean()['LayerNorm']:.2f}x")
-assert (at_deep.count() == 3).all() and at_deep.mean()["no norm"] < at_deep.mean()["LayerNorm"]
+assert rnn3.verdicts["steps, lr 0.01"].startswith("the opposite of the claim: LayerNorm needs")
 
 # %% [markdown]
-# Three layers deep, at its best rate, the plain RNN is still the faster one. What changes with
-# depth is which *rates* train at all: section 5.
+# Three layers deep, at rate 0.01 (the best of the three for both), the plain RNN is still the
+# faster one. At 0.03 no plain seed gets there and 2 of 10 LN seeds do: too few to detect a
+# difference in steps. What changes with depth is which *rates* train at all: section 5.
 
 # %% [markdown]
 # ### The same question for a small Transformer
 #
 # `ts.StackedTransformer`: one pre-LN block (LN before attention, before the MLP and before the
 # read-out, as in GPT-2), 16 units, one head, learned positions, on the same task, against the same
-# network with every LN removed. 3 seeds each, Adam at 0.01, 0.1 and 0.3, 150 steps, stacked as
-# before. Rate 0.01 first:
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-# (a tqdm progress bar: its text changes from run to run; the results are printed in the next cell)
-tf_runs = ts.transformer_runs(seeds=(0, 1, 2), lrs=(0.01, 0.1, 0.3), steps=150, progress=True)
+# network with every LN removed. 10 seeds each, Adam at 0.01, 0.1 and 0.3, 150 steps, stacked as
+# before (the stored experiment `transformer`). Rate 0.01 first:
 
 # %%
 tf_at = tf_runs[tf_runs["lr"] == LR]
 fig = plots.curves_figure(tf_at.assign(loss=ts.smooth(tf_at)), threshold=ts.THRESHOLD,
                           title=f"one-block Transformer, adding problem, lr {LR}")
 plt.show()
-tf_reached = ts.steps_to_threshold(tf_at).groupby("variant", sort=False)["steps"]
-tf_reached.agg(["mean", "min", "max", "count"]).round(1)
+show_verdicts(tf, f"time, no norm, lr {LR:g}", f"time, LayerNorm, lr {LR:g}", f"steps, lr {LR:g}")
 
 # %%
-tf_mean = tf_reached.mean()
-print(f"speed-up from LN (no-norm steps / LN steps): {tf_mean['no norm'] / tf_mean['LayerNorm']:.2f}x")
-assert (tf_reached.count() == 3).all()  # every run gets there
-assert tf_mean["no norm"] < tf_mean["LayerNorm"]
+assert tf.verdicts["steps, lr 0.01"].startswith("the opposite of the claim: LayerNorm needs")
 
 # %% [markdown]
 # The Transformer learns the task in under half the RNN's steps, with or without LN, and again
-# LN does not make it faster: the seeds' ranges overlap, and the no-norm mean is a little lower. A
-# one-block Transformer is shallow; the cases where LN is indispensable (deep stacks, long
-# training) are out of reach of a 20-second notebook, and the summary says so. Its larger rates
-# are in section 5.
+# LN does not make it faster: every no-norm seed gets there, 2 LN seeds do not, and the paired
+# interval says LN needs more steps, though by less than in the RNN. A one-block Transformer is
+# shallow; the cases where LN is indispensable (deep stacks, long training) are out of reach of
+# these small runs, and the summary says so. Its larger rates are in section 5.
 
 # %% [markdown]
 # ## 5 · Learning-rate robustness
 #
 # A claim often made for normalization is that it lets larger learning rates train. Final
-# smoothed loss (mean over seeds) for each variant, depth and rate; 0.167 is the "learned
+# smoothed loss (mean over the 10 seeds) for each variant, depth and rate; 0.167 is the "learned
 # nothing" baseline:
 
 # %%
@@ -244,28 +253,32 @@ fig = plots.lr_heatmap_figure(table)
 plt.show()
 table.round(4)
 
+# %% [markdown]
+# The same question per seed: LN against no norm on the final smoothed loss, paired by seed, a loss
+# above the 0.167 baseline (a run that diverged, or ended worse than predicting the mean) counted
+# as 0.167, so that one blown-up run cannot decide a mean:
+
 # %%
-best = table.min(axis=1)
-print("best final loss per variant and depth:", best.round(4).to_dict())
-print(f"1 layer, rate {max(ts.LRS)}: no norm {table.loc['no norm, depth 1', max(ts.LRS)]:.3f}, "
-      f"LayerNorm {table.loc['LayerNorm, depth 1', max(ts.LRS)]:.3f}")
-print(f"3 layers, rate 0.03: no norm {table.loc['no norm, depth 3', 0.03]:.3f}, "
-      f"LayerNorm {table.loc['LayerNorm, depth 3', 0.03]:.3f}")
-assert table.loc["LayerNorm, depth 1", max(ts.LRS)] < table.loc["no norm, depth 1", max(ts.LRS)]
-assert table.loc["no norm, depth 3", 0.03] > 1 / 6 > 2 * table.loc["LayerNorm, depth 3", 0.03]
-assert best["no norm, depth 1"] < best["LayerNorm, depth 1"] and best["no norm, depth 3"] < best["LayerNorm, depth 3"]
-deep_at = deep_reached[deep_reached["lr"] == 0.03].groupby("variant")["steps"].count()
-print("3 layers, rate 0.03, seeds reaching the threshold:", deep_at.to_dict())
-assert deep_at["no norm"] == 0 and deep_at["LayerNorm"] >= 2
+for name, result in (("1 layer", rnn1), ("3 layers", rnn3)):
+    for lr in ts.LRS:
+        print(f"{name}, ", end="")
+        show_verdicts(result, f"final loss, lr {lr:g}")
+
+# %%
+assert rnn1.verdicts["final loss, lr 0.1"].startswith("LayerNorm ends with")  # LN lower, CI above 0
+assert rnn1.verdicts["final loss, lr 0.01"].startswith("the opposite of the claim")
+assert table.loc["no norm, depth 3", 0.03] > table.loc["LayerNorm, depth 3", 0.03]
+assert rnn3.verdicts["final loss, lr 0.03"].startswith("no difference detectable")
 
 # %% [markdown]
-# This is where LN earns its place in the RNN. With **one layer**, it helps only at the largest rate,
-# 0.1: without LN the RNN ends no better than the 0.167 baseline, with LN it still learns a little.
-# With **three layers**, the plain RNN already fails at 0.03 (no seed reaches the threshold; it
-# ends above the baseline), while the LN-RNN still trains there. So depth narrows the range of rates
-# a plain RNN tolerates, and LN widens it again, which is one concrete reading of "LN improves
-# convergence". But at each network's own best rate, the plain RNN is still better than LN at any
-# rate.
+# Here LN's benefit shows, and only here. With **one layer** at the largest rate, 0.1, no plain
+# seed learns (its mean final loss is above the baseline), and LN ends lower, with an interval
+# entirely above zero. At the smaller rates, the plain RNN ends lower. With **three layers**, the
+# plain RNN fails already at 0.03 (no seed reaches the threshold, and its mean ends at the
+# baseline), while 2 of 10 LN seeds still get there; on the final loss, that is not enough for a
+# difference detectable with 10 seeds. So the data are *consistent with* "depth narrows the range of
+# rates a plain RNN tolerates and LN widens it", and show it clearly only for 1 layer at rate 0.1.
+# At each network's own best rate of the three, the plain RNN is better.
 #
 # **The Transformer** at rates 0.01, 0.1 and 0.3: the final loss as above, and the largest
 # minibatch loss any seed hit during training.
@@ -283,21 +296,25 @@ print("final smoothed loss, mean over seeds:")
 print(tf_table.to_string(float_format=loss_format))
 print("largest minibatch loss during training, any seed:")
 print(tf_peak.to_string(float_format=loss_format))
-print("seeds reaching the threshold:")
+print("seeds reaching the threshold (of 10):")
 print(tf_seeds.to_string())
+for lr in (0.1, 0.3):
+    show_verdicts(tf, f"final loss, lr {lr:g}")
 
 # %%
-assert (tf_seeds[[0.1, 0.3]] == 0).all().all()  # neither variant learns at 0.1 or 0.3
-assert (tf_peak.loc["no norm", [0.1, 0.3]] > 10 * tf_peak.loc["LayerNorm", [0.1, 0.3]]).all()
+assert (tf_seeds[[0.1, 0.3]].sum(axis=1) <= 1).all()  # at 0.1 and 0.3 at most one seed of either gets there
+assert (tf_peak.loc["no norm", [0.1, 0.3]] > 1e3 * tf_peak.loc["LayerNorm", [0.1, 0.3]]).all()
 assert tf_table.loc["no norm", 0.3] > 1e6 and tf_peak.loc["no norm", 0.3] > 1e6
 assert tf_table.loc["LayerNorm", 0.3] < 1 and tf_peak.loc["LayerNorm", [0.1, 0.3]].max() < 100
 
 # %% [markdown]
-# Neither Transformer learns the task at 0.1 or 0.3, but they fail differently. Without LN the loss
-# spikes into the hundreds at 0.1, and at 0.3 it blows up past a million and stays there; with LN
-# the spikes stay below 100 and the loss ends near the "learned nothing" level. Here LN's
-# contribution is stability, not speed: each LN hands the next layer inputs of unit scale, however
-# large the residual stream has grown.
+# Neither Transformer learns the task at 0.1 or 0.3 (one LN seed of 10 gets there at 0.1), but they
+# fail differently. Without LN the loss spikes past a million at both rates, and at 0.3 its mean
+# final loss stays past a million; with LN the spikes stay below 100 and the loss ends near the
+# "learned nothing" level. Counted as "learned nothing" either way, the final losses show no
+# difference detectable; what differs is the size of the blow-up. Here LN's contribution is
+# stability, not speed: each LN hands the next layer inputs of unit scale, however large the
+# residual stream has grown.
 
 # %% [markdown]
 # ## 6 · Internal covariate shift, measured
@@ -321,8 +338,10 @@ assert drift.loc["LayerNorm", "largest |mean shift|"] < drift.loc["no norm", "la
 assert drift.loc["LayerNorm", "largest std ratio"] < drift.loc["no norm", "largest std ratio"]
 
 # %% [markdown]
-# LN does reduce the drift (its mean moves half as far, its spread grows less), and yet the
-# network with **more** drift trained **faster**. Less internal covariate shift did not buy speed.
+# LN does reduce the drift (means over the 10 seeds: its mean moves less far, its spread grows
+# less), and yet the network with **more** drift trained **faster** (section 4). Less internal
+# covariate shift did not buy speed. (This drift is pooled over batch, time steps and units; for LN
+# part of it is small by construction.)
 #
 # With three layers the top layer's input drifts much more without LN, and the more the larger the
 # rate:
@@ -334,8 +353,8 @@ print(deep_drift.round(2).to_string())
 assert deep_drift.loc["no norm", 0.03] > 4 * deep_drift.loc["LayerNorm", 0.03]
 
 # %% [markdown]
-# Without LN, the spread of the top layer's input grows to 6 times its start at 0.03, where the plain
-# RNN failed, and to 15 times at 0.1; with LN it stays within 1.4. Large drift and failure go
+# Without LN, the spread of the top layer's input grows to about 5 times its start at 0.03, where the
+# plain RNN failed, and to about 13 times at 0.1; with LN it stays within 1.5. Large drift and failure go
 # together there. That fits the covariate-shift story, but it fits a simpler one just as well: the
 # plain network's summed inputs grow with its weights, which large steps grow fastest, while LN's
 # output does not change when a weight matrix is scaled (notebook 03's invariance table), so
@@ -347,7 +366,9 @@ assert deep_drift.loc["no norm", 0.03] > 4 * deep_drift.loc["LayerNorm", 0.03]
 # BN" trained about as well as BN; their explanation for BN's benefit is a smoother loss landscape,
 # not a stabler input distribution. Our **noisy LayerNorm** does the same after LN: at strength $s$,
 # per unit and layer, a shift uniform in $[-s, s]$ and a scale uniform in $[1, 1 + 2s]$, new at each
-# training step. We tried $s$ = 0.1, 0.25 and 0.5, one layer, rate 0.01 (noise 0 is plain LN):
+# training step. (Their noise followed BatchNorm; noise after LN is our adaptation.) We tried
+# $s$ = 0.1, 0.25 and 0.5, one layer, rate 0.01 (noise 0 is plain LN). The loss is scored as the
+# networks train, with the noise on:
 
 # %%
 at_lr_all = runs[runs["lr"] == LR]
@@ -361,29 +382,33 @@ noise.round(3)
 
 # %%
 shift_no_norm = drift.loc["no norm", "largest |mean shift|"]
-print(f"largest |mean shift|: no norm {shift_no_norm:.3f}, noisy LN 0.1 {noise.loc[0.1, 'largest |mean shift|']:.3f}")
-print(f"final loss: LN {noise.loc[0.0, 'final loss']:.3f}, noisy LN 0.1 {noise.loc[0.1, 'final loss']:.3f}, "
-      f"0.25 {noise.loc[0.25, 'final loss']:.3f}, 0.5 {noise.loc[0.5, 'final loss']:.3f}")
-assert noise.loc[0.1, "largest |mean shift|"] > shift_no_norm > noise.loc[0.0, "largest |mean shift|"]
-assert noise.loc[0.1, "final loss"] < 1.05 * noise.loc[0.0, "final loss"]  # as good as plain LN
-assert noise.loc[0.1, "seeds reaching it"] == noise.loc[0.0, "seeds reaching it"]
-assert noise.loc[0.1:, "final loss"].is_monotonic_increasing and noise.loc[0.25:, "seeds reaching it"].eq(0).all()
+print(f"largest |mean shift|: no norm {shift_no_norm:.3f}; noisy LN", ", ".join(
+    f"{s:g}: {noise.loc[s, 'largest |mean shift|']:.3f}" for s in ts.NOISES))
+for strength in ts.NOISES:
+    show_verdicts(rnn1, f"noise {strength:g}, lr {LR:g}")
+assert (noise.loc[[0.25, 0.5], "largest |mean shift|"] > shift_no_norm).all()
+assert shift_no_norm > noise.loc[0.0, "largest |mean shift|"]
+assert noise["final loss"].is_monotonic_increasing
+assert all(rnn1.verdicts[f"noise {s:g}, lr {LR:g}"].startswith(f"noisy LayerNorm {s:g} ends with") for s in ts.NOISES)
 
 # %% [markdown]
-# A small-scale version of their result: at strength 0.1 and rate 0.01 the input of the `tanh` moves
-# **more** than without any norm, and the noisy LN-RNN trains as well as plain LN (the same final
-# loss, the same 2 seeds reach the threshold). Stronger noise does cost, more the stronger it is,
-# and at 0.25 and 0.5 no seed reaches the threshold; at the larger rates even strength 0.1 costs
-# something (the printed table). Read together: how far the distribution moves does not predict
-# how fast a network trains, neither for the shift that happens without LN nor for a small one
-# added on purpose.
+# Here our small version **does not reproduce** Santurkar et al.'s "noise costs nothing". At
+# strengths 0.25 and 0.5 (rate 0.01) the input of the `tanh` moves **more** than without any norm,
+# as intended (at 0.1, less), and at every strength the noisy LN-RNN ends with a higher loss than
+# plain LN, with an interval entirely above zero; the cost grows with the strength (the mean final loss rises at every step from
+# strength 0 to 0.5), and at
+# 0.5 no seed reaches the threshold. Two caveats keep this from being a verdict on their claim: the
+# loss is scored with the noise on, so it mixes corrupted predictions with slower learning, and a
+# 16-unit RNN is not a VGG network. What the data do show: how far the input distribution moves
+# is not what decides the speed here. The plain RNN, whose input drifts more than plain LN's,
+# trained faster; the noisy LN-RNN at 0.25 and 0.5, whose input drifts more again, trained slower.
 
 # %% [markdown]
 # ## 7 · See it: every run, one control at a time
 #
 # Pick a learning rate, a depth (1 or 3 RNN layers), which variants to compare, and what to plot
 # (the loss, or the mean or std of the top layer's `tanh` input). The noisy variant appears at
-# strength 0.25, with 1 layer only. The runs were computed once in section 3; each move only redraws.
+# strength 0.25, with 1 layer only. The runs are the stored ones of section 3; each move only redraws.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -398,7 +423,7 @@ speed_demo(all_runs);
 state = speed_state(all_runs, 0.03, 3, "no norm vs LayerNorm", "loss")
 print(state["table"].round(1))
 assert set(state["curves"]["variant"]) == {"no norm", "LayerNorm"}
-assert state["table"].loc["no norm", "seeds reaching it"] == 0 and state["table"].loc["LayerNorm", "seeds reaching it"] >= 2
+assert state["table"].loc["no norm", "seeds reaching it"] == 0 and state["table"].loc["LayerNorm", "seeds reaching it"] == 2
 
 # %% [markdown]
 # ## Exercises
@@ -448,24 +473,26 @@ assert verdict
 # %% [markdown]
 # ## Summary: each claim, and where it is shown
 #
-# | claim | shown in |
-# |---|---|
-# | On the adding problem (10 steps, 16 units, Adam), LN on the hidden state did **not** speed up training, with 1 or 3 layers: no norm reaches the threshold in fewer steps, with all seeds | *4*: the curves, the steps-to-threshold tables and their asserts |
-# | A one-block pre-LN Transformer did not train faster with LN either | *4*, the Transformer cells and their asserts |
-# | At rates 0.1 and 0.3 neither Transformer learns, but without LN its loss spikes by orders of magnitude (past a million at 0.3), with LN it stays below 100 | *5*, the Transformer tables and their asserts |
-# | LN lets larger rates train: with 1 layer at rate 0.1, with 3 layers already at 0.03, where the plain RNN fails; at each network's best rate no norm is still better | *5*: the heatmap, the table and its asserts |
-# | LN reduces the drift of the hidden layer's input (mean shift, std growth); without LN, 3 layers drift most where they fail | *6*: the drift plots, `drift_table`, the 3-layer std ratios and their asserts |
-# | Less drift did not mean faster training here | *4* and *6* together |
-# | Shifting the input distribution on purpose (noisy LN at strength 0.1, rate 0.01) moved it more than no norm did and cost nothing; stronger noise, or larger rates, cost more | *6*: the noise table and its asserts |
-# | Ba et al. 2016 report faster convergence with LN-RNNs on larger tasks and models | cited, not reproduced: Ba et al. 2016, section 6 |
-# | Internal covariate shift is a contested explanation; smoother optimization landscapes are one alternative | cited: Santurkar et al. 2018 |
+# Every verdict below is a stored one (10 seeds, paired by seed, 95% bootstrap interval), printed
+# above word for word.
+#
+# | claim | verdict here | shown in |
+# |---|---|---|
+# | LN speeds up training (the lesson) | the opposite on the adding problem: LN needs more steps, 1 and 3 layers at rate 0.01, 1 layer at 0.03, and the Transformer at 0.01; no difference detectable where neither learns | *4*: `rnn_depth1`, `rnn_depth3`, `transformer`, "steps" verdicts |
+# | LN lets larger rates train | shown for 1 layer at 0.1 (LN ends lower, interval above 0); with 3 layers at 0.03 only 2 of 10 LN seeds train, no difference detectable on the final loss | *5*: the heatmap, "final loss" verdicts |
+# | LN bounds a Transformer's blow-up at large rates | without LN the loss spikes past a million at 0.1 and 0.3; with LN it stays below 100; neither learns | *5*: the Transformer tables and their asserts |
+# | LN reduces the drift of the hidden layer's input | yes (means over seeds), and the network with more drift trained faster | *6*: `drift_table`, the 3-layer std ratios |
+# | Shifting LN's output on purpose costs nothing (Santurkar et al.'s result for BN) | not reproduced: noisy LN ends higher at every strength at rate 0.01, more the stronger | *6*: "noise" verdicts |
+# | Ba et al. 2016 report faster convergence with LN-RNNs on larger tasks and models | cited, not reproduced | Ba et al. 2016, section 6 |
+# | Internal covariate shift is a contested explanation; smoother optimization landscapes are one alternative | cited | Santurkar et al. 2018 |
 #
 # **What this notebook's numbers support:** LN changes training, and it is not a free speed-up.
-# On tiny RNNs (1 and 3 layers) and a one-block Transformer it gave no speed-up at the best rate;
-# what it gave is a wider range of rates that train, and the gain grows with depth. It reduces
-# the drift of each layer's input, yet the plain network with more drift trained faster, and
-# drift added on purpose at a small strength cost nothing. "LN speeds up training because it
-# removes internal covariate shift" is not what we measured. Claims about large RNNs and
+# On tiny RNNs (1 and 3 layers) and a one-block Transformer it made training slower at the best of
+# three rates; what it gave is training at a rate where the plain network learns nothing (1 layer,
+# 0.1) and a bounded loss where the plain Transformer blows up. It reduces the drift of each
+# layer's input, yet the plain network with more drift trained faster. "LN speeds up training
+# because it removes internal covariate shift" is not what we measured. These are three rates, not
+# each network's tuned best rate: a grid wide enough to tune each arm is the next step. Claims about large RNNs and
 # Transformers rest on the cited papers, not on this notebook.
 #
 # ## Glossary
