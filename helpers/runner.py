@@ -129,6 +129,10 @@ class Experiment:
         budget_s: the stated time budget on 2 cores, in seconds.
         version: bump it when ``train`` changes what it computes: it changes the config hash,
             so the cache is refused and every unit runs again.
+        repro_rtol, repro_atol: how close a unit re-trained on *another* machine must come to the
+            stored rows in its first :data:`REPRO_STEPS` steps (on the machine that made them:
+            exactly). Counts such as an accuracy move by whole test examples, so they need an
+            absolute tolerance.
     """
 
     name: str
@@ -146,6 +150,8 @@ class Experiment:
     tuning: Tuning | None = None
     budget_s: float = 600.0
     version: int = 1
+    repro_rtol: float = 1e-5
+    repro_atol: float = 0.0
 
     def __post_init__(self):
         where = f"Experiment({self.name!r})"
