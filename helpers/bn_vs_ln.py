@@ -10,7 +10,10 @@ tests can assert on them:
 - :func:`batch_mean_noise`: how far a batch's mean strays from the population's, per
   batch size.
 - :func:`batch_size_runs`: identical small MLPs with BatchNorm, LayerNorm or no norm,
-  trained at several batch sizes and seeds on a synthetic task (:data:`TASK_RULE`).
+  trained at several batch sizes and seeds on a synthetic task (:data:`TASK_RULE`). The
+  experiment ``batch_size`` (``make experiments ONLY=batch_size``) stores them at 20 seeds;
+  :func:`final_accuracy` and :func:`accuracy_gaps` read the stored table (paired differences
+  with bootstrap intervals).
 - :func:`padding_pollution`: BN over padded sequences lets pad tokens into the real
   tokens' statistics; per-token LN does not.
 - :func:`invariance_table`: Table 1 of Ba, Kiros and Hinton (2016), measured.
@@ -25,27 +28,31 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from helpers import runner
 from helpers.checks import Case, Exercise, Verdict, check, register
 from helpers.functional import batch_norm, layer_norm, rms_norm
 from helpers.sequence import pad_batch
 from helpers.stats import group_stats
 
 __all__ = [
+    "BATCH_SIZES",
     "NORMS",
     "StackedMLP",
     "PAPER_TABLE",
     "TASK_RULE",
     "TWO_SAMPLES",
+    "accuracy_gaps",
     "batch_mean_noise",
     "batch_size_runs",
     "batch_size_summary",
     "check_batch_norm_train",
     "check_running_var_update",
+    "final_accuracy",
     "invariance_table",
     "make_task",
     "padding_pollution",
     "pooling_groups",
-        "state_dict_diff",
+    "state_dict_diff",
     "two_sample_stats",
 ]
 
@@ -178,8 +185,21 @@ class StackedMLP(nn.Module):
         return torch.baddbmm(self.biases[2], h, self.weights[2]).squeeze(-1)
 
 
+def _measure(model: StackedMLP, x_test: torch.Tensor, y_test: torch.Tensor, seeds: list, *, batch_size: int,
+             step: int) -> list[dict]:
+    """Test accuracy and loss of every stacked model, in ``eval()`` mode; the model goes back to ``train()``."""
+    model.eval()
+    with torch.no_grad():
+        logits = model(x_test)
+    model.train()
+    accuracy = ((logits > 0).float() == y_test).float().mean(1)
+    losses = F.binary_cross_entropy_with_logits(logits, y_test, reduction="none").mean(1)
+    return [{"norm": NORMS[m // len(seeds)], "batch_size": batch_size, "seed": seeds[m % len(seeds)], "step": step,
+             "test_accuracy": accuracy[m].item(), "test_loss": losses[m].item()} for m in range(len(NORMS) * len(seeds))]
+
+
 def batch_size_runs(batch_sizes=(2, 4, 8, 16, 32, 64, 128), seeds=(0, 1, 2), *, steps: int = 150,
-                    lr: float = 0.01, n_train: int = 2048, n_test: int = 1024,
+                    lr: float = 0.01, n_train: int = 2048, n_test: int = 1024, record=None,
                     progress: bool = False) -> pd.DataFrame:
     """Train identical MLPs with each of :data:`NORMS` for ``steps`` Adam steps per batch size.
 
@@ -190,10 +210,21 @@ def batch_size_runs(batch_sizes=(2, 4, 8, 16, 32, 64, 128), seeds=(0, 1, 2), *, 
     measured on ``n_test`` held-out samples in ``eval()`` mode (BN then uses its running
     statistics, as at deployment).
 
+    Args:
+        record: the steps (counted from 0) at whose end the test set is measured: step ``s``
+            is measured after ``s + 1`` updates. Default: only the last, ``(steps - 1,)``.
+            Measuring does not change the training (``eval()`` mode, no gradients: BN's
+            running statistics stay put).
+
     Returns:
-        One row per run: ``norm``, ``batch_size``, ``seed``, ``test_accuracy``, ``test_loss``.
+        One row per run and recorded step: ``norm``, ``batch_size``, ``seed``, ``step``,
+        ``test_accuracy``, ``test_loss``.
     """
     seeds = list(seeds)
+    record = {steps - 1} if record is None else set(record)
+    if not record or min(record) < 0 or max(record) >= steps:
+        raise ValueError(f"batch_size_runs(): argument 'record' must hold steps in [0, steps - 1 = {steps - 1}], "
+                         f"got {sorted(record)}")
     sizes = batch_sizes
     if progress:
         from tqdm.auto import tqdm
@@ -209,8 +240,10 @@ def batch_size_runs(batch_sizes=(2, 4, 8, 16, 32, 64, 128), seeds=(0, 1, 2), *, 
         order = torch.stack([torch.randint(0, n_train, (steps, b), generator=g) for g in gens], dim=1)
         x_train = torch.stack([x for x, _ in train]).repeat(len(NORMS), 1, 1)  # (models, n, in)
         y_train = torch.stack([y for _, y in train]).repeat(len(NORMS), 1)
+        x_test = torch.stack([x for x, _ in test]).repeat(len(NORMS), 1, 1)
+        y_test = torch.stack([y for _, y in test]).repeat(len(NORMS), 1)
         model.train()
-        for idx in order:  # idx: (seeds, b), the same minibatch for a seed's three models
+        for step, idx in enumerate(order):  # idx: (seeds, b), the same minibatch for a seed's three models
             idx = idx.repeat(len(NORMS), 1)
             x = torch.gather(x_train, 1, idx[..., None].expand(-1, -1, x_train.shape[-1]))
             y = torch.gather(y_train, 1, idx)
@@ -219,16 +252,8 @@ def batch_size_runs(batch_sizes=(2, 4, 8, 16, 32, 64, 128), seeds=(0, 1, 2), *, 
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-        model.eval()
-        x_test = torch.stack([x for x, _ in test]).repeat(len(NORMS), 1, 1)
-        y_test = torch.stack([y for _, y in test]).repeat(len(NORMS), 1)
-        with torch.no_grad():
-            logits = model(x_test)
-        accuracy = ((logits > 0).float() == y_test).float().mean(1)
-        losses = F.binary_cross_entropy_with_logits(logits, y_test, reduction="none").mean(1)
-        for m in range(len(NORMS) * len(seeds)):
-            rows.append({"norm": NORMS[m // len(seeds)], "batch_size": b, "seed": seeds[m % len(seeds)],
-                         "test_accuracy": accuracy[m].item(), "test_loss": losses[m].item()})
+            if step in record:
+                rows += _measure(model, x_test, y_test, seeds, batch_size=b, step=step)
     return pd.DataFrame(rows)
 
 
@@ -441,3 +466,81 @@ def check_batch_norm_train(fn) -> Verdict:
 def check_running_var_update(fn) -> Verdict:
     """Check ``fn(running_var, x)``: the new ``running_var`` after one training step (momentum 0.1)."""
     return check("running_var_update", fn)
+
+
+# ------------------------------------------------------------ the stored experiment (make experiments)
+
+#: The stored batch-size experiment: the notebook's toy (Adam at 0.02 for 100 steps) at 20 seeds.
+BATCH_SIZES = (2, 4, 8, 16, 32, 64, 128)
+BATCH_SIZE_SEEDS = tuple(range(20))
+BATCH_SIZE_STEPS = 100
+BATCH_SIZE_LR = 0.02
+
+
+def _recorded_steps(steps: int) -> tuple[int, ...]:
+    """Every one of the first 20 steps (the runner's reproducibility check re-runs them), then
+    every 10th, and the last."""
+    return tuple(sorted({*range(min(20, steps)), *range(29, steps, 10), steps - 1}))
+
+
+def _batch_size_unit(*, batch_size: int, seeds, steps: int, lr: float) -> pd.DataFrame:
+    """One unit of the stored experiment: the three norms at one batch size for ``seeds``, stacked."""
+    return batch_size_runs(batch_sizes=(batch_size,), seeds=seeds, steps=steps, lr=lr,
+                           record=_recorded_steps(steps))
+
+
+def final_accuracy(frame: pd.DataFrame) -> pd.DataFrame:
+    """The last recorded step of each run: one row per (norm, batch size, seed)."""
+    return frame[frame["step"] == frame["step"].max()].reset_index(drop=True)
+
+
+def accuracy_gaps(frame: pd.DataFrame, *, pairs=(("BatchNorm", "LayerNorm"), ("BatchNorm", "no norm"),
+                                                 ("LayerNorm", "no norm"))) -> pd.DataFrame:
+    """Paired differences of the final test accuracy, in percentage points, with bootstrap intervals.
+
+    For each batch size and each pair ``(a, b)`` of norms: the mean over seeds of ``a - b``
+    (the runs of one seed share data, initial weights and minibatches, so the pairs are
+    resampled together; :func:`helpers.inference.paired_difference_ci`).
+
+    Returns:
+        One row per (batch size, pair): ``batch_size``, ``a``, ``b``, ``n_seeds``,
+        ``estimate``, ``low``, ``high`` (points, ``a - b``, 95 % CI), ``outcome`` (``"a lower"``,
+        ``"no difference detectable"`` or ``"a higher"``: the words follow the interval, not
+        the estimate) and ``words``, e.g. ``"BatchNorm is 7.3 points below LayerNorm (95% CI
+        6.0 to 8.5)"``.
+    """
+    from helpers.inference import paired_difference_ci
+
+    final = final_accuracy(frame)
+    wide = final.pivot_table(index=["batch_size", "seed"], columns="norm", values="test_accuracy")
+    rows = []
+    for b, per_seed in wide.groupby(level="batch_size"):
+        for a, other in pairs:
+            ci = paired_difference_ci(per_seed[a].to_numpy() * 100, per_seed[other].to_numpy() * 100)
+            outcome = ("a lower" if ci.high < 0 else "a higher" if ci.low > 0 else "no difference detectable")
+            if outcome == "no difference detectable":
+                words = (f"no difference detectable with {ci.n} seeds: {a} minus {other} "
+                         f"{ci.estimate:+.1f} points (95% CI {ci.low:+.1f} to {ci.high:+.1f})")
+            else:  # the interval in the sentence's own terms: how far below (or above)
+                side, sign = ("below", -1) if outcome == "a lower" else ("above", 1)
+                near, far = sorted((sign * ci.low, sign * ci.high))
+                words = (f"{a} is {sign * ci.estimate:.1f} points {side} {other} "
+                         f"(95% CI {near:.1f} to {far:.1f})")
+            rows.append({"batch_size": int(b), "a": a, "b": other, "n_seeds": ci.n, "estimate": ci.estimate,
+                         "low": ci.low, "high": ci.high, "outcome": outcome, "words": words})
+    return pd.DataFrame(rows)
+
+
+def _summarize_batch_size(frame: pd.DataFrame) -> dict[str, str]:
+    """The stored verdicts: ``"batch 2: BatchNorm vs LayerNorm"`` -> words, for every pair and size."""
+    gaps = accuracy_gaps(frame)
+    return {f"batch {r.batch_size}: {r.a} vs {r.b}": r.words for r in gaps.itertuples()}
+
+
+runner.register(runner.Experiment(
+    name="batch_size", notebook="03_layernorm_vs_batchnorm", train=_batch_size_unit,
+    grid={"batch_size": BATCH_SIZES}, seeds=BATCH_SIZE_SEEDS, seeds_per_unit=3, steps=BATCH_SIZE_STEPS,
+    fixed={"lr": BATCH_SIZE_LR}, summarize=_summarize_batch_size, budget_s=120,
+    # test accuracies move by whole examples (1/1024) when a CPU rounds differently: within 20 steps
+    # up to 0.008 was seen under the second pass's settings
+    repro_atol=0.05))

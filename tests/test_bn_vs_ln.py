@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers import bn_vs_ln, plots
+from helpers import bn_vs_ln, plots, runner
 from helpers.bn_vs_ln import (
     NORMS,
     PAPER_TABLE,
@@ -173,6 +173,72 @@ def test_batch_size_summary_and_figure(small_runs):
     fig = plots.batch_size_figure(summary)
     for norm in NORMS:
         assert list(find_line(fig.axes[0], norm).get_ydata()) == pytest.approx(summary[(norm, "mean")].tolist())
+
+
+def test_batch_size_runs_records_the_steps_asked_for_without_changing_the_training(small_runs):
+    curve = batch_size_runs(batch_sizes=(2,), seeds=(0, 1, 2), steps=100, lr=0.02, record=(0, 49, 99))
+    assert sorted(curve["step"].unique()) == [0, 49, 99]
+    last = curve[curve["step"] == 99].reset_index(drop=True)
+    pd.testing.assert_frame_equal(last, small_runs[small_runs["batch_size"] == 2].reset_index(drop=True))
+    assert (small_runs["step"] == 99).all()  # by default only the last step, counted from 0
+    with pytest.raises(ValueError, match=r"'record' must hold steps in \[0, steps - 1 = 9\], got \[10\]"):
+        batch_size_runs(batch_sizes=(2,), seeds=(0,), steps=10, record=(10,))
+
+
+def _gap_frame(bn, ln, none=None):
+    """A stored-experiment-like table at batch 2: one row per (norm, seed) at the last step."""
+    none = ln if none is None else none
+    rows = [{"norm": norm, "batch_size": 2, "seed": s, "step": 99, "test_accuracy": acc}
+            for norm, accs in (("BatchNorm", bn), ("LayerNorm", ln), ("no norm", none))
+            for s, acc in enumerate(accs)]
+    early = [{**r, "step": 0, "test_accuracy": 0.5} for r in rows]  # earlier steps are ignored
+    return pd.DataFrame(early + rows)
+
+
+def test_accuracy_gaps_pair_seeds_and_let_the_interval_pick_the_words():
+    ln = [0.60, 0.70, 0.65, 0.75, 0.62]
+    gaps = bn_vs_ln.accuracy_gaps(_gap_frame([a - 0.1 for a in ln], ln)).set_index(["a", "b"])
+    lower = gaps.loc[("BatchNorm", "LayerNorm")]
+    # every seed 10 points lower: a paired difference without spread, despite the spread over seeds
+    assert lower["estimate"] == pytest.approx(-10) and lower["high"] == pytest.approx(-10)
+    assert lower["outcome"] == "a lower" and lower["n_seeds"] == 5
+    assert lower["words"] == "BatchNorm is 10.0 points below LayerNorm (95% CI 10.0 to 10.0)"
+    same = gaps.loc[("LayerNorm", "no norm")]
+    assert same["outcome"] == "no difference detectable" and same["estimate"] == 0  # identical arms
+    noisy = bn_vs_ln.accuracy_gaps(_gap_frame([a + d for a, d in zip(ln, [0.01, -0.01, 0.02, -0.02, 0.0], strict=True)], ln))
+    row = noisy.set_index(["a", "b"]).loc[("BatchNorm", "LayerNorm")]
+    assert row["low"] < 0 < row["high"] and row["outcome"] == "no difference detectable"
+    assert row["words"].startswith("no difference detectable with 5 seeds: BatchNorm minus LayerNorm +0.0 points")
+    above = bn_vs_ln.accuracy_gaps(_gap_frame([a + 0.1 + d for a, d in zip(ln, [0.01, -0.01, 0.02, -0.02, 0], strict=True)], ln))
+    row = above.set_index(["a", "b"]).loc[("BatchNorm", "LayerNorm")]
+    assert row["outcome"] == "a higher" and row["words"].startswith("BatchNorm is 10.0 points above LayerNorm (95% CI")
+    assert 8 < row["low"] < 10 < row["high"] < 12
+
+
+def test_the_stored_batch_size_experiment_is_the_notebooks_and_its_verdicts_follow_from_its_rows():
+    stored = runner.load("batch_size")
+    config = stored.meta["config"]
+    assert config["steps"] == 100 and config["fixed"] == {"lr": 0.02} and len(stored.meta["seeds"]) == 20
+    final = bn_vs_ln.final_accuracy(stored.frame)
+    assert len(final) == 20 * 7 * 3 and (final["step"] == 99).all()
+    assert final.groupby(["batch_size", "norm"]).size().eq(20).all()
+    assert stored.verdicts == runner.experiment("batch_size").summarize(stored.frame)
+    assert stored.frame.groupby("unit")["step"].apply(lambda s: set(range(20)) <= set(s)).all()
+
+
+def test_a_stored_batch_size_unit_reruns_to_its_stored_rows():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the runner trains
+    try:
+        fresh, stored = runner.rerun_unit("batch_size", 0)
+        same_machine = runner.load("batch_size").meta["fingerprint"] == runner.fingerprint()
+    finally:
+        torch.set_num_threads(threads)
+    assert len(fresh) == 20 * 3 * 3 and fresh["step"].max() == 19
+    if same_machine:
+        pd.testing.assert_frame_equal(fresh, stored)
+    else:  # another CPU's kernels: 20 Adam steps at batch 2 grow last-bit differences to about 0.01
+        pd.testing.assert_frame_equal(fresh, stored, check_exact=False, atol=0.05, rtol=0)
 
 
 # ---------------------------------------------------------------- buffers, padding, invariances
