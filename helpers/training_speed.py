@@ -679,4 +679,7 @@ runner.register(runner.Experiment(
 runner.register(runner.Experiment(
     name="transformer", notebook="05_does_it_speed_up_training", train=_transformer_unit,
     grid={"lr": (0.01, 0.1, 0.3)}, seeds=SEEDS, steps=150, threshold=THRESHOLD, summarize=speed_verdicts,
-    budget_s=120))
+    budget_s=120,
+    # attention and Adam in float32 amplify a last-bit difference fast: 1.5e-4 relative after 20 steps
+    # on torch's plain kernel path (ATEN_CPU_CAPABILITY=default) against its AVX-512 one
+    repro_rtol=1e-3))
