@@ -14,6 +14,11 @@ so that their stored outputs are exactly what a fresh run prints.
   (beta) on a target that undoes the normalization: the learned parameters find
   the scale and shift that LayerNorm removed.
 
+The stored experiment ``drift`` (:mod:`helpers.runner`) is :func:`drift_runs` for 20
+seeds, made ahead of time; notebook 01 reads its table (``runner.load("drift")``),
+summarises it per seed with :func:`drift_by_seed` and prints the verdicts of
+:func:`drift_verdicts`, so that its numbers are the same on every CPU.
+
 The other notebooks' runs live in the modules named for their topic, with the same
 conventions: :mod:`helpers.bn_vs_ln` (03), :mod:`helpers.placement` (04) and
 :mod:`helpers.training_speed` (05: RNNs and a Transformer with and without LN).
@@ -27,11 +32,17 @@ import pandas as pd
 import torch
 from torch import nn
 
+from helpers import runner
+
 __all__ = [
+    "DRIFT_SEEDS",
     "PERCENTILES",
     "deep_mlp",
+    "drift_by_seed",
+    "drift_intervals",
     "drift_runs",
     "drift_summary",
+    "drift_verdicts",
     "fit_gamma_beta",
     "hidden_drift",
 ]
@@ -216,6 +227,98 @@ def drift_summary(frame: pd.DataFrame) -> pd.DataFrame:
     return summary
 
 
+def drift_by_seed(frame: pd.DataFrame) -> pd.DataFrame:
+    """:func:`drift_summary` of each seed's runs: the stored ``drift`` table, summarised.
+
+    Args:
+        frame: :func:`drift_runs` rows of several seeds, with a ``seed`` column (as
+            ``runner.load("drift").frame`` has).
+
+    Returns:
+        One row per (seed, model), seeds in increasing order and each seed's models in the
+        frame's order, indexed by ``seed`` and ``model``, with :func:`drift_summary`'s columns.
+    """
+    return pd.concat({seed: drift_summary(runs) for seed, runs in frame.groupby("seed", sort=True)},
+                     names=["seed"])
+
+
+#: What :func:`drift_verdicts` compares, by :func:`drift_summary` column: how the words say it.
+_DRIFT_QUANTITIES = {"largest std change": "in its spread",
+                     "largest mean shift": "in its centre",
+                     "largest percentile drift": "in its percentiles"}
+
+
+def drift_verdicts(frame: pd.DataFrame) -> dict[str, str]:
+    """The verdicts of the ``drift`` experiment, in words, from its stored table.
+
+    - ``"diverged"``: at how many seeds each model's run diverged (NaN or inf), and which;
+    - ``"LayerNorm's tokens"``: the worst token ``|mean|`` and ``|std - 1|`` with LN, over every
+      seed and step;
+    - one per column of :data:`_DRIFT_QUANTITIES` (``"largest std change"``, ...): LN against no
+      norm, ``1 - mean(LN) / mean(no norm)`` with a 95 % BCa bootstrap interval paired by seed
+      (:func:`drift_intervals`, in words by :func:`helpers.inference.verdict`), over the seeds
+      where neither run diverged. Leaving out a diverged run without LN, whose drift is
+      unbounded, can only favour the run without LN.
+    """
+    from helpers.inference import verdict
+
+    by_seed = drift_by_seed(frame)
+    finite = _finite_runs(by_seed)
+    out = {}
+    diverged = {model: [int(seed) for (seed, _), ok in runs.items() if not ok]
+                for model, runs in finite.groupby(level="model", sort=False)}
+    n = by_seed.index.get_level_values("seed").nunique()
+    out["diverged"] = "; ".join(
+        f"{model}: {len(seeds)} of {n} seeds diverged" + (f" (seeds {', '.join(map(str, seeds))})" if seeds else "")
+        for model, seeds in diverged.items())
+    ln = by_seed.xs("LayerNorm", level="model")
+    out["LayerNorm's tokens"] = (f"over {n} seeds and every step, the worst token |mean| is "
+                                 f"{ln['worst token |mean|'].max():.3f} and the worst token |std - 1| "
+                                 f"{ln['worst token |std - 1|'].max():.3f}")
+    for column, ci in drift_intervals(by_seed).items():
+        words = verdict(ci, a="LayerNorm", b="no norm", quantity=_DRIFT_QUANTITIES[column], verb="drifts",
+                        words=("less", "more"))
+        out[column] = f"{words}, over the {ci.n} seeds where neither run diverged"
+    return out
+
+
+def drift_intervals(by_seed: pd.DataFrame) -> dict:
+    """LN against no norm on each drift measure, paired by seed, over the seeds where neither diverged.
+
+    Args:
+        by_seed: what :func:`drift_by_seed` returns.
+
+    Returns:
+        ``{column: Interval}`` for ``"largest std change"``, ``"largest mean shift"`` and
+        ``"largest percentile drift"``: ``1 - mean(LN) / mean(no norm)`` with its 95 % BCa
+        bootstrap interval (:func:`helpers.inference.paired_difference_ci`), positive where
+        LN's input drifts less. ``Interval.n`` is the number of seeds used.
+    """
+    from helpers.inference import paired_difference_ci
+
+    finite = _finite_runs(by_seed).groupby(level="seed").all()
+    kept = finite.index[finite]
+    ln = by_seed.xs("LayerNorm", level="model").loc[kept]
+    no = by_seed.xs("no norm", level="model").loc[kept]
+    return {column: paired_difference_ci(ln[column].to_numpy(), no[column].to_numpy(), relative=True)
+            for column in _DRIFT_QUANTITIES}
+
+
+def _finite_runs(by_seed: pd.DataFrame) -> pd.Series:
+    """Per (seed, model): True where the run did not diverge (every summary column finite)."""
+    return by_seed.drop(columns=["std at step 0"]).apply(lambda row: row.map(math.isfinite).all(), axis=1)
+
+
+def _drift_unit(*, seeds, steps: int, **kwargs) -> pd.DataFrame:
+    """One unit of the ``drift`` experiment: :func:`drift_runs` for each seed, with a ``seed`` column.
+
+    ``steps`` counts recorded steps, as the runner does: step 0 (before any update) to
+    ``steps - 1``, so ``steps - 1`` SGD updates.
+    """
+    return pd.concat([drift_runs(seed=seed, steps=steps - 1, **kwargs).assign(seed=seed) for seed in seeds],
+                     ignore_index=True)
+
+
 def _largest(values: pd.Series) -> float:
     """The largest value, or NaN if any is NaN (a diverged run), without numpy's warning."""
     return math.nan if values.isna().any() else float(values.max())
@@ -272,3 +375,16 @@ def fit_gamma_beta(*, scale: float = 3.0, shift: float = 2.0, dim: int = 4, n_to
         optimizer.step()
         rows += observe(step + 1)
     return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------ stored experiments (make experiments)
+
+#: The seeds of the stored ``drift`` runs (40 SGD steps each: recorded steps 0 to 40).
+DRIFT_SEEDS = tuple(range(20))
+
+runner.register(runner.Experiment(
+    name="drift", notebook="01_layernorm_from_the_formula", train=_drift_unit, grid={}, seeds=DRIFT_SEEDS,
+    steps=41, fixed={"layer": 6, "depth": 8, "width": 32, "lr": 0.05, "batch_size": 32},
+    summarize=drift_verdicts, budget_s=60,
+    # percentiles and LN's centred means sit near 0, where only an absolute tolerance can serve
+    repro_atol=1e-5))
