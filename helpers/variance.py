@@ -11,7 +11,9 @@ r"""Three ways to compute a row's mean and (biased) variance, and how wrong each
   multi-threaded kernel (PyTorch's CPU ``RowwiseMoments``) splits a row.
 
 All work along the last dim, in the input's dtype unless ``acc_dtype`` says otherwise
-(half inputs are accumulated in float32 by default, as torch does).
+(half inputs are accumulated in float32 by default, as torch does). Their sums are
+:func:`row_sum`'s: a vector kernel's order, fixed, so each result has the same bits on
+every CPU (torch's own ``sum`` and ``mean`` add in an order set by the CPU's vector width).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ __all__ = [
     "chan_merge",
     "layer_norm_error",
     "one_pass_var",
+    "row_sum",
     "two_pass_var",
     "variance_errors",
     "welford_var",
@@ -39,18 +42,46 @@ def _acc(x: Tensor, acc_dtype: torch.dtype | None) -> Tensor:
     return x.to(acc_dtype)
 
 
+def row_sum(x: Tensor, lanes: int = 16) -> Tensor:
+    """The sum along the last dim, added in one fixed order: the same bits on every CPU.
+
+    The order is a vector kernel's: the row is cut into chunks of ``lanes`` values (16
+    float32 values fill an AVX-512 register; an odd tail is padded with zeros, which
+    change no sum), ``lanes`` running sums add the chunks one after another, and the
+    lanes are then added pairwise. torch's own ``sum`` and ``mean`` use the lanes of the
+    CPU they run on (16 with AVX-512, 8 with AVX2, 4 with NEON), so their last bits differ
+    between machines; here every step is an elementwise IEEE addition, which rounds the
+    same everywhere.
+    """
+    pad = -x.shape[-1] % lanes
+    if pad:
+        x = torch.cat([x, x.new_zeros(*x.shape[:-1], pad)], dim=-1)
+    chunks = x.reshape(*x.shape[:-1], -1, lanes)
+    acc = chunks[..., 0, :]
+    for k in range(1, chunks.shape[-2]):  # each lane: a running sum over the chunks
+        acc = acc + chunks[..., k, :]
+    while acc.shape[-1] > 1:  # then the lanes, pairwise
+        half = acc.shape[-1] // 2
+        acc = acc[..., :half] + acc[..., half:]
+    return acc[..., 0]
+
+
+def _row_mean(x: Tensor) -> Tensor:
+    return row_sum(x) / x.shape[-1]
+
+
 def one_pass_var(x: Tensor, acc_dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor]:
     """(mean, variance) as ``E[x^2] - E[x]^2``: fast, and wrong when the mean is large."""
     x = _acc(x, acc_dtype)
-    mean = x.mean(-1)
-    return mean, (x * x).mean(-1) - mean * mean
+    mean = _row_mean(x)
+    return mean, _row_mean(x * x) - mean * mean
 
 
 def two_pass_var(x: Tensor, acc_dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor]:
     """(mean, variance) as the mean, then the mean square of ``x - mean``."""
     x = _acc(x, acc_dtype)
-    mean = x.mean(-1, keepdim=True)
-    return mean.squeeze(-1), ((x - mean) ** 2).mean(-1)
+    mean = _row_mean(x)
+    return mean, _row_mean((x - mean.unsqueeze(-1)) ** 2)
 
 
 def chan_merge(n_a: Tensor, mean_a: Tensor, m2_a: Tensor,

@@ -14,6 +14,7 @@ from helpers.variance import (
     error_table,
     layer_norm_error,
     one_pass_var,
+    row_sum,
     two_pass_var,
     variance_errors,
     welford_var,
@@ -81,7 +82,7 @@ def test_half_inputs_accumulate_in_float32(dtype):
 
 
 def test_layer_norm_error_shows_the_nan_of_a_negative_variance():
-    x64 = adversarial_rows("offset", rows=2, width=256)
+    x64 = adversarial_rows("offset", rows=8, width=256)  # the widget's rows: the last one goes negative
     assert layer_norm_error(x64, torch.float32, 1e-5, "one-pass E[x²]−E[x]²").isnan().any()
     assert layer_norm_error(x64, torch.float32, 1e-5, "Welford + Chan").max() < 0.2
     assert layer_norm_error(adversarial_rows("standard"), torch.float32, 1e-5, "two-pass").max() < 1e-5
@@ -93,6 +94,33 @@ def test_error_table_covers_every_input_and_dtype():
     assert list(table.columns) == ["rounding the input", *ALGORITHMS]
     # float16 cannot hold 1e4 + 1e-2 z: rounding the input destroys the variance (100% lost).
     assert table.loc[("offset", "float16"), "rounding the input"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("width", [1, 5, 16, 17, 256, 1000])
+@pytest.mark.parametrize("lanes", [1, 4, 16])
+def test_row_sum_adds_in_the_documented_order(width, lanes):
+    import numpy as np
+
+    x = 1e4 + torch.randn(3, width, generator=torch.Generator().manual_seed(width)).float()
+    expected = []
+    for row in x.numpy():  # float32 scalars: one IEEE addition at a time, in row_sum's order
+        row = np.concatenate([row, np.zeros(-width % lanes, np.float32)])
+        acc = row[:lanes].copy()
+        for start in range(lanes, row.size, lanes):
+            acc = (acc + row[start:start + lanes]).astype(np.float32)
+        while acc.size > 1:
+            acc = (acc[:acc.size // 2] + acc[acc.size // 2:]).astype(np.float32)
+        expected.append(acc[0])
+    assert torch.equal(row_sum(x, lanes=lanes), torch.tensor(expected))
+    torch.testing.assert_close(row_sum(x.double(), lanes=lanes), x.double().sum(-1))
+
+
+def test_error_table_digits_are_fixed():
+    """The numbers notebook 06 prints: exact on every CPU, since row_sum fixes the order."""
+    table = error_table()
+    assert table.loc[("constant", "float32"), "one-pass E[x²]−E[x]²"] == 16.0  # steps of 8 near 1e8
+    assert f"{table.loc[('offset', 'float32'), 'one-pass E[x²]−E[x]²']:.1e}" == "1.8e+05"
+    assert f"{table.loc[('offset', 'float32'), 'two-pass']:.1e}" == "4.8e-03"
 
 
 def test_adversarial_rows_rejects_unknown_kinds():
