@@ -42,6 +42,7 @@ import math
 import os
 import pickle
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -134,6 +135,8 @@ class Experiment:
             exactly). The absolute part serves values near 0 (LN's output mean, about 1e-9),
             where no relative tolerance can; counts such as an accuracy move by whole test
             examples, so they need a larger one.
+        repro_atol_by_column: ``{regex: atol}`` for the columns whose full name matches ``regex``
+            (for example histogram counts, where one value can cross a bin edge).
     """
 
     name: str
@@ -153,6 +156,14 @@ class Experiment:
     version: int = 1
     repro_rtol: float = 1e-5
     repro_atol: float = 1e-6
+    repro_atol_by_column: Mapping[str, float] = field(default_factory=dict)
+
+    def repro_tolerance(self, column: str) -> tuple[float, float]:
+        """``(rtol, atol)`` for ``column`` when a unit is re-trained on another machine."""
+        for pattern, atol in self.repro_atol_by_column.items():
+            if re.fullmatch(pattern, column):
+                return self.repro_rtol, atol
+        return self.repro_rtol, self.repro_atol
 
     def __post_init__(self):
         where = f"Experiment({self.name!r})"
@@ -524,8 +535,10 @@ def rerun_unit(name: str, unit_index: int = 0, steps: int = REPRO_STEPS,
     unit = units(exp, best)[unit_index]
     old = stored.frame[stored.frame["unit"] == unit_index].drop(columns="unit")
     if "step" in old:
+        # rows recorded after the last step (a final state at step == steps) are not in the stored
+        # first steps: compare the steps both have
         fresh = _train_unit(exp, unit, steps=steps)
-        old = old[old["step"] < steps]
+        fresh, old = fresh[fresh["step"] < steps], old[old["step"] < steps]
     else:
         fresh = _train_unit(exp, unit)
     return fresh.astype(old.dtypes.to_dict()).reset_index(drop=True), old.reset_index(drop=True)

@@ -59,12 +59,14 @@ def test_one_unit_reproduces_its_stored_rows(name):
         torch.set_num_threads(threads)
     assert len(fresh) == len(old) > 0
     pd.testing.assert_frame_equal(fresh.select_dtypes(exclude="number"), old.select_dtypes(exclude="number"))
-    a, b = fresh.select_dtypes("number").to_numpy(float), old.select_dtypes("number").to_numpy(float)
-    if same_machine:
-        np.testing.assert_array_equal(a, b)
-    else:
-        exp = runner.experiment(name)
-        np.testing.assert_allclose(a, b, rtol=exp.repro_rtol, atol=exp.repro_atol)
+    exp = runner.experiment(name)
+    for column in fresh.select_dtypes("number").columns:
+        a, b = fresh[column].to_numpy(float), old[column].to_numpy(float)
+        if same_machine:
+            np.testing.assert_array_equal(a, b, err_msg=column)
+        else:
+            rtol, atol = exp.repro_tolerance(column)
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=column)
 
 
 @pytest.mark.parametrize("name", NAMES)
