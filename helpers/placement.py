@@ -8,28 +8,38 @@
 - :class:`TinyTransformer`: a small Transformer written with :class:`helpers.LayerNorm`, in
   Post-LN or Pre-LN form; :func:`transformer_grad_norms` and :func:`warmup_runs`.
 - :data:`NORM_PLACEMENT`: where the norm sits in well-known models, with references.
+- Three stored experiments (``python -m helpers.runner --only NAME``), 10 seeds each, that the
+  notebook reads: ``placement`` (:func:`placement_runs`), ``transformer_grad_norms`` and
+  ``warmup`` (:func:`warmup_runs`); :func:`per_seed` and :func:`compare` turn them into paired
+  intervals over seeds.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from helpers import runner
 from helpers.bn_vs_ln import make_task
 from helpers.checks import Case, Exercise, Verdict, check, register
 from helpers.functional import layer_norm
+from helpers.inference import Interval, bootstrap_ci, paired_difference_ci
 from helpers.modules import LayerNorm
 
 __all__ = [
     "ACTIVATIONS",
     "BINS",
     "DEAD",
+    "FORMS",
+    "HIST_COLUMNS",
     "NORM_PLACEMENT",
     "PLACEMENTS",
+    "SEEDS",
     "SATURATED",
     "PlacementMLP",
     "TinyTransformer",
@@ -40,6 +50,13 @@ __all__ = [
     "check_pre_ln_residual",
     "check_saturated_fraction",
     "check_dead_fraction",
+    "compare",
+    "final_losses",
+    "grad_comparisons",
+    "grad_ratios",
+    "per_seed",
+    "placement_comparisons",
+    "warmup_comparisons",
     "placement_summary",
     "saturated_fraction",
     "transformer_grad_norms",
@@ -56,6 +73,10 @@ SATURATED = 0.97
 DEAD = 0.0
 #: Histogram bin edges for every activation (values outside are clamped into the end bins).
 BINS = torch.linspace(-3.0, 3.0, 61)
+#: The columns of :func:`placement_runs`' rows that hold a layer's histogram counts over :data:`BINS`.
+HIST_COLUMNS = tuple(f"h{i:02d}" for i in range(len(BINS) - 1))
+#: The seeds of the stored experiments.
+SEEDS = tuple(range(10))
 
 _ACT = {"tanh": torch.tanh, "relu": torch.relu, "gelu": F.gelu}
 # Init gains (torch.nn.init.calculate_gain; GELU is given ReLU's, as is usual).
@@ -77,20 +98,27 @@ class PlacementMLP(nn.Module):
     """``len(ACTIVATIONS) * len(PLACEMENTS) * n_seeds`` deep MLPs, stacked along a model dim.
 
     Model ``m`` has configuration ``configs[m // n_seeds]`` (an ``(activation, placement)``
-    pair) and the weights of seed ``m % n_seeds``. Each hidden layer is ``Linear`` followed by
+    pair) and the weights of seed ``seeds[m % n_seeds]``. Each hidden layer is ``Linear`` followed by
     ``LN -> act``, ``act -> LN`` or just ``act``; LN has no gamma/beta here, so the arrangements
     differ only by where the normalisation sits. The weights are stacked and applied with
     ``torch.baddbmm``; the loss is a sum over models, so no model's gradient depends on another's.
+
+    Args:
+        depth: hidden layers.
+        n_seeds: seeds ``0 .. n_seeds - 1``, unless ``seeds`` names them.
+        seeds: the seeds of the initial weights (each its own generator, so seed ``s`` gets the
+            same weights whichever other seeds are stacked with it).
     """
 
-    def __init__(self, depth: int, n_seeds: int, *, in_features: int = 8, width: int = 32):
+    def __init__(self, depth: int, n_seeds: int = 1, *, seeds=None, in_features: int = 8, width: int = 32):
         super().__init__()
-        self.depth, self.n_seeds, self.width = depth, n_seeds, width
+        self.seeds = tuple(range(n_seeds)) if seeds is None else tuple(seeds)
+        self.depth, self.n_seeds, self.width = depth, len(self.seeds), width
         self.configs = [(a, p) for a in ACTIVATIONS for p in PLACEMENTS]
         shapes = [(in_features, width)] + [(width, width)] * (depth - 1) + [(width, 1)]
         self.weights, self.biases = nn.ParameterList(), nn.ParameterList()
-        gens = [torch.Generator().manual_seed(s) for s in range(n_seeds)]
-        gains = torch.tensor([_GAIN[a] for a, _ in self.configs]).repeat_interleave(n_seeds)
+        gens = [torch.Generator().manual_seed(s) for s in self.seeds]
+        gains = torch.tensor([_GAIN[a] for a, _ in self.configs]).repeat_interleave(self.n_seeds)
         for fan_in, fan_out in shapes:
             per_seed = torch.stack([torch.randn(fan_in, fan_out, generator=g) for g in gens]) / math.sqrt(fan_in)
             w = per_seed.repeat(len(self.configs), 1, 1)
@@ -98,7 +126,7 @@ class PlacementMLP(nn.Module):
                 w = w * gains[:, None, None]
             self.weights.append(nn.Parameter(w))
             self.biases.append(nn.Parameter(torch.zeros(len(w), 1, fan_out)))
-        per_model = [c for c in self.configs for _ in range(n_seeds)]
+        per_model = [c for c in self.configs for _ in range(self.n_seeds)]
         mask = lambda pred: torch.tensor([pred(a, p) for a, p in per_model])[:, None, None]  # noqa: E731
         self.register_buffer("_ln_first", mask(lambda a, p: p == "LN -> act"), persistent=False)
         self.register_buffer("_ln_after", mask(lambda a, p: p == "act -> LN"), persistent=False)
@@ -118,47 +146,54 @@ class PlacementMLP(nn.Module):
         return torch.baddbmm(self.biases[-1], h, self.weights[-1]).squeeze(-1)
 
 
-def _diagnose(model: PlacementMLP, x: torch.Tensor, y: torch.Tensor, stage: str, depth: int) -> tuple[list, dict]:
-    """Per model and layer: activation stats and weight-gradient norms on the probe batch."""
+def _histogram(a: torch.Tensor) -> torch.Tensor:
+    """Counts of ``a``'s values over :data:`BINS`, values outside clamped into the end bins."""
+    return torch.histc(a.clamp(BINS[0], BINS[-1]), bins=len(BINS) - 1, min=BINS[0].item(), max=BINS[-1].item())
+
+
+def _diagnose(model: PlacementMLP, x: torch.Tensor, y: torch.Tensor, stage: str, step: int, hist_seeds) -> list:
+    """Per model and layer: activation stats, histogram counts (seeds in ``hist_seeds``, or all when it is
+    ``None``; ``None`` counts otherwise) and weight-gradient norms on the probe batch."""
     keep: list = []
     model.zero_grad()
     logits = model(x, keep)
     losses = F.binary_cross_entropy_with_logits(logits, y, reduction="none").mean(1)
     losses.sum().backward()
-    rows, hists = [], {}
+    rows = []
     s = model.n_seeds
     for m in range(len(model.configs) * s):
         act, place = model.configs[m // s]
-        seed = m % s
+        seed = model.seeds[m % s]
         for layer, a in enumerate(keep):
             am = a[m]
-            rows.append({"activation": act, "placement": place, "depth": depth, "seed": seed, "stage": stage,
-                         "layer": layer + 1, "mean": am.mean().item(), "std": am.std().item(),
-                         "saturated": saturated_fraction(am).item(), "dead": dead_fraction(am).item(),
-                         "grad_norm": model.weights[layer].grad[m].norm().item(),
-                         "loss": losses[m].item()})
-            if seed == 0:
-                counts = torch.histc(am.clamp(BINS[0], BINS[-1]), bins=len(BINS) - 1,
-                                     min=BINS[0].item(), max=BINS[-1].item())
-                hists[(act, place, depth, stage, layer + 1)] = counts / counts.sum()
+            counts = _histogram(am).int().tolist() if hist_seeds is None or seed in hist_seeds else None
+            hist = dict(zip(HIST_COLUMNS, counts or [None] * len(HIST_COLUMNS), strict=True))
+            rows.append({"activation": act, "placement": place, "depth": model.depth, "seed": seed,
+                         "stage": stage, "step": step, "layer": layer + 1, "mean": am.mean().item(),
+                         "std": am.std().item(), "saturated": saturated_fraction(am).item(),
+                         "dead": dead_fraction(am).item(), "grad_norm": model.weights[layer].grad[m].norm().item(),
+                         "loss": losses[m].item(), **hist})
     model.zero_grad()
-    return rows, hists
+    return rows
 
 
-def placement_runs(depths=(8, 12, 16), n_seeds: int = 3, *, steps: int = 100, lr: float = 3e-3,
-                   batch: int = 64, n_train: int = 2048, n_probe: int = 256,
-                   progress: bool = False) -> tuple[pd.DataFrame, dict]:
+def placement_runs(depths=(8,), seeds=(0, 1, 2), *, steps: int = 50, lr: float = 3e-3,
+                   batch: int = 64, n_train: int = 2048, n_probe: int = 256, hist_seeds=None,
+                   progress: bool = False) -> pd.DataFrame:
     """Train every (activation, placement, seed) MLP of each depth for ``steps`` Adam steps.
 
-    All models of a seed share the data, the minibatch order and (up to the activation's init
-    gain) the initial weights. Diagnostics are taken on a held-out probe batch at
-    initialisation (``stage="init"``) and after training (``stage="trained"``).
+    All models share the data and the minibatch order (the task is fixed); the seed decides the
+    initial weights, which the models of one seed share up to the activation's init gain.
+    Diagnostics are taken on a held-out probe batch at initialisation (``stage="init"``,
+    ``step=0``) and after training (``stage="trained"``, ``step=steps``); in between, each
+    model's training loss on every step's batch (``stage="train"``, ``step`` counting updates
+    from 0, the loss before that update; the other columns empty).
 
     Returns:
-        ``(rows, hists)``: a DataFrame with one row per (activation, placement, depth, seed,
-        stage, layer): ``mean``, ``std``, ``saturated``, ``dead``, ``grad_norm`` and the model's
-        probe ``loss``; and ``hists[(activation, placement, depth, stage, layer)]``, seed 0's
-        activation histogram over :data:`BINS` (fractions summing to 1).
+        One row per (activation, placement, depth, seed, stage, layer): ``step``, ``mean``,
+        ``std``, ``saturated``, ``dead``, ``grad_norm``, the model's probe ``loss`` (float32) and the
+        layer's activation histogram as counts over :data:`BINS` (columns :data:`HIST_COLUMNS`, nullable
+        ints): for the seeds in ``hist_seeds`` only (``<NA>`` for the others), or for all when it is ``None``.
     """
     g = torch.Generator().manual_seed(1234)
     x_train, y_train = make_task(n_train, g)
@@ -169,33 +204,36 @@ def placement_runs(depths=(8, 12, 16), n_seeds: int = 3, *, steps: int = 100, lr
         from tqdm.auto import tqdm
 
         iterator = tqdm(depths, desc="depths", leave=False)
-    rows, hists = [], {}
+    rows = []
     for depth in iterator:
-        model = PlacementMLP(depth, n_seeds)
-        n_models = len(model.configs) * n_seeds
+        model = PlacementMLP(depth, seeds=seeds)
+        n_models = len(model.configs) * model.n_seeds
         xp, yp = x_probe.expand(n_models, -1, -1), y_probe.expand(n_models, -1)
-        r, h = _diagnose(model, xp, yp, "init", depth)
-        rows += r
-        hists.update(h)
+        rows += _diagnose(model, xp, yp, "init", 0, hist_seeds)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-        for idx in order:
+        names = [(*model.configs[m // model.n_seeds], model.seeds[m % model.n_seeds]) for m in range(n_models)]
+        for step, idx in enumerate(order):
             logits = model(x_train[idx].expand(n_models, -1, -1))
-            loss = F.binary_cross_entropy_with_logits(logits, y_train[idx].expand(n_models, -1),
-                                                      reduction="none").mean(1).sum()
+            losses = F.binary_cross_entropy_with_logits(logits, y_train[idx].expand(n_models, -1),
+                                                        reduction="none").mean(1)
             optimizer.zero_grad()
-            loss.backward()
+            losses.sum().backward()
             optimizer.step()
-        r, h = _diagnose(model, xp, yp, "trained", depth)
-        rows += r
-        hists.update(h)
-    return pd.DataFrame(rows), hists
+            rows += [{"activation": act, "placement": place, "depth": depth, "seed": seed, "stage": "train",
+                      "step": step, "loss": value} for (act, place, seed), value in zip(names, losses.tolist(),
+                                                                                        strict=True)]
+        rows += _diagnose(model, xp, yp, "trained", steps, hist_seeds)
+    frame = pd.DataFrame(rows)
+    return frame.astype({**{c: "float32" for c in ("mean", "std", "saturated", "dead", "grad_norm", "loss")},
+                         "layer": "Int64", **{c: "Int32" for c in HIST_COLUMNS}})
 
 
 def placement_summary(rows: pd.DataFrame, depth: int) -> pd.DataFrame:
     """Per (activation, placement): final probe loss (mean, min, max over seeds), % saturated / % dead
     (mean over layers and seeds, at init and trained), and the ratio of first to last layer's gradient norm
-    at init."""
-    d = rows[rows.depth == depth]
+    at init (mean over seeds)."""
+    d = rows[(rows.depth == depth) & (rows.stage != "train")]
+    d = d.astype({c: "float64" for c in ("loss", "saturated", "dead", "grad_norm")})
     keys = ["activation", "placement"]
     trained = d[d.stage == "trained"]
     loss = trained.groupby(keys + ["seed"])["loss"].first().groupby(keys).agg(["mean", "min", "max"])
@@ -208,7 +246,7 @@ def placement_summary(rows: pd.DataFrame, depth: int) -> pd.DataFrame:
     init = d[d.stage == "init"].groupby(keys + ["layer"])["grad_norm"].mean().unstack("layer")
     out["grad first/last (init)"] = init[init.columns.min()] / init[init.columns.max()]
     order = pd.MultiIndex.from_tuples([(a, p) for a in ACTIVATIONS for p in PLACEMENTS], names=keys)
-    return out.reindex(order)
+    return out.reindex(order).astype("float64")
 
 
 # ------------------------------------------------------------------ Transformers
@@ -269,11 +307,23 @@ def _copy_task(n: int, g: torch.Generator, vocab: int = 16, seq_len: int = 16, l
     return x, y
 
 
+def _model(seed: int, vocab: int, dim: int, n_layers: int, pre_ln: bool) -> TinyTransformer:
+    """A :class:`TinyTransformer` whose weights come from ``seed``, leaving torch's global generator alone.
+
+    Post-LN and Pre-LN draw the same weights for the same seed (the LNs have none to draw)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return TinyTransformer(vocab, dim, n_layers, pre_ln=pre_ln)
+
+
 def transformer_grad_norms(layers=(6, 12), seeds=(0, 1, 2), *, dim: int = 32, batch: int = 32) -> pd.DataFrame:
     """Gradient norm of each block's last MLP weight (``fc2``) at initialisation, Post-LN and Pre-LN.
 
+    For each seed, both forms start from the same weights and see the same batch.
+
     Returns:
-        One row per (form, n_layers, seed, layer): ``grad_norm``.
+        One row per (form, n_layers, seed, layer): ``grad_norm`` (float32), and ``step`` = 0
+        (before any update).
     """
     rows = []
     for n_layers in layers:
@@ -281,28 +331,35 @@ def transformer_grad_norms(layers=(6, 12), seeds=(0, 1, 2), *, dim: int = 32, ba
             g = torch.Generator().manual_seed(seed)
             x, y = _copy_task(batch, g)
             for form, pre in (("Post-LN", False), ("Pre-LN", True)):
-                torch.manual_seed(seed)
-                model = TinyTransformer(16, dim, n_layers, pre_ln=pre)
+                model = _model(seed, 16, dim, n_layers, pre)
                 F.cross_entropy(model(x).flatten(0, 1), y.flatten()).backward()
                 for i, block in enumerate(model.blocks):
-                    rows.append({"form": form, "n_layers": n_layers, "seed": seed, "layer": i + 1,
+                    rows.append({"form": form, "n_layers": n_layers, "seed": seed, "step": 0, "layer": i + 1,
                                  "grad_norm": block.fc2.weight.grad.norm().item()})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).astype({"grad_norm": "float32"})
 
 
-def warmup_runs(seeds=(0,), *, n_layers: int = 4, dim: int = 16, steps: int = 30, lr: float = 1e-2,
-                warmup: int = 10, batch: int = 16, progress: bool = False) -> pd.DataFrame:
+#: The two Transformer forms, as :func:`warmup_runs` names them, and whether each is Pre-LN.
+FORMS = {"Post-LN": False, "Pre-LN": True}
+
+
+def warmup_runs(seeds=(0,), *, forms=tuple(FORMS), n_layers: int = 4, dim: int = 16, steps: int = 30,
+                lr: float = 1e-2, warmup: int = 10, batch: int = 16, progress: bool = False) -> pd.DataFrame:
     """Train Post-LN and Pre-LN :class:`TinyTransformer` s on the lag-copy task, with and without warm-up.
 
     Warm-up raises the learning rate linearly from ``lr / warmup`` to ``lr`` over ``warmup`` steps;
-    without it, Adam starts at ``lr``. Each (form, seed) starts from the same weights and sees the
-    same batches with and without warm-up.
+    without it, Adam starts at ``lr``. The schedule does not depend on ``steps``: a run's first
+    ``k`` steps are the same whatever ``steps`` is. Each (form, seed) starts from the same weights
+    and sees the same batches with and without warm-up (and Post-LN and Pre-LN share them too).
 
     Returns:
-        One row per (form, warmup, seed, step): ``loss`` (the training loss at that step).
+        One row per (form, warmup, seed, step), ``step`` counting updates from 0: ``loss`` (float32),
+        the training loss on that step's batch, before its update.
     """
-    runs = [(form, pre, w, seed) for form, pre in (("Post-LN", False), ("Pre-LN", True))
-            for w in (False, True) for seed in seeds]
+    unknown = [f for f in forms if f not in FORMS]
+    if unknown:
+        raise ValueError(f"warmup_runs(): argument 'forms' must hold forms from {tuple(FORMS)}, got {unknown}")
+    runs = [(form, FORMS[form], w, seed) for form in forms for w in (False, True) for seed in seeds]
     if progress:
         from tqdm.auto import tqdm
 
@@ -310,8 +367,7 @@ def warmup_runs(seeds=(0,), *, n_layers: int = 4, dim: int = 16, steps: int = 30
     rows = []
     for form, pre, w, seed in runs:
         g = torch.Generator().manual_seed(100 + seed)
-        torch.manual_seed(seed)
-        model = TinyTransformer(16, dim, n_layers, pre_ln=pre)
+        model = _model(seed, 16, dim, n_layers, pre)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
         schedule = torch.optim.lr_scheduler.LambdaLR(
             optimizer, (lambda s: min(1.0, (s + 1) / warmup)) if w else (lambda s: 1.0))
@@ -322,8 +378,8 @@ def warmup_runs(seeds=(0,), *, n_layers: int = 4, dim: int = 16, steps: int = 30
             loss.backward()
             optimizer.step()
             schedule.step()
-            rows.append({"form": form, "warmup": w, "seed": seed, "step": step + 1, "loss": loss.item()})
-    return pd.DataFrame(rows)
+            rows.append({"form": form, "warmup": w, "seed": seed, "step": step, "loss": loss.item()})
+    return pd.DataFrame(rows).astype({"loss": "float32"})
 
 
 #: Where the norm sits in well-known models.
@@ -375,17 +431,23 @@ def placement_state(activation: str, placement: str, depth: int, *, seed: int = 
     return state
 
 
-def trained_state(rows: pd.DataFrame, hists: dict, activation: str, placement: str, depth: int,
-                  stage: str = "trained") -> dict:
-    """:func:`placement_state`'s dict, read from :func:`placement_runs`' results (seed 0) instead."""
+def trained_state(rows: pd.DataFrame, activation: str, placement: str, depth: int, stage: str = "trained",
+                  seed: int = 0) -> dict:
+    """:func:`placement_state`'s dict, read from :func:`placement_runs`' rows (the stored ``placement``
+    experiment, for one) instead of a fresh model: one seed's model at ``stage`` ``"init"`` or ``"trained"``."""
     d = rows[(rows.activation == activation) & (rows.placement == placement) & (rows.depth == depth)
-             & (rows.stage == stage) & (rows.seed == 0)].sort_values("layer")
+             & (rows.stage == stage) & (rows.seed == seed)].sort_values("layer")
+    if len(d) != depth:
+        raise ValueError(f"trained_state(): no rows for ({activation!r}, {placement!r}, depth={depth}, "
+                         f"stage={stage!r}, seed={seed}); the rows hold depths {sorted(rows.depth.unique())}, "
+                         f"seeds {sorted(rows.seed.unique())}")
+    counts = torch.tensor(d[list(HIST_COLUMNS)].to_numpy(dtype="float64"))
     values = d.saturated if activation == "tanh" else d.dead
     what = "saturated" if activation == "tanh" else "dead"
     return {"activation": activation, "placement": placement, "depth": depth,
-            "hist": torch.stack([hists[(activation, placement, depth, stage, i)] for i in range(1, depth + 1)]),
+            "hist": counts / counts.sum(dim=1, keepdim=True),
             "saturated": d.saturated.tolist(), "dead": d.dead.tolist(), "grad_norm": d.grad_norm.tolist(),
-            "readout": f"{activation}, {placement}, {stage}: {what} mean {100 * values.mean():.1f}%"}
+            "readout": f"{activation}, {placement}, {stage}, seed {seed}: {what} mean {100 * values.mean():.1f}%"}
 
 
 # ------------------------------------------------------------------ exercises
@@ -449,3 +511,176 @@ def check_dead_fraction(fn) -> Verdict:
 def check_pre_ln_residual(fn) -> Verdict:
     """Check ``fn(x, w) -> x + layer_norm(x) @ w`` (one Pre-LN residual step, ``f(h) = h @ w``)."""
     return check("pre_ln_residual", fn)
+
+
+# ------------------------------------------------------------------ verdicts over seeds
+
+
+def compare(a_values, b_values, *, a: str, b: str, quantity: str, claim: str = "lower",
+            fmt: str = ".4f") -> tuple[Interval, str]:
+    """The mean per-seed difference ``a - b`` (paired by seed) with its bootstrap interval, in words.
+
+    The words follow the interval: entirely below 0, ``"{a}: lower {quantity} than {b} by 0.0396 (95% CI
+    0.0214 to 0.0654)"`` (above 0: "higher"); containing 0, ``"no difference detectable with 10 seeds:
+    ..."``; on the side opposite ``claim`` (``"lower"`` or ``"higher"``: what is claimed of ``a``), the
+    sentence starts with ``"the opposite of the claim: "``.
+
+    Returns:
+        ``(interval, words)``, the interval being :func:`helpers.inference.paired_difference_ci`'s,
+        of ``mean(a - b)``.
+    """
+    if claim not in ("lower", "higher"):
+        raise ValueError(f"compare(): argument 'claim' must be 'lower' or 'higher', got {claim!r}")
+    ci = paired_difference_ci(np.asarray(a_values, dtype=np.float64), np.asarray(b_values, dtype=np.float64))
+    if ci.low <= 0 <= ci.high:
+        return ci, (f"no difference detectable with {ci.n} seeds: {a} vs {b}, {quantity} {ci.estimate:+{fmt}} "
+                    f"(95% CI {ci.low:+{fmt}} to {ci.high:+{fmt}})")
+    lower = ci.high < 0
+    size, lo, hi = (-ci.estimate, -ci.high, -ci.low) if lower else (ci.estimate, ci.low, ci.high)
+    said = (f"{a}: {'lower' if lower else 'higher'} {quantity} than {b} by {size:{fmt}} "
+            f"(95% CI {lo:{fmt}} to {hi:{fmt}})")
+    return ci, said if lower == (claim == "lower") else f"the opposite of the claim: {said}"
+
+
+def _table(items: list) -> pd.DataFrame:
+    """``[(keys dict, interval, words)]`` as one row each: the keys, ``estimate``, ``low``, ``high``, ``verdict``."""
+    return pd.DataFrame([{**keys, "estimate": ci.estimate, "low": ci.low, "high": ci.high, "verdict": words}
+                         for keys, ci, words in items])
+
+
+def per_seed(rows: pd.DataFrame, value: str, *, depth: int, stage: str) -> pd.DataFrame:
+    """One row per seed, one column per (activation, placement): ``value`` averaged over layers
+    (the probe ``loss`` is one number per model anyway), as float64."""
+    d = rows[(rows.depth == depth) & (rows.stage == stage)]
+    return d.groupby(["activation", "placement", "seed"])[value].mean().astype("float64").unstack(
+        ["activation", "placement"])
+
+
+def placement_comparisons(rows: pd.DataFrame, depth: int = 8) -> pd.DataFrame:
+    """The notebook's claims about the placement MLPs of ``depth``, each a paired interval over seeds.
+
+    - per activation, the final probe loss of ``LN -> act`` against ``act -> LN``, and against no norm
+      (claim: ``LN -> act`` is lower);
+    - at initialisation, tanh's % saturated and ReLU's % dead units with ``act -> LN`` against
+      ``LN -> act`` (mean over layers; claims: more saturated, fewer dead).
+
+    Returns:
+        One row per claim: ``activation``, ``quantity``, ``a``, ``b``, ``estimate`` (mean of ``a - b``
+        over seeds), ``low``, ``high`` and ``verdict`` (words, from :func:`compare`).
+    """
+    loss = per_seed(rows, "loss", depth=depth, stage="trained")
+    items = []
+    for act in ACTIVATIONS:
+        for b in ("act -> LN", "no norm"):
+            ci, words = compare(loss[act, "LN -> act"], loss[act, b], a="LN -> act", b=b, quantity="probe loss")
+            items.append(({"activation": act, "quantity": "probe loss (trained)", "a": "LN -> act", "b": b},
+                          ci, words))
+    for act, value, quantity, claim in (("tanh", "saturated", "% saturated", "higher"),
+                                        ("relu", "dead", "% dead", "lower")):
+        pct = 100 * per_seed(rows, value, depth=depth, stage="init")[act]
+        ci, words = compare(pct["act -> LN"], pct["LN -> act"], a="act -> LN", b="LN -> act", quantity=quantity,
+                            claim=claim, fmt=".1f")
+        items.append(({"activation": act, "quantity": f"{quantity} (init)", "a": "act -> LN", "b": "LN -> act"},
+                      ci, words))
+    return _table(items)
+
+
+def grad_ratios(grads: pd.DataFrame) -> pd.DataFrame:
+    """Per (n_layers, seed), one column per form: the last block's ``fc2`` gradient norm over the first's."""
+    g = grads.astype({"grad_norm": "float64"})
+    first = g[g.layer == 1].set_index(["n_layers", "seed", "form"]).grad_norm
+    last = g[g.layer == g.n_layers].set_index(["n_layers", "seed", "form"]).grad_norm
+    return (last / first).unstack("form")
+
+
+def grad_comparisons(grads: pd.DataFrame) -> pd.DataFrame:
+    """Xiong et al.'s profile at initialisation, per depth: each form's last/first gradient-norm ratio
+    with its interval over seeds (is it above or below 1?), and Post-LN's ratio against Pre-LN's
+    (paired by seed; claim: higher).
+
+    Returns:
+        One row per (n_layers, what): ``estimate``, ``low``, ``high``, ``verdict`` (words).
+    """
+    ratios = grad_ratios(grads)
+    items = []
+    for n in sorted(ratios.index.get_level_values("n_layers").unique()):
+        r = ratios.loc[n]
+        for form in FORMS:
+            ci = bootstrap_ci(r[form])
+            side = "above 1" if ci.low > 1 else "below 1" if ci.high < 1 else "1 inside the interval"
+            items.append(({"n_layers": n, "what": f"{form} last/first"}, ci,
+                          f"{form}, {n} layers: last/first = {ci.format('.2f')}: {side}"))
+        ci, words = compare(r["Post-LN"], r["Pre-LN"], a="Post-LN", b="Pre-LN", quantity="last/first ratio",
+                            claim="higher", fmt=".2f")
+        items.append(({"n_layers": n, "what": "Post-LN - Pre-LN"}, ci, f"{n} layers: {words}"))
+    return _table(items)
+
+
+def final_losses(runs: pd.DataFrame, last: int = 10) -> pd.DataFrame:
+    """Per (form, seed), one column per ``warmup``: the mean training loss over the ``last`` steps of each run."""
+    end = runs.step.max() + 1
+    tail = runs[runs.step >= end - last].astype({"loss": "float64"})
+    return tail.groupby(["form", "seed", "warmup"]).loss.mean().unstack("warmup")
+
+
+def warmup_comparisons(runs: pd.DataFrame, last: int = 10) -> pd.DataFrame:
+    """Warm-up against none, per form, on the mean loss over the ``last`` steps (paired by seed; the
+    claim being tested is that warm-up lowers it), and whether it changes Post-LN's loss more than
+    Pre-LN's (the difference of the two differences, paired by seed: both forms share weights and batches).
+
+    Returns:
+        One row per comparison: ``what``, ``estimate``, ``low``, ``high``, ``verdict`` (words).
+    """
+    final = final_losses(runs, last)
+    items = []
+    for form in FORMS:
+        ci, words = compare(final.loc[form][True], final.loc[form][False], a=f"{form} with warm-up", b="without",
+                            quantity="final loss")
+        items.append(({"what": f"{form}: warm-up - none"}, ci, words))
+    effect = {form: final.loc[form][True] - final.loc[form][False] for form in FORMS}
+    ci, words = compare(effect["Post-LN"], effect["Pre-LN"], a="Post-LN", b="Pre-LN",
+                        quantity="loss change from warm-up")
+    items.append(({"what": "Post-LN change - Pre-LN change"}, ci, words))
+    return _table(items)
+
+
+def _verdicts(table: pd.DataFrame) -> dict[str, str]:
+    keys = [c for c in table.columns if c not in ("estimate", "low", "high", "verdict")]
+    return {", ".join(str(v) for v in row[keys]): row["verdict"] for _, row in table.iterrows()}
+
+
+# ------------------------------------------------------------------ stored experiments (make experiments)
+
+
+def _placement_unit(*, depth: int, seeds, steps: int, lr: float, batch: int, hist_seeds) -> pd.DataFrame:
+    """One unit of ``placement``: the 9 (activation, placement) MLPs of one depth and seed, stacked."""
+    return placement_runs(depths=(depth,), seeds=seeds, steps=steps, lr=lr, batch=batch, hist_seeds=hist_seeds)
+
+
+def _grad_norm_unit(*, n_layers: int, seeds, steps: int, dim: int, batch: int) -> pd.DataFrame:
+    """One unit of ``transformer_grad_norms``: Post-LN and Pre-LN at init (``steps`` is unused: no training)."""
+    return transformer_grad_norms(layers=(n_layers,), seeds=seeds, dim=dim, batch=batch)
+
+
+def _warmup_unit(*, form: str, seeds, steps: int, n_layers: int, dim: int, lr: float, warmup: int,
+                 batch: int) -> pd.DataFrame:
+    """One unit of ``warmup``: one form and seed, with and without warm-up."""
+    return warmup_runs(seeds=seeds, forms=(form,), n_layers=n_layers, dim=dim, steps=steps, lr=lr, warmup=warmup,
+                       batch=batch)
+
+
+runner.register(runner.Experiment(
+    name="placement", notebook="04_before_the_activation", train=_placement_unit,
+    grid={"depth": (8, 16)}, seeds=SEEDS, steps=50, fixed={"lr": 3e-3, "batch": 64, "hist_seeds": (0,)},
+    budget_s=120, summarize=lambda frame: _verdicts(placement_comparisons(frame)), version=2,
+    # histogram counts: on another CPU a value can land across a bin edge (seen: one count off by 1)
+    repro_atol_by_column={r"h\d+": 2.0}))
+runner.register(runner.Experiment(
+    name="transformer_grad_norms", notebook="04_before_the_activation", train=_grad_norm_unit,
+    grid={"n_layers": (6, 12)}, seeds=SEEDS, steps=1, fixed={"dim": 32, "batch": 32}, budget_s=60,
+    summarize=lambda frame: _verdicts(grad_comparisons(frame))))
+runner.register(runner.Experiment(
+    name="warmup", notebook="04_before_the_activation", train=_warmup_unit,
+    grid={"form": tuple(FORMS)}, seeds=SEEDS, steps=30,
+    fixed={"n_layers": 4, "dim": 16, "lr": 1e-2, "warmup": 10, "batch": 16}, budget_s=120,
+    summarize=lambda frame: _verdicts(warmup_comparisons(frame))))

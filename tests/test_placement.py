@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import layer_norm, placement, plots, widgets
+from helpers import layer_norm, placement, plots, runner, widgets
 from helpers.plots import find_line
 
 
@@ -47,17 +47,33 @@ def test_seeds_share_weights_across_configs_and_models_are_independent():
 
 
 def test_placement_runs_rows_and_histograms():
-    rows, hists = placement.placement_runs(depths=(3,), n_seeds=3, steps=2, n_train=64, n_probe=32)
+    runs = placement.placement_runs(depths=(3,), seeds=(0, 1, 2), steps=2, n_train=64, n_probe=32)
+    train = runs[runs.stage == "train"]
+    assert len(train) == 9 * 3 * 2 and set(train.step) == {0, 1}  # configs x seeds x steps: the training losses
+    assert train.loss.notna().all() and train[list(placement.HIST_COLUMNS) + ["layer"]].isna().all().all()
+    rows = runs[runs.stage != "train"]
     assert len(rows) == 2 * 9 * 3 * 3  # stages x configs x seeds x layers
-    assert set(rows.stage) == {"init", "trained"}
-    for h in hists.values():
-        assert h.sum().item() == pytest.approx(1.0)
+    assert set(rows.stage) == {"init", "trained"} and set(rows.step) == {0, 2}
+    counts = rows[list(placement.HIST_COLUMNS)].sum(axis=1)
+    assert (counts == 32 * 32).all()  # every probe sample x unit falls in one bin
     summary = placement.placement_summary(rows, 3)
     assert list(summary.index) == [(a, p) for a in placement.ACTIVATIONS for p in placement.PLACEMENTS]
     assert (summary["loss min"] <= summary["loss mean"]).all() and (summary["loss mean"] <= summary["loss max"]).all()
-    # act -> LN: ReLU's zeros are shifted by LN, but the diagnostic reads the activation itself
-    state = placement.trained_state(rows, hists, "relu", "no norm", 3)
+    state = placement.trained_state(rows, "relu", "no norm", 3, seed=2)
     assert state["hist"].shape == (3, len(placement.BINS) - 1)
+    torch.testing.assert_close(state["hist"].sum(1), torch.ones(3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="depths"):
+        placement.trained_state(rows, "relu", "no norm", 8)
+
+
+def test_a_seed_gets_the_same_models_whichever_seeds_it_is_stacked_with():
+    both = placement.placement_runs(depths=(3,), seeds=(4, 7), steps=3, n_train=64, n_probe=32, hist_seeds=(7,))
+    alone = placement.placement_runs(depths=(3,), seeds=(7,), steps=3, n_train=64, n_probe=32)
+    mine = both[both.seed == 7].reset_index(drop=True)
+    torch.testing.assert_close(torch.tensor(mine.loss.to_numpy()), torch.tensor(alone.loss.to_numpy()))
+    probed = both.stage != "train"
+    assert both[probed & (both.seed == 4)][list(placement.HIST_COLUMNS)].isna().all().all()
+    assert mine[mine.stage != "train"][list(placement.HIST_COLUMNS)].notna().all().all()
 
 
 def test_placement_state_and_every_widget_control_changes_the_figure():
@@ -96,9 +112,51 @@ def test_transformer_grad_norms_profile():
     assert len(find_line(fig.axes[0], "Post-LN 6").get_ydata()) == 6
 
 
-def test_warmup_runs_shape():
+def test_warmup_runs_shape_and_first_steps_do_not_depend_on_the_step_count():
     runs = placement.warmup_runs(n_layers=1, steps=3)
-    assert len(runs) == 2 * 2 * 1 * 3 and runs.loss.notna().all()
+    assert len(runs) == 2 * 2 * 1 * 3 and runs.loss.notna().all() and list(runs.step[:3]) == [0, 1, 2]
+    state = torch.get_rng_state()
+    short = placement.warmup_runs(seeds=(2,), forms=("Post-LN",), n_layers=1, steps=5)
+    assert torch.equal(torch.get_rng_state(), state)  # the global generator is left alone
+    longer = placement.warmup_runs(seeds=(2,), forms=("Post-LN",), n_layers=1, steps=8)
+    assert longer[longer.step < 5].reset_index(drop=True).equals(short)
+    with pytest.raises(ValueError, match="forms"):
+        placement.warmup_runs(forms=("Sandwich",))
+
+
+def test_compare_words_follow_the_interval():
+    low, high = [1.0, 1.1, 0.9, 1.05, 0.95], [2.0, 2.2, 1.9, 2.1, 1.8]
+    ci, words = placement.compare(low, high, a="A", b="B", quantity="loss")
+    assert ci.high < 0 and words.startswith("A: lower loss than B by 1.0")
+    _, words = placement.compare(high, low, a="A", b="B", quantity="loss")
+    assert words.startswith("the opposite of the claim: A: higher loss than B")
+    _, words = placement.compare(high, low, a="A", b="B", quantity="loss", claim="higher")
+    assert words.startswith("A: higher loss")
+    _, words = placement.compare(low, [1.05, 1.0, 1.0, 0.95, 1.0], a="A", b="B", quantity="loss")
+    assert words.startswith("no difference detectable with 5 seeds: A vs B, loss")
+    with pytest.raises(ValueError, match="claim"):
+        placement.compare(low, high, a="A", b="B", quantity="loss", claim="fewer")
+
+
+@pytest.mark.parametrize("name", ["placement", "transformer_grad_norms", "warmup"])
+def test_stored_experiments_are_declared_and_their_verdicts_recompute(name):
+    exp = runner.experiment(name)
+    assert exp.notebook == "04_before_the_activation" and len(exp.seeds) >= 10
+    stored = runner.load(name)
+    assert set(stored.frame.seed) == set(exp.seeds)
+    assert exp.summarize(stored.frame) == stored.verdicts
+
+
+def test_comparison_tables_on_the_stored_results():
+    verdicts = placement.placement_comparisons(runner.load("placement").frame)
+    assert len(verdicts) == 2 * 3 + 2 and (verdicts.low <= verdicts.estimate).all()
+    assert (verdicts.estimate <= verdicts.high).all()
+    grads = runner.load("transformer_grad_norms").frame
+    ratios = placement.grad_ratios(grads)
+    assert list(ratios.columns) == list(placement.FORMS) and len(ratios) == 2 * 10
+    assert len(placement.grad_comparisons(grads)) == 2 * 3
+    final = placement.final_losses(runner.load("warmup").frame)
+    assert final.shape == (2 * 10, 2)
 
 
 def test_exercises_accept_the_reference_and_hint_the_mistakes():
