@@ -263,6 +263,10 @@ def batch_norm(
             "batch_norm(): argument 'momentum' must be float, but got None "
             "(BatchNorm1d(momentum=None) computes 1 / num_batches_tracked for it)"
         )
+    if input.numel() == 0:
+        # torch's kernel returns before any other check for an empty input (even a 1-D one):
+        # a copy, scaled and shifted by the first gamma and beta, so the result stays in the graph
+        return _empty_batch_norm(input, weight, bias)
     if training and (running_mean is None) != (running_var is None):
         raise ValueError(
             "batch_norm(): running_mean and running_var must either both be None or neither "
@@ -310,6 +314,16 @@ def batch_norm(
         var = running_var.to(acc).reshape(channel_shape)
         x_hat = (x - mean) * torch.rsqrt(var + eps)
     return _affine(x_hat, weight, bias, channel_shape).to(input.dtype)
+
+
+def _empty_batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
+    """An empty input's result as torch's kernel makes it: ``input * weight[0] + bias[0]``."""
+    out = input.clone()
+    if weight is not None:
+        out = out * weight[0]
+    if bias is not None:
+        out = out + bias[0]
+    return out
 
 
 def _update_running_stats(

@@ -372,6 +372,16 @@ EDGE_CASES = {
     "bn-eval-one-sample": lambda impl, x: impl.batch_norm(
         x, torch.full((4,), 0.5), torch.full((4,), 2.0)
     ),
+    # torch's kernel returns a copy of an empty input before any other check, a 1-D one too,
+    # scaled and shifted by the first gamma and beta (4 of PyTorch's own sample inputs)
+    "bn-train-empty-1d": lambda impl, x: impl.batch_norm(x, None, None, training=True),
+    "bn-eval-empty-1d-no-stats": lambda impl, x: impl.batch_norm(x, None, None),
+    "bn-train-empty-1d-stats": lambda impl, x: impl.batch_norm(
+        x, torch.zeros(2), torch.ones(2), training=True
+    ),
+    "bn-empty-1d-affine": lambda impl, x: impl.batch_norm(
+        x, None, None, torch.full((2,), 3.0), torch.full((2,), 0.5), training=True
+    ),
 }
 EDGE_SHAPES = {
     "ln-empty-batch": (0, 4),
@@ -384,6 +394,10 @@ EDGE_SHAPES = {
     "bn-train-empty-batch": (0, 4),
     "bn-train-empty-length": (3, 4, 0),
     "bn-eval-one-sample": (1, 4),
+    "bn-train-empty-1d": (0,),
+    "bn-eval-empty-1d-no-stats": (0,),
+    "bn-train-empty-1d-stats": (0,),
+    "bn-empty-1d-affine": (0,),
 }
 
 
