@@ -414,12 +414,22 @@ register(Exercise(
         Case("the two-sample example (2 samples x 3 features)", lambda g: (TWO_SAMPLES.clone(),)),
         Case("8 samples x 4 features from randn", _randn_case(8, 4)),
         Case("16 samples x 5 features, mean 3 and std 10", _randn_case(16, 5, 3.0, 10.0)),
+        Case("32 samples x 4 features around 10000 (std 500)", _randn_case(32, 4, 1e4, 500.0)),
+        Case("8 samples x 3 features that barely differ (std 0.003)", _randn_case(8, 3, 0.0, 0.003)),
     ],
     mistakes={
         "you normalized each sample over its features (that is LayerNorm): BatchNorm takes each "
         "feature's statistics over the batch, `dim=0`.": lambda x: _standardize_over(x, 1),
         "`x.var()` divides by n - 1 (unbiased); BatchNorm normalizes with the biased variance: "
         "`x.var(dim=0, unbiased=False)`.": lambda x: _standardize_over(x, 0, unbiased=True),
+        "eps goes inside the square root: `torch.sqrt(var + eps)`, not `torch.sqrt(var) + eps`.":
+            lambda x: (x - x.mean(dim=0, keepdim=True)) / (x.var(dim=0, unbiased=False, keepdim=True).sqrt() + 1e-5),
+        "E[x²] - E[x]² subtracts two huge, nearly equal numbers when the mean is large next to the "
+        "spread, and float32 cancels catastrophically: centre first, then average the squares.":
+            lambda x: (x - x.mean(dim=0, keepdim=True))
+            / torch.sqrt((x * x).mean(dim=0, keepdim=True) - x.mean(dim=0, keepdim=True) ** 2 + 1e-5),
+        "you took one mean and variance over the whole batch: BatchNorm takes one per feature, "
+        "`dim=0` with `keepdim=True`.": lambda x: (x - x.mean()) / torch.sqrt(x.var(unbiased=False) + 1e-5),
     },
     hint="per feature: mean and biased variance over dim 0 (keepdim=True), then (x - mean) / sqrt(var + 1e-5).",
     example="torch.randn(8, 4)",

@@ -11,8 +11,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -20,8 +22,10 @@ import torch
 import torch.nn.functional as F
 
 __all__ = [
+    "ALWAYS_FORBIDDEN",
     "Case",
     "Exercise",
+    "ForbiddenCall",
     "Verdict",
     "check",
     "check_layer_norm_one_token",
@@ -29,6 +33,7 @@ __all__ = [
     "default_tolerances",
     "register",
     "registered",
+    "refusing",
 ]
 
 # torch.testing.assert_close's defaults: (rtol, atol) per dtype.
@@ -135,6 +140,9 @@ class Exercise:
         seed: the first case's seed; case ``i`` uses ``seed + i``.
         example: code for an input to try the function on, suggested when it raises.
         shape_hint: what to say when the output's shape is wrong.
+        forbidden: dotted names that a learner's function may not call in this exercise, on top
+            of :data:`ALWAYS_FORBIDDEN` (for example ``"torch.Tensor.var"`` where the point is
+            to compute the variance by hand).
     """
 
     name: str
@@ -145,6 +153,7 @@ class Exercise:
     seed: int = 0
     example: str = "torch.randn(4)"
     shape_hint: str = "the output has the input's shape: one normalized value per input value."
+    forbidden: tuple[str, ...] = ()
 
     def inputs(self) -> list[tuple]:
         """Each case's arguments, made afresh from its seed."""
@@ -167,6 +176,95 @@ class Verdict:
 
 
 _REGISTRY: dict[str, Exercise] = {}
+
+#: What no learner's function may call while it is checked: torch's own norm functions and this
+#: set's reference implementations. Handing one of them in would pass the check without
+#: writing anything; while a check runs, each of them raises :class:`ForbiddenCall` instead.
+ALWAYS_FORBIDDEN = (
+    "torch.nn.functional.layer_norm", "torch.nn.functional.batch_norm", "torch.nn.functional.group_norm",
+    "torch.nn.functional.instance_norm", "torch.nn.functional.rms_norm",
+    "torch.layer_norm", "torch.batch_norm", "torch.group_norm", "torch.instance_norm", "torch.rms_norm",
+    "torch.native_layer_norm", "torch.native_batch_norm",
+    "helpers.functional.layer_norm", "helpers.functional.batch_norm", "helpers.functional.group_norm",
+    "helpers.functional.rms_norm", "helpers.layer_norm", "helpers.batch_norm", "helpers.group_norm",
+    "helpers.rms_norm", "helpers.autograd.LayerNormFunction.apply", "helpers.sequence.masked_layer_norm",
+)
+
+
+class ForbiddenCall(RuntimeError):
+    """Raised by a forbidden function (:data:`ALWAYS_FORBIDDEN`) called while a check runs."""
+
+
+def _resolve(dotted: str) -> tuple[object, str]:
+    """``"a.b.C.f"`` -> ``(a.b.C, "f")``: the longest importable module, then attributes."""
+    parts = dotted.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        try:
+            owner = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:-1]:
+            owner = getattr(owner, attr)
+        return owner, parts[-1]
+    raise ValueError(f"cannot resolve {dotted!r}")
+
+
+def _refusing_stand_in(name: str) -> Callable:
+    def refuse(*args, **kwargs):
+        raise ForbiddenCall(name)
+    return refuse
+
+
+@contextlib.contextmanager
+def refusing(names: Sequence[str], namespaces: Sequence[dict] = ()) -> Iterator[None]:
+    """While inside, every function named in ``names`` raises :class:`ForbiddenCall`.
+
+    Each name is replaced where it lives (``torch.nn.functional.layer_norm`` in its module), and
+    also wherever ``namespaces`` (a learner's globals) hold the same object under any name, so
+    that ``from torch.nn.functional import layer_norm`` in an earlier cell does not slip past.
+    Everything is put back on the way out, even after an error.
+    """
+    saved: list[tuple[object, str, object]] = []
+    originals: dict[int, str] = {}
+    try:
+        for name in names:
+            try:
+                owner, attr = _resolve(name)
+            except (ValueError, AttributeError):
+                continue  # not in this torch: nothing to refuse
+            if not hasattr(owner, attr):
+                continue
+            original = owner.__dict__.get(attr, getattr(owner, attr)) if isinstance(owner, type) else getattr(owner, attr)
+            originals.setdefault(id(getattr(owner, attr)), name)
+            saved.append((owner, attr, original))
+            setattr(owner, attr, _refusing_stand_in(name))
+        for namespace in namespaces:
+            for key, value in list(namespace.items()):
+                if callable(value) and id(value) in originals:
+                    saved.append((namespace, key, value))
+                    namespace[key] = _refusing_stand_in(originals[id(value)])
+        yield
+    finally:
+        for owner, attr, original in reversed(saved):
+            if isinstance(owner, dict):
+                owner[attr] = original
+            else:
+                setattr(owner, attr, original)
+
+
+def _forbidden_name(fn: Callable, names: Sequence[str]) -> str | None:
+    """The name in ``names`` of the function ``fn`` is (through a bound method or a partial), if any."""
+    target = getattr(fn, "func", fn)  # functools.partial
+    target = getattr(target, "__func__", target)  # a bound method
+    for name in names:
+        try:
+            owner, attr = _resolve(name)
+            original = getattr(owner, attr)
+        except (ValueError, AttributeError):
+            continue
+        if getattr(original, "__func__", original) is target:
+            return name
+    return None
 
 
 def register(exercise: Exercise) -> Exercise:
@@ -193,8 +291,17 @@ def _fmt(x: float) -> str:
 def _run(exercise: Exercise, fn: Callable, args: tuple) -> tuple[str | None, str | None, dict]:
     """Run ``fn(*args)`` against the reference: (what is wrong, a hint, a table row); (None, None, row) if right."""
     expected = exercise.reference(*_clone(args))
+    namespaces = [fn.__globals__] if isinstance(getattr(fn, "__globals__", None), dict) else []
     try:
-        got = fn(*_clone(args))
+        handed_in = _forbidden_name(fn, (*ALWAYS_FORBIDDEN, *exercise.forbidden))
+        if handed_in is not None:  # the forbidden function itself, passed in as it is
+            raise ForbiddenCall(handed_in)
+        with refusing((*ALWAYS_FORBIDDEN, *exercise.forbidden), namespaces):
+            got = fn(*_clone(args))
+    except ForbiddenCall as err:
+        why = f"your function called {err}, which hands in the answer instead of computing it"
+        return why, "write it from the formula with elementary operations (mean, subtraction, a square root).", \
+            {"ok": False}
     except Exception as err:  # the learner's code: any error is feedback, not a crash
         why = f"your function raised {type(err).__name__}: {err}"
         return why, f"read the error's last line; try your function on `{exercise.example}` in a cell of its own.", {"ok": False}
@@ -259,6 +366,16 @@ def check(exercise: str | Exercise, fn: Callable) -> Verdict:
 
 # ------------------------------------------------ notebook 00: one token's LayerNorm
 
+_ONE_PASS_HINT = (
+    "E[x²] - E[x]² subtracts two huge, nearly equal numbers when the mean is large next to the "
+    "spread, and float32 cancels catastrophically: centre first, then average the squares.")
+
+
+def _one_pass_var(x: torch.Tensor, dims: tuple[int, ...], *, keepdim: bool = True) -> torch.Tensor:
+    """The one-pass shortcut E[x²] - E[x]², a classic mistake in float32 at a large mean."""
+    return (x * x).mean(dim=dims, keepdim=keepdim) - x.mean(dim=dims, keepdim=keepdim) ** 2
+
+
 
 def _token_reference(x: torch.Tensor) -> torch.Tensor:
     return F.layer_norm(x, x.shape[-1:], eps=1e-5)
@@ -276,6 +393,7 @@ register(Exercise(
         Case("8 features, mean 3 and std 10", _randn_token(8, mean=3.0, std=10.0)),
         Case("8 features that barely differ (std 0.01)", _randn_token(8, mean=1.0, std=0.01)),
         Case("all 4 features equal", lambda g: (torch.full((4,), 2.5),)),
+        Case("16 features around 10000 (std 500)", _randn_token(16, mean=1e4, std=500.0)),
     ],
     mistakes={
         "`x.var()` divides by n - 1 (unbiased); LayerNorm divides by n: use "
@@ -292,6 +410,7 @@ register(Exercise(
         "add eps = 1e-5 under the square root: it matters when the features barely differ, "
         "and without it equal features give 0 / 0 = nan.":
             lambda x: (x - x.mean()) / x.var(unbiased=False).sqrt(),
+        _ONE_PASS_HINT: lambda x: (x - x.mean()) / torch.sqrt(_one_pass_var(x, (-1,), keepdim=False) + 1e-5),
     },
     hint="LayerNorm of one token is (x - mean) / sqrt(var + 1e-5), with the biased variance.",
 ))
@@ -331,6 +450,7 @@ register(Exercise(
         Case("the lesson's shape (2, 3, 4), from rand", lambda g: (torch.rand(2, 3, 4, generator=g),)),
         Case("3 sentences of 5 tokens x 8 features, mean 3 and std 10", _randn_batch(3, 5, 8, 3.0, 10.0)),
         Case("1 sentence of 7 tokens x 4 features", _randn_batch(1, 7, 4)),
+        Case("2 sentences of 4 tokens x 8 features around 10000 (std 500)", _randn_batch(2, 4, 8, 1e4, 500.0)),
     ],
     mistakes={
         "you normalized each token (statistics over the last dim only): a sentence's mean and "
@@ -346,6 +466,8 @@ register(Exercise(
             lambda x: _per_sentence(x, (1, 2), unbiased=True),
         "eps goes inside the square root: `torch.sqrt(var + eps)`, not `torch.sqrt(var) + eps`.":
             lambda x: _per_sentence(x, (1, 2), eps_inside=False),
+        _ONE_PASS_HINT:
+            lambda x: (x - x.mean(dim=(1, 2), keepdim=True)) / torch.sqrt(_one_pass_var(x, (1, 2)) + 1e-5),
     },
     hint="per sentence: the mean and the biased variance over dims (1, 2) with `keepdim=True`, "
          "then (x - mean) / sqrt(var + 1e-5).",
@@ -467,6 +589,8 @@ register(Exercise(
         Case("5 tokens x 8 features, mean 3 and std 10", _tokens((5, 8), 3.0, 10.0)),
         Case("3 tokens whose 8 features barely differ (std 0.003)", _tokens((3, 8), 0.0, 0.003)),
         Case("2 tokens whose 4 features are all equal", _tokens((2, 4), 0.5, 0.0)),
+        Case("4 tokens x 8 features around 10000 (std 500), gamma 1 and beta 0",
+             _tokens((4, 8), 1e4, 500.0, affine=False)),
     ],
     mistakes={
         "`x.mean(-1)` drops the last dim, so `x - mean` lines each token's mean up with the "
@@ -498,6 +622,9 @@ register(Exercise(
         "you averaged over dim 0, across tokens (that is BatchNorm's direction): LayerNorm "
         "averages each token over its own features, the last dim.":
             lambda x, gamma, beta: _affine_slip(x, gamma, beta, dims=(0,)),
+        _ONE_PASS_HINT:
+            lambda x, gamma, beta: (x - x.mean(-1, keepdim=True))
+            / torch.sqrt(_one_pass_var(x, (-1,)) + 1e-5) * gamma + beta,
     },
     hint="per token: mean and biased variance over the last dim (keepdim=True), "
          "x_hat = (x - mean) / sqrt(var + 1e-5), then x_hat * gamma + beta.",
@@ -524,9 +651,7 @@ register(Exercise(
         "that divides by n - 1 (the unbiased estimate, torch.var's default); LayerNorm divides "
         "by n: the mean of the squared centred values, `((x - mean) ** 2).mean(-1)`.":
             lambda x: x.var(-1),
-        "E[x²] - E[x]² subtracts two huge, nearly equal numbers when the mean is large next to "
-        "the spread, and float32 cancels catastrophically: centre first, then average the squares.":
-            lambda x: (x * x).mean(-1) - x.mean(-1) ** 2,
+        _ONE_PASS_HINT: lambda x: _one_pass_var(x, (-1,), keepdim=False),
         "that is the standard deviation; the variance is its square (no square root).":
             lambda x: x.std(-1, correction=0),
     },
@@ -534,12 +659,14 @@ register(Exercise(
     example="torch.rand(2, 3, 4)",
     shape_hint="one variance per token: reduce the last dim and drop it, shape x.shape[:-1] "
                "(`keepdim=False`).",
+    forbidden=("torch.var", "torch.Tensor.var", "torch.std", "torch.Tensor.std", "torch.var_mean",
+               "torch.std_mean"),
 ))
 
 
 def check_biased_variance(fn: Callable[[torch.Tensor], torch.Tensor]) -> Verdict:
     """Check ``fn(x)``: the biased variance over the last dim, shape ``x.shape[:-1]``,
-    without ``torch.var``: ``x.var(-1, correction=0)``."""
+    by hand: ``torch.var``, ``torch.std`` and their methods refuse to run while it is checked."""
     return check("biased_variance", fn)
 
 

@@ -50,6 +50,9 @@ register(Exercise(
     hint="dx = rstd * (dy - dy.mean(-1, keepdim=True) - x_hat * (dy * x_hat).mean(-1, keepdim=True)).",
     example="torch.randn(2, 4, dtype=torch.float64), torch.randn(2, 4, dtype=torch.float64), 1e-5",
     shape_hint="dx has the input's shape: one gradient per input value.",
+    forbidden=("torch.autograd.grad", "torch.autograd.backward", "torch.Tensor.backward",
+               "torch.autograd.functional.vjp", "torch.autograd.functional.jacobian", "torch.func.vjp",
+               "torch.func.grad", "torch.func.jacrev"),
 ))
 
 
@@ -91,6 +94,7 @@ register(Exercise(
     hint="M2 = M2_a + M2_b + delta² · n_a · n_b / (n_a + n_b), with delta = mean_b - mean_a.",
     example="*[torch.tensor([2.0]), torch.tensor([0.0]), torch.tensor([2.0])] * 2",
     shape_hint="one merged M2 per row: the shape of m2_a.",
+    forbidden=("helpers.variance.chan_merge",),
 ))
 
 

@@ -463,7 +463,9 @@ register(Exercise(
            Case("tanh of N(0, 9)", lambda g: (torch.tanh(3 * torch.randn(64, 8, generator=g)),))],
     mistakes={"count |t| > 0.97, not t > 0.97: a unit saturates at -1 too.": lambda t: (t > SATURATED).float().mean(),
               "return the fraction (a mean), not the count.": lambda t: (t.abs() > SATURATED).float().sum()},
+    hint="compare |t| with 0.97 entry by entry, then average the booleans (as floats) over all entries.",
     example="torch.tanh(torch.randn(4, 3))", shape_hint="return a 0-d tensor: one fraction.",
+    forbidden=("helpers.placement.saturated_fraction",),
 ))
 
 register(Exercise(
@@ -475,7 +477,10 @@ register(Exercise(
               lambda a: (a == 0).float().mean(),
               "average over units (the last dim), after finding which are never positive.":
               lambda a: 1.0 - (a > 0).any(dim=1).float().mean()},
+    hint="a unit (a column of the last dim) is dead when it is 0 on every sample: find the units "
+         "positive on at least one sample (`.any` over the samples), then average over the units.",
     example="torch.relu(torch.randn(4, 3))", shape_hint="return a 0-d tensor: one fraction.",
+    forbidden=("helpers.placement.dead_fraction",),
 ))
 
 
@@ -493,7 +498,13 @@ register(Exercise(
               "the residual must carry the un-normalised x: x + f(LN(x)), not LN(x) + f(LN(x)).":
               lambda x, w: layer_norm(x, (x.shape[-1],)) * 1 + layer_norm(x, (x.shape[-1],)) @ w,
               "normalise the input to f, not f's output: x + f(LN(x)).":
-              lambda x, w: x + layer_norm(x @ w, (x.shape[-1],))},
+              lambda x, w: x + layer_norm(x @ w, (x.shape[-1],)),
+              "that is the sublayer alone, f(LN(x)): add the residual, x + f(LN(x)).":
+              lambda x, w: layer_norm(x, (x.shape[-1],)) @ w,
+              "that is the residual step without a norm, x + f(x): normalise f's input first.":
+              lambda x, w: x + x @ w},
+    hint="Pre-LN: x + f(LN(x)) with f(h) = h @ w and LN over the last dim written by hand "
+         "(mean, biased variance, eps = 1e-5, no gamma or beta).",
     example="torch.randn(4, 8), torch.randn(8, 8)",
 ))
 

@@ -430,9 +430,9 @@ def _noisy_reference(a: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) 
     return layer_norm(a, a.shape[-1:]) * scale + shift
 
 
-def _noisy_case(rows: int, width: int, mean: float = 0.0):
+def _noisy_case(rows: int, width: int, mean: float = 0.0, std: float = 3.0):
     def make(g: torch.Generator) -> tuple:
-        a = mean + 3 * torch.randn(rows, width, generator=g)
+        a = mean + std * torch.randn(rows, width, generator=g)
         return a, torch.rand(width, generator=g) - 0.5, 1 + torch.rand(width, generator=g)
     return make
 
@@ -440,12 +440,22 @@ def _noisy_case(rows: int, width: int, mean: float = 0.0):
 register(Exercise(
     name="noisy_layer_norm",
     reference=_noisy_reference,
-    cases=[Case("2 rows of 4", _noisy_case(2, 4)), Case("8 rows of 16, mean 5", _noisy_case(8, 16, 5.0))],
+    cases=[Case("2 rows of 4", _noisy_case(2, 4)), Case("8 rows of 16, mean 5", _noisy_case(8, 16, 5.0)),
+           Case("3 rows of 8 whose units barely differ (std 0.003)", _noisy_case(3, 8, std=0.003))],
     mistakes={
         "normalize first: the noise is applied to LN's output, x_hat * scale + shift.":
             lambda a, shift, scale: a * scale + shift,
         "scale, then shift: x_hat * scale + shift, not (x_hat + shift) * scale.":
             lambda a, shift, scale: (layer_norm(a, a.shape[-1:]) + shift) * scale,
+        "`var()` divides by n - 1 (unbiased); LayerNorm divides by n: `((a - mean) ** 2).mean(-1)`.":
+            lambda a, shift, scale: (a - a.mean(-1, keepdim=True))
+            / torch.sqrt(a.var(-1, keepdim=True) + 1e-5) * scale + shift,
+        "eps goes inside the square root: `torch.sqrt(var + eps)`, not `torch.sqrt(var) + eps`.":
+            lambda a, shift, scale: (a - a.mean(-1, keepdim=True))
+            / (a.var(-1, unbiased=False, keepdim=True).sqrt() + 1e-5) * scale + shift,
+        "each row (sample) is normalized over its own units, the last dim, not over the batch (dim 0).":
+            lambda a, shift, scale: (a - a.mean(0, keepdim=True))
+            / torch.sqrt(a.var(0, unbiased=False, keepdim=True) + 1e-5) * scale + shift,
     },
     hint="x_hat = (a - mean) / sqrt(var + 1e-5) per row (biased var), then x_hat * scale + shift.",
     example="torch.randn(2, 4), torch.zeros(4), torch.ones(4)",

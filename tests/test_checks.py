@@ -97,12 +97,15 @@ def correct(x, eps=1e-5):
 def test_a_correct_one_token_layer_norm_passes():
     verdict = check_layer_norm_one_token(correct)
     assert verdict.passed and bool(verdict)
-    assert repr(verdict).startswith("✅ layer_norm_one_token: all 4 cases match")
-    assert verdict.table["ok"].all() and len(verdict.table) == 4
+    assert repr(verdict).startswith("✅ layer_norm_one_token: all 5 cases match")
+    assert verdict.table["ok"].all() and len(verdict.table) == 5
 
 
-def test_torch_itself_passes():
-    assert check_layer_norm_one_token(lambda x: F.layer_norm(x, x.shape))
+def test_handing_in_torch_itself_fails_and_a_solution_by_hand_passes():
+    verdict = check_layer_norm_one_token(lambda x: F.layer_norm(x, x.shape))
+    assert not verdict
+    assert "your function called torch.nn.functional.layer_norm, which hands in the answer" in repr(verdict)
+    assert check_layer_norm_one_token(correct)
 
 
 WRONG = {
@@ -137,7 +140,7 @@ def test_the_message_says_how_far_off():
     verdict = check_layer_norm_one_token(WRONG["eps outside the sqrt"][0])
     assert "case '8 features that barely differ (std 0.01)': max difference 0.16 from the reference" in repr(verdict)
     # The easy cases pass: eps only matters when the variance is small.
-    assert verdict.table["ok"].tolist() == [True, True, False, True]
+    assert verdict.table["ok"].tolist() == [True, True, False, True, True]
 
 
 def test_the_learners_inputs_are_copies():

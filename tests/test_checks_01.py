@@ -18,14 +18,21 @@ def layer_norm_by_hand(x, gamma, beta, eps=1e-5):
 
 @pytest.mark.parametrize("fn", [
     layer_norm_by_hand,
-    lambda x, g, b: F.layer_norm(x, x.shape[-1:], g, b),
-    lambda x, g, b: helpers.layer_norm(x, x.shape[-1:], g, b),
     lambda x, g, b: (x - x.mean(-1, keepdim=True))
     * torch.rsqrt(x.var(-1, correction=0, keepdim=True) + 1e-5) * g + b,
 ])
 def test_right_layer_norms_pass(fn):
     verdict = check_layer_norm_last_dim(fn)
-    assert verdict and repr(verdict).startswith("✅ layer_norm_last_dim: all 5 cases match")
+    assert verdict and repr(verdict).startswith("✅ layer_norm_last_dim: all 6 cases match")
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, g, b: F.layer_norm(x, x.shape[-1:], g, b),
+    lambda x, g, b: helpers.layer_norm(x, x.shape[-1:], g, b),
+])
+def test_torchs_and_the_sets_own_layer_norm_hand_in_the_answer(fn):
+    verdict = check_layer_norm_last_dim(fn)
+    assert not verdict and "which hands in the answer" in repr(verdict)
 
 
 def _hat(x, unbiased=False, eps_inside=True, keepdim=True):
@@ -75,12 +82,16 @@ def test_without_keepdim_a_non_square_case_raises_and_says_so():
 
 def test_biased_variance():
     assert check_biased_variance(lambda x: ((x - x.mean(-1, keepdim=True)) ** 2).mean(-1))
-    assert check_biased_variance(lambda x: x.var(-1, correction=0))
+    assert "hands in the answer" in repr(check_biased_variance(lambda x: x.var(-1, correction=0)))
+
+    def centred_squares(x):
+        return (x - x.mean(-1, keepdim=True)) ** 2
+
     slips = {
-        "n - 1": lambda x: x.var(-1),
+        "n - 1": lambda x: centred_squares(x).sum(-1) / (x.shape[-1] - 1),
         "cancels catastrophically": lambda x: (x * x).mean(-1) - x.mean(-1) ** 2,
-        "standard deviation": lambda x: x.std(-1, correction=0),
-        "one variance per token": lambda x: x.var(-1, correction=0, keepdim=True),
+        "standard deviation": lambda x: centred_squares(x).mean(-1).sqrt(),
+        "one variance per token": lambda x: centred_squares(x).mean(-1, keepdim=True),
     }
     for hint, fn in slips.items():
         verdict = check_biased_variance(fn)

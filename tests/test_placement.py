@@ -160,13 +160,20 @@ def test_comparison_tables_on_the_stored_results():
 
 
 def test_exercises_accept_the_reference_and_hint_the_mistakes():
-    assert placement.check_saturated_fraction(placement.saturated_fraction)
+    assert "hands in the answer" in repr(placement.check_saturated_fraction(placement.saturated_fraction))
+    assert placement.check_saturated_fraction(lambda t: (t.abs() > 0.97).float().mean())
     verdict = placement.check_saturated_fraction(lambda t: (t > 0.97).float().mean())
     assert not verdict and "-1 too" in repr(verdict)
-    assert placement.check_dead_fraction(placement.dead_fraction)
+    assert "hands in the answer" in repr(placement.check_dead_fraction(placement.dead_fraction))
+    assert placement.check_dead_fraction(lambda a: 1.0 - (a.reshape(-1, a.shape[-1]) > 0).any(dim=0).float().mean())
     assert "EVERY sample" in repr(placement.check_dead_fraction(lambda a: (a == 0).float().mean()))
-    assert placement.check_pre_ln_residual(lambda x, w: x + layer_norm(x, (x.shape[-1],)) @ w)
-    verdict = placement.check_pre_ln_residual(lambda x, w: layer_norm(x + x @ w, (x.shape[-1],)))
+    def ln(h):
+        m = h.mean(-1, keepdim=True)
+        return (h - m) / torch.sqrt(((h - m) ** 2).mean(-1, keepdim=True) + 1e-5)
+
+    assert "hands in the answer" in repr(placement.check_pre_ln_residual(lambda x, w: x + layer_norm(x, (x.shape[-1],)) @ w))
+    assert placement.check_pre_ln_residual(lambda x, w: x + ln(x) @ w)
+    verdict = placement.check_pre_ln_residual(lambda x, w: ln(x + x @ w))
     assert "Post-LN" in repr(verdict)
 
 

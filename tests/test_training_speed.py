@@ -279,7 +279,13 @@ def test_exercises_accept_the_reference_and_name_the_mistakes():
     assert check("first_step_below", ts._first_below)
     last = check("first_step_below", lambda loss, t: torch.nonzero(loss < t)[-1, 0] if (loss < t).any() else torch.tensor(-1))
     assert not last and "LAST" in last.message
-    assert ts.check_noisy_layer_norm(ts._noisy_reference)
+    assert "hands in the answer" in ts.check_noisy_layer_norm(ts._noisy_reference).message
+
+    def by_hand(a, shift, scale):
+        mean = a.mean(-1, keepdim=True)
+        return (a - mean) / torch.sqrt(((a - mean) ** 2).mean(-1, keepdim=True) + 1e-5) * scale + shift
+
+    assert ts.check_noisy_layer_norm(by_hand)
     wrong = ts.check_noisy_layer_norm(lambda a, shift, scale: a * scale + shift)
     assert not wrong and "normalize first" in wrong.message
 

@@ -139,7 +139,9 @@ def test_exercises_accept_the_right_answer_and_name_each_mistake():
         return rstd * (dy - dy.mean(-1, keepdim=True) - x_hat * (dy * x_hat).mean(-1, keepdim=True))
 
     assert check_layer_norm_backward(dx)
-    assert check_chan_merge_m2(lambda na, ma, sa, nb, mb, sb: chan_merge(na, ma, sa, nb, mb, sb)[2])
+    handed_in = check_chan_merge_m2(lambda na, ma, sa, nb, mb, sb: chan_merge(na, ma, sa, nb, mb, sb)[2])
+    assert not handed_in and "hands in the answer" in handed_in.message
+    assert check_chan_merge_m2(lambda na, ma, sa, nb, mb, sb: sa + sb + (mb - ma) ** 2 * na * nb / (na + nb))
     for name, check_fn in (("layer_norm_backward", check_layer_norm_backward),
                            ("chan_merge_m2", check_chan_merge_m2)):
         for hint, wrong in _REGISTRY[name].mistakes.items():
