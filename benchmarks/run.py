@@ -1,7 +1,9 @@
 """Speed of LayerNorm implementations against torch's own kernel, on this machine's CPU.
 
-Run with ``make bench`` (a few minutes on 2 cores). For each row width and tensor size it
-times, with ``torch.utils.benchmark`` and a fixed thread count:
+Run with ``make bench`` (a few minutes on 2 cores). It first prints how long each notebook
+dashboard takes to redraw (``benchmarks/widgets.py``; skip it with ``BENCH_WIDGETS=0``). Then,
+for each row width and tensor size it times, with ``torch.utils.benchmark`` and a fixed thread
+count:
 
 - the naive autograd composition, ``helpers.layer_norm`` (eager), ``LayerNormFunction``
   (eager), ``torch.compile(helpers.layer_norm)`` and torch's ``F.layer_norm``;
@@ -89,7 +91,20 @@ def best_of(timer: benchmark.Timer) -> tuple[float, float]:
     return min(min(r.times) for r in runs), sorted(r.median for r in runs)[len(runs) // 2]
 
 
+def widget_redraws() -> None:
+    """``benchmarks/widgets.py``: every dashboard's redraw times, printed (nothing is written)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("widget_redraws", ROOT / "benchmarks" / "widgets.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.main()
+    print(flush=True)
+
+
 def main() -> int:
+    if os.environ.get("BENCH_WIDGETS", "1") != "0":
+        widget_redraws()
     torch.set_num_threads(THREADS)
     torch.manual_seed(0)
     compiled, compile_error = make_compiled()

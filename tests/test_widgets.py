@@ -113,27 +113,28 @@ def test_the_figure_is_closed_so_pyplot_never_shows_it_twice(demo):
 
 @pytest.mark.parametrize("name, value", [("shift", 3.5), ("scale", 2.75)])
 def test_every_control_changes_what_is_shown(demo, name, value):
-    before_state, before_fig = demo.state, demo.figure
+    before_state, fig = demo.state, demo.figure
     before_png, before_html = demo.image.value, demo.table.value
+    ax_in, ax_out = fig.axes
+    y_before = plots.find_line(ax_in, "sample 0").get_ydata().copy()
+    ylim_before, title_before = ax_in.get_ylim(), ax_in.get_title()
+    out_before = plots.find_line(ax_out, "sample 0").get_ydata().copy()
     demo.controls[name].value = value
     assert demo.state is not before_state and demo.state[name] == value
-    assert demo.figure is not before_fig
+    assert demo.figure is fig  # one figure, updated in place
     assert demo.image.value != before_png and demo.table.value != before_html
-    ax_before, ax_after = before_fig.axes[0], demo.figure.axes[0]
     # The input panel changes: sample 0's points, the axis limits and the title.
-    y_before = plots.find_line(ax_before, "sample 0").get_ydata()
-    y_after = plots.find_line(ax_after, "sample 0").get_ydata()
+    y_after = plots.find_line(ax_in, "sample 0").get_ydata()
     assert (abs(y_after - y_before)).max() > 0.5
-    assert ax_after.get_ylim() != ax_before.get_ylim()
-    assert ax_after.get_title() != ax_before.get_title()
+    assert ax_in.get_ylim() != ylim_before
+    assert ax_in.get_title() != title_before
     # The readout changes: sample 0's input mean (shift) or std (scale), and the HTML shows it.
     column = "input mean" if name == "shift" else "input std"
     new = demo.state["table"].loc[0, column]
     assert new != pytest.approx(before_state["table"].loc[0, column])
     assert f"{new:.3f}" in demo.table.value
     # The output panel does not: that is the lesson.
-    out_before = plots.find_line(before_fig.axes[1], "sample 0").get_ydata()
-    out_after = plots.find_line(demo.figure.axes[1], "sample 0").get_ydata()
+    out_after = plots.find_line(ax_out, "sample 0").get_ydata()
     assert out_after.tolist() == pytest.approx(out_before.tolist(), abs=1e-4)
 
 

@@ -120,16 +120,17 @@ def test_eps_demo_uses_its_token_and_one_log_slider(eps_dashboard):
 
 @pytest.mark.parametrize("value", [1e-9, 1e-3])
 def test_the_eps_slider_changes_what_is_shown(eps_dashboard, value):
-    before_state, before_fig = eps_dashboard.state, eps_dashboard.figure
+    before_state, fig = eps_dashboard.state, eps_dashboard.figure
     before_png, before_html = eps_dashboard.image.value, eps_dashboard.table.value
+    y_before = plots.find_line(fig.axes[1], "output").get_ydata().copy()
+    title_before = fig.axes[1].get_title()
     eps_dashboard.controls["eps"].value = value
     state = eps_dashboard.state
-    assert state["eps"] == value
+    assert state["eps"] == value and eps_dashboard.figure is fig
     assert eps_dashboard.image.value != before_png and eps_dashboard.table.value != before_html
-    y_before = plots.find_line(before_fig.axes[1], "output").get_ydata()
-    y_after = plots.find_line(eps_dashboard.figure.axes[1], "output").get_ydata()
+    y_after = plots.find_line(fig.axes[1], "output").get_ydata()
     assert abs(y_after - y_before).max() > 0.1
-    assert eps_dashboard.figure.axes[1].get_title() != before_fig.axes[1].get_title()
+    assert fig.axes[1].get_title() != title_before
     assert f"{state['output_std']:.3e}" in eps_dashboard.table.value
     # The input does not move: only eps does.
     assert torch.equal(state["input"], before_state["input"])
@@ -210,14 +211,14 @@ def test_affine_demo_has_two_release_sliders_starting_at_one_and_zero(affine_das
 
 @pytest.mark.parametrize("name, value, column", [("gamma", 2.25, "std"), ("beta", -2.0, "mean")])
 def test_each_affine_slider_changes_what_is_shown(affine_dashboard, name, value, column):
-    before_fig, before_png = affine_dashboard.figure, affine_dashboard.image.value
+    fig, before_png = affine_dashboard.figure, affine_dashboard.image.value
     before_html = affine_dashboard.table.value
+    counts_before = {p.get_gid(): p for p in fig.axes[0].patches}["output"].get_data()[0].copy()
     affine_dashboard.controls[name].value = value
     state = affine_dashboard.state
-    assert state[name] == value
+    assert state[name] == value and affine_dashboard.figure is fig
     assert affine_dashboard.image.value != before_png and affine_dashboard.table.value != before_html
-    counts_before = {p.get_gid(): p for p in before_fig.axes[0].patches}["output"].get_data()[0]
-    counts_after = {p.get_gid(): p for p in affine_dashboard.figure.axes[0].patches}["output"].get_data()[0]
+    counts_after = {p.get_gid(): p for p in fig.axes[0].patches}["output"].get_data()[0]
     assert (counts_before != counts_after).any()
     # The readout follows the slider: std = gamma, mean = beta.
     assert state[column] == pytest.approx(value, abs=1e-4)

@@ -1,5 +1,9 @@
 """Figures: builders that take plain data (tensors, dicts, DataFrames) and return a Figure.
 
+A dashboard's builder has an ``update_<builder>(fig, state)`` twin that shows a new state on a
+figure the builder made, by setting its artists' data, so that a widget keeps one figure
+(:mod:`helpers.widgets.core`); the builder lays the figure out once and the update keeps it.
+
 A builder never calls ``plt.show()``: a notebook cell or a widget callback shows the
 figure, and tests read the artists' data (line ydata, axis limits, titles) instead of
 pixels. Figures are small (``DPI`` dots per inch) so stored notebooks stay small.
@@ -13,19 +17,37 @@ from helpers.plots.bn_vs_ln import (
     batch_size_figure,
     other_samples_figure,
     pooling_figure,
+    update_other_samples_figure,
 )
 from helpers.plots.core import DPI, HIGHLIGHT, OTHER, find_line
-from helpers.plots.formula import affine_figure, drift_figure, eps_figure, gamma_beta_fit_figure
-from helpers.plots.invariance import shift_scale_figure
-from helpers.plots.placement import layer_histograms_figure, transformer_grad_figure
-from helpers.plots.speed import bandwidth_figure, saved_bytes_figure, stability_figure
+from helpers.plots.formula import (
+    affine_figure,
+    drift_figure,
+    eps_figure,
+    gamma_beta_fit_figure,
+    update_affine_figure,
+    update_eps_figure,
+)
+from helpers.plots.invariance import shift_scale_figure, update_shift_scale_figure
+from helpers.plots.placement import (
+    layer_histograms_figure,
+    transformer_grad_figure,
+    update_layer_histograms_figure,
+)
+from helpers.plots.speed import (
+    bandwidth_figure,
+    saved_bytes_figure,
+    stability_figure,
+    update_stability_figure,
+)
 from helpers.plots.training_speed import (
     VARIANT_COLOURS,
     arm_colour,
     curves_figure,
     lr_heatmap_figure,
+    update_curves_figure,
 )
-from helpers.plots.units import dependency_figure, norm_unit_figure
+from helpers.plots.units import dependency_figure, norm_unit_figure, update_norm_unit_figure
 
 __all__ = [
     "DPI",
@@ -52,4 +74,12 @@ __all__ = [
     "shift_scale_figure",
     "stability_figure",
     "transformer_grad_figure",
+    "update_affine_figure",
+    "update_curves_figure",
+    "update_eps_figure",
+    "update_layer_histograms_figure",
+    "update_norm_unit_figure",
+    "update_other_samples_figure",
+    "update_shift_scale_figure",
+    "update_stability_figure",
 ]

@@ -10,7 +10,8 @@ from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI, HIGHLIGHT, OTHER
 
-__all__ = ["batch_noise_figure", "batch_size_figure", "other_samples_figure", "pooling_figure"]
+__all__ = ["batch_noise_figure", "batch_size_figure", "other_samples_figure", "pooling_figure",
+           "update_other_samples_figure"]
 
 _NORM_COLOURS = {"BatchNorm": "C3", "LayerNorm": "C0", "no norm": "0.45"}
 
@@ -85,15 +86,26 @@ def other_samples_figure(state: dict, *, figsize: tuple[float, float] = (10, 3.2
                     ms=3, lw=1.5 if i == moved else 1, gid=f"sample {i}",
                     label=(f"sample {i} (moved)" if i == moved else
                            ("other samples" if i == (1 if moved == 0 else 0) else "_nolegend_")))
-        change = state["table"].loc[norm, "other samples: max change"]
-        ax.set_title(f"{norm} output: other samples moved by up to {change:.3f}", fontsize=10)
         ax.set_xlabel("feature")
         ax.set_ylim(-3, 3)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("output (dashed: before)")
     axes[0].legend(loc="upper left", fontsize="small")
+    update_other_samples_figure(fig, state)
     fig.tight_layout()
     return fig
+
+
+def update_other_samples_figure(fig: Figure, state: dict) -> None:
+    """Show ``state`` on a figure from :func:`other_samples_figure` (same batch shape, same moved sample)."""
+    for ax, norm in zip(fig.axes, ("BatchNorm", "LayerNorm"), strict=True):
+        lines = {line.get_gid(): line for line in ax.get_lines()}
+        for i, (now, before) in enumerate(zip(state[norm].tolist(), state[f"{norm} before"].tolist(),
+                                              strict=True)):
+            lines[f"sample {i}"].set_ydata(np.asarray(now, dtype=float))
+            lines[f"sample {i} before"].set_ydata(np.asarray(before, dtype=float))
+        change = state["table"].loc[norm, "other samples: max change"]
+        ax.set_title(f"{norm} output: other samples moved by up to {change:.3f}", fontsize=10)
 
 
 def batch_noise_figure(frame: pd.DataFrame, *, figsize: tuple[float, float] = (5, 3.2), dpi: int = DPI) -> Figure:

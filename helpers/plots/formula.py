@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.figure import Figure
 
-from helpers.plots.core import DPI, HIGHLIGHT, OTHER
+from helpers.plots.core import DPI, HIGHLIGHT, OTHER, find_line
 
-__all__ = ["affine_figure", "drift_figure", "eps_figure", "gamma_beta_fit_figure"]
+__all__ = ["affine_figure", "drift_figure", "eps_figure", "gamma_beta_fit_figure", "update_affine_figure",
+           "update_eps_figure"]
 
 
 BAND = {"p05-p95": 0.2, "p25-p75": 0.45}  # the percentile bands of drift_figure, and their alpha
@@ -80,22 +82,35 @@ def eps_figure(state: dict, *, figsize: tuple[float, float] = (9, 3), dpi: int =
     features = list(range(state["input"].shape[-1]))
     ax_in.plot(features, state["input"].tolist(), color=HIGHLIGHT, marker="o", lw=1.5, gid="input")
     ax_in.axhline(state["mean"], color="0.5", ls=":", lw=1, gid="mean")
-    ax_in.set_title(f"input token: mean {state['mean']:.4f}, var {state['var']:.2e}", fontsize=10)
     ax_in.ticklabel_format(axis="y", useOffset=False)
     ax_out.plot(features, state["limit"].tolist(), color=HIGHLIGHT, lw=6, alpha=0.25,
                 solid_capstyle="round", gid="eps = 0", label="eps = 0 (mean 0, std 1)")
     ax_out.plot(features, state["output"].tolist(), color=HIGHLIGHT, marker="o", lw=2,
                 gid="output", label=f"eps = {state['eps']:.0e}")
     ax_out.set_ylim(-2.5, 2.5)
-    ax_out.set_title(f"LayerNorm, eps = {state['eps']:.0e}: output std {state['output_std']:.3f}",
-                     fontsize=10)
     ax_out.legend(loc="upper left", fontsize="x-small")
     for ax in (ax_in, ax_out):
         ax.set_xlabel("feature")
         ax.set_xticks(features)
         ax.grid(alpha=0.3)
+    update_eps_figure(fig, state)
     fig.tight_layout()
     return fig
+
+
+def update_eps_figure(fig: Figure, state: dict) -> None:
+    """Show ``state`` on a figure from :func:`eps_figure` (a token of the same length)."""
+    ax_in, ax_out = fig.axes
+    find_line(ax_in, "input").set_ydata(np.asarray(state["input"].tolist(), dtype=float))
+    find_line(ax_in, "mean").set_ydata(np.asarray([state["mean"]] * 2, dtype=float))
+    ax_in.set_title(f"input token: mean {state['mean']:.4f}, var {state['var']:.2e}", fontsize=10)
+    find_line(ax_out, "eps = 0").set_ydata(np.asarray(state["limit"].tolist(), dtype=float))
+    output = find_line(ax_out, "output")
+    output.set_ydata(np.asarray(state["output"].tolist(), dtype=float))
+    output.set_label(f"eps = {state['eps']:.0e}")
+    ax_out.get_legend().get_texts()[1].set_text(output.get_label())
+    ax_out.set_title(f"LayerNorm, eps = {state['eps']:.0e}: output std {state['output_std']:.3f}",
+                     fontsize=10)
 
 
 def affine_figure(state: dict, *, figsize: tuple[float, float] = (7, 3), dpi: int = DPI) -> Figure:
@@ -116,20 +131,39 @@ def affine_figure(state: dict, *, figsize: tuple[float, float] = (7, 3), dpi: in
     ax.stairs(state["normalised_counts"].tolist(), edges, fill=True, color=OTHER, alpha=0.6,
               gid="normalised", label="x̂: normalised (mean 0, std 1)")
     ax.stairs(state["output_counts"].tolist(), edges, fill=True, color=HIGHLIGHT, alpha=0.5,
-              gid="output", label=f"y = {state['gamma']:g}·x̂ {'-' if state['beta'] < 0 else '+'} "
-                                  f"{abs(state['beta']):g}")
-    mean, std = state["mean"], state["std"]
-    ax.axvline(mean, color=HIGHLIGHT, lw=2, gid="mean")
-    for sign, gid in ((-1, "mean - std"), (1, "mean + std")):
-        ax.axvline(mean + sign * std, color=HIGHLIGHT, lw=1, ls="--", gid=gid)
+              gid="output", label=_affine_label(state))
+    ax.axvline(state["mean"], color=HIGHLIGHT, lw=2, gid="mean")
+    for gid in ("mean - std", "mean + std"):
+        ax.axvline(state["mean"], color=HIGHLIGHT, lw=1, ls="--", gid=gid)
     ax.set_xlim(edges[0], edges[-1])
     ax.set_xlabel("value")
     ax.set_ylabel("count")
-    ax.set_title(f"γ = {state['gamma']:g}, β = {state['beta']:g}: "
-                 f"output mean {mean:.3f}, std {std:.3f}", fontsize=10)
     ax.legend(loc="upper left", fontsize="x-small")
+    update_affine_figure(fig, state)
     fig.tight_layout()
     return fig
+
+
+def _affine_label(state: dict) -> str:
+    return f"y = {state['gamma']:g}·x̂ {'-' if state['beta'] < 0 else '+'} {abs(state['beta']):g}"
+
+
+def update_affine_figure(fig: Figure, state: dict) -> None:
+    """Show ``state`` on a figure from :func:`affine_figure` (same edges): counts, lines, y-range, title."""
+    ax = fig.axes[0]
+    patches = {p.get_gid(): p for p in ax.patches}
+    edges = state["edges"].tolist()
+    patches["normalised"].set_data(state["normalised_counts"].tolist(), edges)
+    patches["output"].set_data(state["output_counts"].tolist(), edges)
+    patches["output"].set_label(_affine_label(state))
+    ax.get_legend().get_texts()[1].set_text(_affine_label(state))
+    mean, std = state["mean"], state["std"]
+    for gid, x in (("mean", mean), ("mean - std", mean - std), ("mean + std", mean + std)):
+        find_line(ax, gid).set_xdata(np.asarray([x, x], dtype=float))
+    top = max(state["normalised_counts"].max().item(), state["output_counts"].max().item())
+    ax.set_ylim(0, 1.05 * top)  # what autoscaling gives a histogram: 5% over its tallest bin
+    ax.set_title(f"γ = {state['gamma']:g}, β = {state['beta']:g}: "
+                 f"output mean {mean:.3f}, std {std:.3f}", fontsize=10)
 
 
 def gamma_beta_fit_figure(frame, *, targets: dict | None = None,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI, HIGHLIGHT, OTHER
 
-__all__ = ["shift_scale_figure"]
+__all__ = ["shift_scale_figure", "update_shift_scale_figure"]
 
 
 def _plot_samples(ax, values: torch.Tensor, before: torch.Tensor, sample: int) -> None:
@@ -45,14 +46,26 @@ def shift_scale_figure(state: dict, *, figsize: tuple[float, float] = (9, 3.2), 
     fig, (ax_in, ax_out) = plt.subplots(1, 2, figsize=figsize, dpi=dpi)
     s = state["sample"]
     _plot_samples(ax_in, state["inputs"], state["original_inputs"], s)
-    ax_in.set_ylim(*state["input_ylim"])
-    sign = "-" if state["shift"] < 0 else "+"
-    ax_in.set_title(f"input: sample {s} becomes {state['scale']:g} · x {sign} {abs(state['shift']):g}")
     ax_in.set_ylabel("value")
     ax_in.legend(loc="upper left", fontsize="small")
-
     _plot_samples(ax_out, state["outputs"], state["original_outputs"], s)
     ax_out.set_ylim(-3, 3)
     ax_out.set_title("LayerNorm output (over each sample's features)")
+    update_shift_scale_figure(fig, state)
     fig.tight_layout()
     return fig
+
+
+def update_shift_scale_figure(fig: Figure, state: dict) -> None:
+    """Show ``state`` on a figure from :func:`shift_scale_figure` (same sample moved): lines, limits, title."""
+    ax_in, ax_out = fig.axes
+    s = state["sample"]
+    for ax, now, before in ((ax_in, state["inputs"], state["original_inputs"]),
+                            (ax_out, state["outputs"], state["original_outputs"])):
+        lines = {line.get_gid(): line for line in ax.get_lines()}
+        for i, row in enumerate(now.tolist()):
+            lines[f"sample {i}"].set_ydata(np.asarray(row, dtype=float))
+        lines[f"sample {s} before"].set_ydata(np.asarray(before[s].tolist(), dtype=float))
+    ax_in.set_ylim(*state["input_ylim"])
+    sign = "-" if state["shift"] < 0 else "+"
+    ax_in.set_title(f"input: sample {s} becomes {state['scale']:g} · x {sign} {abs(state['shift']):g}")

@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI
 
-__all__ = ["bandwidth_figure", "saved_bytes_figure", "stability_figure"]
+__all__ = ["bandwidth_figure", "saved_bytes_figure", "stability_figure", "update_stability_figure"]
 
 
 def saved_bytes_figure(table: pd.DataFrame) -> Figure:
@@ -30,21 +30,32 @@ def stability_figure(state: dict) -> Figure:
     """Bars: max |LN(x) - float64 LN(x)| per variance algorithm, for the widget's state."""
     fig, ax = plt.subplots(figsize=(6, 2.6), dpi=DPI)
     names = list(state["ln_error"])
-    values = [state["ln_error"][n] for n in names]
-    shown = [v if v == v else 1e3 for v in values]  # NaN drawn as a tall red bar
-    colours = ["C3" if v != v or v > 0.1 else "C0" for v in values]
-    ax.bar(names, [max(v, 1e-9) for v in shown], color=colours)
-    for i, v in enumerate(values):
-        ax.annotate("NaN" if v != v else f"{v:.1e}", (i, max(shown[i], 1e-9)), ha="center",
-                    xytext=(0, 2), textcoords="offset points", fontsize=8)
+    ax.bar(names, [1e-9] * len(names), color="C0")
+    for i in range(len(names)):
+        ax.annotate("", (i, 1e-9), ha="center", xytext=(0, 2), textcoords="offset points", fontsize=8)
     ax.set_yscale("log")
     ax.set_ylim(1e-9, 1e4)
     ax.axhline(0.1, color="0.6", lw=0.8, ls="--")
     ax.set_ylabel("max |error| of LN output")
-    ax.set_title(f"offset {state['offset']:.0e}, scale {state['scale']:.0e}, {state['dtype']}, eps {state['eps']:.0e}",
-                 fontsize=9)
+    update_stability_figure(fig, state)
     fig.tight_layout()
     return fig
+
+
+def update_stability_figure(fig: Figure, state: dict) -> None:
+    """Show ``state`` on a figure from :func:`stability_figure` (same algorithms): bar heights and
+    colours (red: NaN, drawn 1e3 tall, or an error over 0.1), their labels, the title."""
+    ax = fig.axes[0]
+    values = list(state["ln_error"].values())
+    shown = [v if v == v else 1e3 for v in values]  # NaN drawn as a tall red bar
+    for i, (bar, label, v) in enumerate(zip(ax.patches, ax.texts, values, strict=True)):
+        height = max(shown[i], 1e-9)
+        bar.set_height(height)
+        bar.set_color("C3" if v != v or v > 0.1 else "C0")
+        label.set_text("NaN" if v != v else f"{v:.1e}")
+        label.xy = (i, height)
+    ax.set_title(f"offset {state['offset']:.0e}, scale {state['scale']:.0e}, {state['dtype']}, eps {state['eps']:.0e}",
+                 fontsize=9)
 
 
 def bandwidth_figure(results: pd.DataFrame, width: int = 1024, direction: str = "forward+backward") -> Figure:

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from helpers.plots.core import DPI
 from helpers.training_speed import labels
 
-__all__ = ["VARIANT_COLOURS", "arm_colour", "curves_figure", "lr_heatmap_figure"]
+__all__ = ["VARIANT_COLOURS", "arm_colour", "curves_figure", "lr_heatmap_figure", "update_curves_figure"]
 
 VARIANT_COLOURS = {"no norm": "0.45", "LayerNorm": "C0", "noisy LayerNorm": "C1"}
 
@@ -38,6 +38,28 @@ def curves_figure(curves: pd.DataFrame, *, column: str = "loss", title: str = ""
         threshold: a dashed horizontal line (``gid`` ``"threshold"``), or None.
     """
     fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
+    ax.set_xlabel("training step")
+    ax.grid(alpha=0.3)
+    update_curves_figure(fig, curves, column=column, title=title, log=log, threshold=threshold)
+    fig.tight_layout()
+    return fig
+
+
+def update_curves_figure(fig: Figure, curves: pd.DataFrame, *, column: str = "loss", title: str = "",
+                         log: bool | None = None, threshold: float | None = None) -> None:
+    """Draw ``curves`` on a figure from :func:`curves_figure`, in place of what it showed.
+
+    Same arguments as :func:`curves_figure`. The arms' lines and bands are made anew (their
+    number changes); the axes, their ticks and the layout are kept, but a title that gains or
+    loses a line lays the figure out again.
+    """
+    ax = fig.axes[0]
+    lines_before = ax.get_title().count("\n")
+    for artist in [*ax.get_lines(), *ax.collections]:
+        artist.remove()
+    if ax.get_legend() is not None:
+        ax.get_legend().remove()
+    ax.relim()  # forget the removed artists' extent; the new ones add theirs (bands included)
     curves = curves.assign(arm=labels(curves))
     stats = curves.groupby(["arm", "step"], sort=False)[column].agg(["mean", "min", "max"])
     for arm, first in curves.drop_duplicates("arm").set_index("arm").iterrows():
@@ -48,15 +70,13 @@ def curves_figure(curves: pd.DataFrame, *, column: str = "loss", title: str = ""
         ax.fill_between(steps, part["min"].to_numpy(), part["max"].to_numpy(), color=colour, alpha=0.2)
     if threshold is not None:
         ax.axhline(threshold, color="k", ls="--", lw=0.8, gid="threshold", label=f"threshold {threshold}")
-    if log if log is not None else column == "loss":
-        ax.set_yscale("log")
-    ax.set_xlabel("training step")
+    ax.set_yscale("log" if (log if log is not None else column == "loss") else "linear")
+    ax.autoscale_view()
     ax.set_ylabel(_LABELS.get(column, column))
     ax.set_title(title or "mean over seeds; band: min to max", fontsize=10)
-    ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    fig.tight_layout()
-    return fig
+    if ax.get_title().count("\n") != lines_before and fig.get_layout_engine() is None:
+        fig.tight_layout()
 
 
 def lr_heatmap_figure(table: pd.DataFrame, *, figsize: tuple[float, float] = (6, 2.4), dpi: int = DPI) -> Figure:

@@ -4,12 +4,15 @@ Each dashboard is three parts:
 
 - a *state* function (e.g. :func:`shift_scale_state`): control values in, everything
   to show out, as plain data; no widgets, no drawing, tested without a kernel;
-- a figure builder in :mod:`helpers.plots` (and, if wanted, a table), also tested
-  without a kernel;
-- :class:`Dashboard`, which wires controls to the two: on every change it recomputes
-  the state (kept in ``dashboard.state``), draws the figure (kept, closed, in
-  ``dashboard.figure``) and shows it as a PNG in an ``Image`` widget, with the table in
-  an ``HTML`` widget below.
+- a figure builder in :mod:`helpers.plots` and its ``update_...`` twin, which shows a new
+  state on the figure the builder made (and, if wanted, a table), also tested without a
+  kernel;
+- :class:`Dashboard`, which wires controls to the two: it builds the figure once (kept,
+  closed, in ``dashboard.figure``); on every change it recomputes the state (kept in
+  ``dashboard.state``), updates that figure's artists and shows it as a PNG in an ``Image``
+  widget, with the table in an ``HTML`` widget below. A redraw takes well under 100 ms
+  (``benchmarks/widgets.py`` measures every dashboard); ``dashboard.snapshot(**values)``
+  draws a new figure at chosen values, for the static copy under a widget.
 
 Why an ``Image`` and not ``plt.show()`` inside an ``Output`` widget: when a notebook is
 executed headless (``jupyter nbconvert --execute``, ``nbclient``), every output captured

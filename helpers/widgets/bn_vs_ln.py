@@ -59,6 +59,7 @@ def other_samples_demo(seed: int = 0, *, n_samples: int = 4, n_features: int = 6
         shift_scale_sliders(sample=0),
         lambda shift, scale: other_samples_state(x, shift, scale),
         plots.other_samples_figure,
+        update=plots.update_other_samples_figure,
         table=lambda state: rounded(state["table"], 4),
         title="<b>Move sample 0: BatchNorm's output for the OTHER samples moves; LayerNorm's does not.</b>",
     )

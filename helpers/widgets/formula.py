@@ -69,6 +69,7 @@ def eps_demo(seed: int = 0, *, n_features: int = 8, mean: float = 1.0,
         controls,
         lambda eps: eps_state(x, eps),
         plots.eps_figure,
+        update=plots.update_eps_figure,
         table=_eps_table,
         title="<b>A token whose features barely differ: how much does eps flatten it?</b>",
     )
@@ -140,6 +141,7 @@ def affine_demo(seed: int = 0, *, n_tokens: int = 64, dim: int = 16) -> Dashboar
         controls,
         lambda gamma, beta: affine_state(x, gamma, beta),
         plots.affine_figure,
+        update=plots.update_affine_figure,
         table=_affine_table,
         title="<b>γ rescales and β shifts LayerNorm's standardised output.</b>",
     )

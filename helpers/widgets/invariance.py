@@ -77,6 +77,7 @@ def shift_scale_demo(seed: int = 0, *, n_samples: int = 4, n_features: int = 8) 
         shift_scale_sliders(sample=0),
         lambda shift, scale: shift_scale_state(x, shift, scale),
         plots.shift_scale_figure,
+        update=plots.update_shift_scale_figure,
         table=_shift_scale_table,
         title="<b>Move sample 0: its input changes, its LayerNorm output does not.</b>",
     )

@@ -6,7 +6,7 @@ import ipywidgets as widgets
 import pandas as pd
 import torch
 
-from helpers.plots.speed import stability_figure
+from helpers.plots.speed import stability_figure, update_stability_figure
 from helpers.variance import ALGORITHMS, layer_norm_error, two_pass_var
 from helpers.widgets.core import Dashboard, log_slider
 
@@ -46,5 +46,5 @@ def stability_demo() -> Dashboard:
         "dtype": widgets.Dropdown(options=list(DTYPES), value="float32", description="dtype"),
         "eps": log_slider("eps", 1e-5, -12, -1, 1),
     }
-    return Dashboard(controls, stability_state, stability_figure, table=_table,
+    return Dashboard(controls, stability_state, stability_figure, update=update_stability_figure, table=_table,
                      title="<b>Variance algorithms against float64</b>: move the mean away from 0")

@@ -31,5 +31,6 @@ def placement_demo(activation: str = "tanh", placement: str = "LN -> act", depth
         "placement": widgets.Dropdown(options=list(PLACEMENTS), value=placement, description="placement"),
         "depth": widgets.Dropdown(options=list(DEPTHS), value=depth, description="depth"),
     }
-    return Dashboard(controls, placement_state, plots.layer_histograms_figure, table=placement_table,
+    return Dashboard(controls, placement_state, plots.layer_histograms_figure,
+                     update=plots.update_layer_histograms_figure, table=placement_table,
                      title="<b>At initialisation: per-layer activations and gradient norms.</b>")

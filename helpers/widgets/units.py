@@ -103,6 +103,7 @@ def norm_unit_demo(x: torch.Tensor | None = None) -> Dashboard:
         controls,
         lambda n_trailing, scale: norm_unit_state(x, n_trailing, scale),
         plots.norm_unit_figure,
+        update=plots.update_norm_unit_figure,
         table=_norm_unit_table,
         title="<b>Which values share one mean and variance? Choose the unit, then make one token "
               "louder.</b>",

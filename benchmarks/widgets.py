@@ -1,0 +1,126 @@
+"""How long each dashboard takes to redraw after a control moves: compute, draw, PNG.
+
+Run alone with ``python benchmarks/widgets.py`` (about half a minute), or as the first part of
+``make bench``. Every dashboard of :mod:`helpers.widgets` is built as its notebook builds it,
+without a kernel (a dashboard's callbacks are plain functions), then for every control a few
+values are set one after the other; each set runs the whole redraw that a learner waits for
+(the state, the figure's update, the PNG and the table) and is timed with ``perf_counter``.
+Per dashboard it prints the median and the largest redraw over all its controls, and the median
+per control. The goal (DESIGN.md, "Notebook conventions"): a median of at most 100 ms.
+
+The cores may be shared, so times are noisy: ``ROUNDS`` passes over the values are made and the
+median is the summary; the max shows the worst single redraw seen. Beside the wall-clock median
+(what a learner waits) it prints the median CPU time of the process, which other work on the
+machine hardly changes, and the load average while it ran: when the load is above the number of
+cores, the wall-clock times are inflated by waiting for a core.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+ROUNDS = int(os.environ.get("BENCH_WIDGET_ROUNDS", "3"))
+TARGET_MS = 100.0
+
+
+def dashboards() -> dict:
+    """``name -> (build, {control: values to set, in order})``; each build returns a Dashboard."""
+    import pandas as pd
+    import torch
+
+    from helpers import runner, widgets
+
+    def speed():
+        stored = [runner.load(name).frame.drop(columns="unit") for name in ("rnn_depth1", "rnn_depth3")]
+        return widgets.speed_demo(pd.concat(stored, ignore_index=True))
+
+    def speed_values(demo):
+        lrs, depths = demo.controls["lr"].options, demo.controls["depth"].options
+        return {"lr": [lrs[-1], lrs[len(lrs) // 2], lrs[0]], "depth": [depths[-1], depths[0]],
+                "show": ["all three", "LayerNorm only", "no norm vs LayerNorm"],
+                "what": ["tanh input: std", "tanh input: mean", "loss"]}
+
+    batch = torch.rand(2, 3, 4, generator=torch.Generator().manual_seed(42))
+    shift_scale = {"shift": [3.5, -2.0, 0.0], "scale": [2.5, 0.5, 1.0]}
+    return {
+        "00 shift_scale_demo": (lambda: widgets.shift_scale_demo(seed=0), shift_scale),
+        "01 eps_demo": (lambda: widgets.eps_demo(seed=0), {"eps": [1e-9, 1e-3, 1e-5]}),
+        "01 affine_demo": (lambda: widgets.affine_demo(seed=0),
+                           {"gamma": [2.25, 0.5, 1.0], "beta": [-2.0, 1.5, 0.0]}),
+        "02 norm_unit_demo": (lambda: widgets.norm_unit_demo(batch),
+                              {"n_trailing": [2, 3, 1], "scale": [5.0, 9.5, 1.0]}),
+        "03 other_samples_demo": (lambda: widgets.other_samples_demo(seed=0),
+                                  {"shift": [0.5, -3.0, 0.0], "scale": [1.25, 3.0, 1.0]}),
+        "04 placement_demo": (widgets.placement_demo,
+                              {"activation": ["relu", "tanh"], "placement": ["no norm", "act -> LN", "LN -> act"],
+                               "depth": [16, 4, 8]}),
+        "05 speed_demo": (speed, speed_values),
+        "06 stability_demo": (widgets.stability_demo,
+                              {"offset": [1.0, 1e6, 1e4], "scale": [1.0, 1e-4, 1e-2],
+                               "dtype": ["float16", "bfloat16", "float32"], "eps": [1e-2, 1e-12, 1e-5]}),
+    }
+
+
+def time_dashboard(build, values) -> tuple[dict[str, list[float]], list[float]]:
+    """Per control, the redraw times (ms) of setting each of its values, ``ROUNDS`` times over;
+    and the CPU times (ms) of the same redraws, all controls together."""
+    import matplotlib.pyplot as plt
+
+    demo = build()
+    if callable(values):
+        values = values(demo)
+    times: dict[str, list[float]] = {name: [] for name in values}
+    cpu: list[float] = []
+    for _ in range(ROUNDS):
+        for name, settings in values.items():
+            control = demo.controls[name]
+            for value in settings:
+                if control.value == value:
+                    continue
+                start, start_cpu = time.perf_counter(), time.process_time()
+                control.value = value  # the observer redraws synchronously
+                times[name].append((time.perf_counter() - start) * 1e3)
+                cpu.append((time.process_time() - start_cpu) * 1e3)
+    plt.close("all")
+    return times, cpu
+
+
+def main() -> int:
+    print("Dashboard redraws (state + figure + PNG + table), ms; goal: median <= "
+          f"{TARGET_MS:.0f} ms. {ROUNDS} rounds per control value.")
+    print(f"{'dashboard':<24} {'median':>7} {'max':>7} {'cpu':>6}   median per control")
+    worst, load = 0.0, _load()
+    for name, (build, values) in dashboards().items():
+        times, cpu = time_dashboard(build, values)
+        every = [t for ts in times.values() for t in ts]
+        median = statistics.median(every)
+        worst = max(worst, median)
+        per_control = ", ".join(f"{c} {statistics.median(ts):.0f}" for c, ts in times.items() if ts)
+        flag = "" if median <= TARGET_MS else "  (over the goal)"
+        print(f"{name:<24} {median:7.1f} {max(every):7.1f} {statistics.median(cpu):6.1f}   "
+              f"{per_control}{flag}", flush=True)
+    print(f"slowest dashboard median: {worst:.1f} ms; load average {load} -> {_load()} "
+          f"on {os.cpu_count()} logical CPUs")
+    return 0
+
+
+def _load() -> str:
+    try:
+        return f"{os.getloadavg()[0]:.1f}"
+    except OSError:  # not on this platform
+        return "?"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

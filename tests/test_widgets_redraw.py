@@ -1,0 +1,147 @@
+"""Every dashboard keeps one figure and updates it: the same Figure after every change, a new PNG
+for every control, and, after any sequence of changes, the same artists' data as a figure built
+afresh for the same state. (How fast a redraw is lives in benchmarks/widgets.py, not here.)"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from matplotlib.patches import Rectangle, StepPatch
+
+from helpers import runner, widgets
+from helpers.widgets import png_bytes
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def stored_runs() -> pd.DataFrame:
+    """The runs notebook 05's dashboard shows (the stored results, both depths)."""
+    frames = [runner.load(name).frame.drop(columns="unit") for name in ("rnn_depth1", "rnn_depth3")]
+    return pd.concat(frames, ignore_index=True)
+
+
+# name -> (build, [(control, value), ...] in order); each value differs from the one before it.
+DASHBOARDS = {
+    "shift_scale": (lambda runs: widgets.shift_scale_demo(seed=0),
+                    [("shift", 3.5), ("scale", 2.5), ("shift", -2.0), ("scale", 0.5)]),
+    "eps": (lambda runs: widgets.eps_demo(seed=0), [("eps", 1e-9), ("eps", 1e-3), ("eps", 1e-1)]),
+    "affine": (lambda runs: widgets.affine_demo(seed=0),
+               [("gamma", 2.25), ("beta", -2.0), ("gamma", 0.0), ("beta", 1.5)]),
+    "norm_unit": (lambda runs: widgets.norm_unit_demo(
+        torch.rand(2, 3, 4, generator=torch.Generator().manual_seed(42))),
+        [("n_trailing", 2), ("scale", 5.0), ("n_trailing", 3), ("scale", 9.5), ("n_trailing", 1)]),
+    "other_samples": (lambda runs: widgets.other_samples_demo(seed=0),
+                      [("shift", 0.5), ("scale", 1.25), ("shift", -3.0), ("scale", 3.0)]),
+    "placement": (lambda runs: widgets.placement_demo(),
+                  [("activation", "relu"), ("placement", "no norm"), ("depth", 16), ("depth", 4),
+                   ("activation", "gelu"), ("placement", "act -> LN")]),
+    "speed": (lambda runs: widgets.speed_demo(runs),
+              [("lr", 0.1), ("depth", 3), ("show", "all three"), ("what", "tanh input: std"),
+               ("depth", 1), ("what", "loss"), ("show", "LayerNorm only")]),
+    "stability": (lambda runs: widgets.stability_demo(),
+                  [("offset", 1.0), ("scale", 1.0), ("dtype", "float16"), ("eps", 1e-2),
+                   ("dtype", "bfloat16"), ("offset", 1e6)]),
+}
+
+
+def _build(name, stored_runs):
+    build, moves = DASHBOARDS[name]
+    return build(stored_runs if name == "speed" else None), moves
+
+
+def _fingerprint(fig) -> list:
+    """What a figure shows, as data: per axes its titles, limits, scales, lines, patches, texts,
+    images and legend entries; and the figure's suptitle."""
+    def arr(values):
+        return np.round(np.asarray(values, dtype=float), 9).tolist()
+
+    def patch(p):
+        if isinstance(p, StepPatch):
+            values, edges, _ = p.get_data()
+            return ("steps", p.get_gid(), arr(values), arr(edges))
+        if isinstance(p, Rectangle):
+            return ("rect", p.get_gid(), arr([p.get_x(), p.get_y(), p.get_width(), p.get_height()]),
+                    tuple(np.round(p.get_facecolor(), 6)))
+        return (type(p).__name__, p.get_gid())
+
+    shown = []
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        shown.append({
+            "title": ax.get_title(), "xlim": arr(ax.get_xlim()), "ylim": arr(ax.get_ylim()),
+            "scales": (ax.get_xscale(), ax.get_yscale()), "labels": (ax.get_xlabel(), ax.get_ylabel()),
+            "lines": [(line.get_gid(), line.get_label(), arr(line.get_xdata()), arr(line.get_ydata()))
+                      for line in ax.get_lines()],
+            "patches": [patch(p) for p in ax.patches],
+            "collections": len(ax.collections),
+            "texts": [(t.get_text(), arr(t.get_position()), str(t.get_color()), t.get_gid()) for t in ax.texts],
+            "images": [(arr(im.get_array()), arr(im.get_clim())) for im in ax.get_images()],
+            "legend": None if legend is None else [t.get_text() for t in legend.get_texts()],
+        })
+    suptitle = fig._suptitle.get_text() if fig._suptitle is not None else None
+    return [shown, suptitle]
+
+
+@pytest.mark.parametrize("name", list(DASHBOARDS))
+def test_the_dashboard_keeps_one_figure_and_every_control_changes_the_png(name, stored_runs):
+    demo, moves = _build(name, stored_runs)
+    fig = demo.figure
+    assert fig.number not in plt.get_fignums()  # never shown by pyplot
+    moved = set()
+    for control, value in moves:
+        before = demo.image.value
+        demo.controls[control].value = value
+        assert demo.figure is fig, f"{name}: {control} made a new figure"
+        assert demo.image.value != before, f"{name}: {control} = {value!r} left the PNG as it was"
+        assert demo.image.value[:8] == b"\x89PNG\r\n\x1a\n"
+        moved.add(control)
+    assert moved == set(demo.controls), "every control is moved"
+    assert demo.image.value == png_bytes(demo.figure)
+    assert len(plt.get_fignums()) == 0  # no figure left open behind the dashboard
+
+
+@pytest.mark.parametrize("name", list(DASHBOARDS))
+def test_the_updated_figure_shows_what_a_new_one_would(name, stored_runs):
+    demo, moves = _build(name, stored_runs)
+    for control, value in moves:
+        demo.controls[control].value = value
+        fresh = demo._draw(demo.state)
+        assert _fingerprint(demo.figure) == _fingerprint(fresh), f"{name}, after {control} = {value!r}"
+        plt.close(fresh)
+
+
+def test_snapshot_draws_a_new_open_figure_at_chosen_values_and_leaves_the_controls():
+    demo = widgets.shift_scale_demo(seed=0)
+    shown = demo.figure
+    fig = demo.snapshot(shift=3.5, scale=2.5)
+    assert fig is not shown and fig.number in plt.get_fignums()
+    assert demo.controls["shift"].value == 0.0 and demo.controls["scale"].value == 1.0
+    assert "2.5 · x + 3.5" in fig.axes[0].get_title()
+    with pytest.raises(ValueError, match="no control named 'gamma'"):
+        demo.snapshot(gamma=2.0)
+
+
+@pytest.mark.parametrize("lr, depth, show, what", [
+    (0.01, 1, "all three", "loss"), (0.1, 3, "all three", "loss"), (0.03, 1, "LayerNorm vs noisy LayerNorm", "loss"),
+    (0.01, 3, "no norm only", "tanh input: std"), (0.1, 1, "no norm vs LayerNorm", "tanh input: mean"),
+])
+def test_speed_state_is_the_same_with_the_runs_prepared_once(stored_runs, lr, depth, show, what):
+    from helpers.widgets.training_speed import prepare_runs, speed_state
+
+    prepared = prepare_runs(stored_runs)
+    fast = speed_state(stored_runs, lr, depth, show, what, prepared=prepared)
+    slow = speed_state(stored_runs, lr, depth, show, what)
+    pd.testing.assert_frame_equal(fast["curves"], slow["curves"])
+    pd.testing.assert_frame_equal(fast["table"], slow["table"])
+    assert {k: v for k, v in fast.items() if k not in ("curves", "table")} == \
+        {k: v for k, v in slow.items() if k not in ("curves", "table")}
+    with pytest.raises(ValueError, match="'prepared' must be prepare_runs"):
+        speed_state(stored_runs.copy(), lr, depth, show, what, prepared=prepared)
