@@ -9,11 +9,6 @@ PY          := $(VENV)/bin/python
 STAMP       := $(VENV)/.built
 COLAB_VENV  := .venv-colab
 COLAB_STAMP := $(COLAB_VENV)/.built
-COLAB_PKG   := $(COLAB_VENV)/.helpers-installed
-# helpers/, its .py files and its package data (stored results): a file added, changed or removed
-# reinstalls it in .venv-colab.
-HELPERS_SRC := $(shell find helpers -name __pycache__ -prune -o \( -type d -o -name '*.py' -o -name '*.csv' \
-                 -o -name '*.csv.gz' -o -name '*.json' \) -print 2>/dev/null)
 FIRST_NB    := notebooks/00_start_here.ipynb
 
 # JupyterLab: loopback only, token authentication always on (a random token unless
@@ -29,7 +24,7 @@ LAB_CMD     := $(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(LAB_PORT) \
 help:
 	@echo "make lab    - open JupyterLab at $(FIRST_NB)"
 	@echo "make test   - run every test (unit, property, notebooks, Colab versions, browser)"
-	@echo "make bench  - speed and memory against torch's kernels (benchmarks/)"
+	@echo "make bench  - dashboard redraw times, then speed and memory against torch's kernels (benchmarks/)"
 	@echo "make experiments [ONLY=name] - rebuild the stored experiment results (helpers/results/)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -42,9 +37,9 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $(STAMP)
 
 # A second environment with the versions Google Colab ships (tests/colab/), rebuilt only when
-# requirements-colab.txt changes. The package goes in NOT editable, as `pip install git+...`
-# puts it in Colab, and is reinstalled (only it) whenever pyproject.toml or helpers/ changes;
-# tests/colab/ then runs each notebook there alone in an empty folder.
+# requirements-colab.txt changes. It holds no `helpers`: tests/colab/ makes a fresh Colab-like
+# Python on top of it, where notebook 00's first cell pip-installs the package from a snapshot of
+# this checkout, as "Open in Colab" does; then every notebook runs there alone in an empty folder.
 $(COLAB_STAMP): requirements-colab.txt
 	rm -rf $(COLAB_VENV)
 	$(PYTHON) -m venv $(COLAB_VENV)
@@ -52,13 +47,7 @@ $(COLAB_STAMP): requirements-colab.txt
 	$(COLAB_VENV)/bin/python -m pip install --quiet -r requirements-colab.txt
 	touch $(COLAB_STAMP)
 
-$(COLAB_PKG): $(COLAB_STAMP) pyproject.toml $(HELPERS_SRC)
-	rm -rf build
-	$(COLAB_VENV)/bin/python -m pip install --quiet --no-deps --no-build-isolation --force-reinstall .
-	rm -rf build
-	touch $(COLAB_PKG)
-
-colab-env: $(COLAB_PKG)
+colab-env: $(COLAB_STAMP)
 
 lab: $(STAMP)
 	$(LAB_CMD)
@@ -75,7 +64,7 @@ PORTABLE_ENV := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE OMP_NUM_THREADS=
 # unit and hygiene tests, every notebook under strict nbval, `make lab`'s server, every
 # notebook with Colab's versions, then every notebook's widgets in headless Chromium.
 # Then strict nbval once more, under PORTABLE_ENV. Each stage's time is printed.
-test: $(STAMP) $(COLAB_PKG)
+test: $(STAMP) $(COLAB_STAMP)
 	$(VENV)/bin/ruff check helpers tests notebooks
 	@start=$$(date +%s); $(PY) -m pytest; rc=$$?; echo "make test: pytest took $$(( $$(date +%s) - start )) s"; exit $$rc
 	@start=$$(date +%s); $(PORTABLE_ENV) $(PY) -m pytest notebooks -p no:cacheprovider; rc=$$?; \

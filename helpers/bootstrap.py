@@ -8,19 +8,33 @@ It makes ``helpers`` importable wherever a notebook is opened:
 - anywhere else, it stops with one sentence that says what to do.
 
 ``tests/test_notebook_hygiene.py`` checks that each notebook's first code cell is
-exactly :data:`FIRST_CELL` and that :data:`REPO_URL` matches ``pyproject.toml``.
+exactly :data:`FIRST_CELL`, that :data:`REPO_URL` matches ``pyproject.toml`` and that every
+"Open in Colab" link is :func:`colab_url`'s. The repository's address lives here only:
+``python -m helpers.bootstrap`` rewrites the first cells and the links from it.
+:data:`REPO_ENV` overrides it at run time (the Colab test points it at a local clone).
 """
 
+import re
+from pathlib import Path
+
 REPO_URL = "https://github.com/layernorm-hands-on/layernorm-hands-on"
+
+#: The environment variable that points the first cell at another repository (a fork, or a
+#: local clone as ``file:///path/to/clone``): what the Colab test uses.
+REPO_ENV = "LAYERNORM_HANDS_ON_REPO"
+
+#: The branch the "Open in Colab" links open.
+BRANCH = "main"
 
 FIRST_CELL = f'''\
 # Make `helpers` (this set's package) importable: installed, from a checkout, or in Colab.
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
 
-REPO_URL = "{REPO_URL}"
+REPO_URL = os.environ.get("{REPO_ENV}", "{REPO_URL}")
 if importlib.util.find_spec("helpers") is None:
     checkout = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
                      if (p / "helpers" / "__init__.py").is_file()), None)
@@ -32,3 +46,53 @@ if importlib.util.find_spec("helpers") is None:
         raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {{REPO_URL}}, "
                                   f"or `pip install git+{{REPO_URL}}` in this kernel's environment.")
 import helpers  # noqa: E402,F401'''
+
+
+def colab_url(notebook: str, repo_url: str = REPO_URL, branch: str = BRANCH) -> str:
+    """The "Open in Colab" address of ``notebook`` (a file name in notebooks/) in ``repo_url``."""
+    prefix = "https://github.com/"
+    if not repo_url.startswith(prefix):
+        raise ValueError(f"colab_url(): argument 'repo_url' must start with {prefix!r}, got {repo_url!r}")
+    return f"https://colab.research.google.com/github/{repo_url[len(prefix):]}/blob/{branch}/notebooks/{notebook}"
+
+
+#: Any "Open in Colab" address of one of the set's notebooks, whatever repository it names.
+COLAB_LINK = re.compile(r"https://colab\.research\.google\.com/github/[^\s)\]\"']+?/notebooks/([0-9]{2}_[a-z0-9_]+\.ipynb)")
+
+
+def rewrite_links(text: str) -> str:
+    """``text`` with every "Open in Colab" address made from :data:`REPO_URL` and :data:`BRANCH`."""
+    return COLAB_LINK.sub(lambda m: colab_url(m.group(1)), text)
+
+
+def _rewrite(root: Path) -> list[str]:
+    """Make every notebook's first code cell :data:`FIRST_CELL` and every Colab link current,
+    in README.md and in the notebooks (both files of each jupytext pair). Returns what changed."""
+    import nbformat
+
+    changed = []
+    readme = root / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    if rewrite_links(text) != text:
+        readme.write_text(rewrite_links(text), encoding="utf-8")
+        changed.append(readme.name)
+    for path in sorted((root / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        before = nbformat.writes(nb)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        if code:
+            code[0].source = FIRST_CELL
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                cell.source = rewrite_links(cell.source)
+        if nbformat.writes(nb) != before:
+            nbformat.write(nb, path)
+            changed.append(path.name)
+    return changed
+
+
+if __name__ == "__main__":
+    # `python -m helpers.bootstrap`: after changing REPO_URL (or BRANCH), rewrite the first cells
+    # and the Colab links; then `jupytext --sync notebooks/*.ipynb` brings the .py files along.
+    for name in _rewrite(Path(__file__).resolve().parents[1]):
+        print("rewrote", name)

@@ -1,9 +1,13 @@
-"""Every notebook runs with the versions Google Colab ships (ipywidgets 7.7, pandas 2.2,
-matplotlib 3.10, numpy 2.1), the package pip-installed (not editable), each notebook alone in
-an empty folder: what a learner meets after "Open in Colab".
+"""The Colab path, end to end, with the versions Google Colab ships (ipywidgets 7.7, pandas 2.2,
+matplotlib 3.10, numpy 2.1): what a learner meets after "Open in Colab".
 
-`make test` builds .venv-colab from requirements-colab.txt and installs the package into it
-first. Without .venv-colab these tests skip, except under CI=true, where they fail.
+A fresh Colab-like Python starts WITHOUT `helpers`: a new venv that sees .venv-colab's packages
+(`make test` builds it from requirements-colab.txt) through a .pth file, and imports
+`google.colab` at start-up as Colab does. The repository is this checkout (its tracked and
+not-ignored files, committed into a throwaway git repository), reached as `git+file://...`
+through the first cell's `LAYERNORM_HANDS_ON_REPO` override. Notebook 00's first cell must
+pip-install the package from it; then every notebook runs there, each alone in an empty folder.
+Without .venv-colab these tests skip, except under CI=true, where they fail.
 """
 
 from __future__ import annotations
@@ -11,7 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,62 +28,130 @@ ROOT = Path(__file__).resolve().parents[2]
 COLAB_PYTHON = ROOT / ".venv-colab" / "bin" / "python"
 RUNNER = Path(__file__).with_name("run_notebook.py")
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+FIRST = ROOT / "notebooks" / "00_start_here.ipynb"
 COLAB_VERSIONS = {"ipywidgets": "7.7.1", "pandas": "2.2.3", "matplotlib": "3.10.0",
                   "numpy": "2.1.3", "torch": "2.13.0"}
 
+sys.path.insert(0, str(ROOT / "helpers"))
+import bootstrap  # noqa: E402  (helpers/bootstrap.py alone: the first cell and its settings)
 
-def _colab(code: str) -> str:
-    """Run ``code`` in the Colab environment, isolated (-I: no cwd, no PYTHON* variables)."""
-    result = subprocess.run([str(COLAB_PYTHON), "-I", "-c", code], capture_output=True,
-                            text=True, cwd="/", timeout=120)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+sys.path.pop(0)
+
+
+def _git(*args, cwd):
+    subprocess.run(["git", "-c", "user.name=test", "-c", "user.email=test@localhost", *args], cwd=cwd,
+                   check=True, capture_output=True)
+
+
+def _repository(tmp: Path) -> Path:
+    """The checkout's files as git would publish them, committed into a new repository."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            check=True, capture_output=True).stdout.decode().split("\0")
+    repo = tmp / "repo"
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, repo / name)
+    _git("init", "-q", "-b", "main", cwd=repo)
+    _git("add", "-A", cwd=repo)
+    _git("commit", "-q", "-m", "snapshot", cwd=repo)
+    return repo
+
+
+def _purelib(python: Path) -> Path:
+    return Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               check=True, capture_output=True, text=True).stdout.strip())
+
+
+def _fresh_colab(tmp: Path) -> Path:
+    """A new venv that sees .venv-colab's packages but not `helpers`, and imports google.colab."""
+    venv = tmp / "colab"
+    subprocess.run([str(COLAB_PYTHON), "-m", "venv", str(venv)], check=True, capture_output=True)
+    python = venv / "bin" / "python"
+    shared = tmp / "colab-packages"
+    shared.mkdir()
+    for entry in _purelib(COLAB_PYTHON).iterdir():
+        name = entry.name.lower()
+        if name == "helpers" or name.startswith(("layernorm_hands_on_helpers", "__editable__", "pip",
+                                                 "_distutils_hack", "distutils-precedence")):
+            continue  # the package itself, and the venv's own pip
+        (shared / entry.name).symlink_to(entry)
+    fake = tmp / "fake-colab"
+    (fake / "google" / "colab").mkdir(parents=True)
+    (fake / "google" / "colab" / "__init__.py").write_text('"""A stand-in for Colab\'s own module."""\n')
+    # Colab imports google.colab before any notebook cell runs; a .pth line does the same here.
+    (_purelib(python) / "colab-packages.pth").write_text(f"{shared}\n{fake}\nimport google.colab\n")
+    return python
 
 
 @pytest.fixture(scope="module")
-def colab_python() -> Path:
+def colab(tmp_path_factory) -> dict:
     if not COLAB_PYTHON.exists():
         message = ".venv-colab is missing: `make test` (or `make colab-env`) builds it"
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
-    return COLAB_PYTHON
+    tmp = tmp_path_factory.mktemp("colab")
+    repo = _repository(tmp)
+    return {"python": _fresh_colab(tmp), "venv": tmp / "colab",
+            "env": {**os.environ, bootstrap.REPO_ENV: f"file://{repo}"}}
+
+
+def _python(colab, code: str) -> str:
+    result = subprocess.run([str(colab["python"]), "-c", code], capture_output=True, text=True, cwd="/",
+                            timeout=120, env=colab["env"])
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _run_notebook(colab, notebook: Path) -> dict:
+    result = subprocess.run([str(colab["python"]), str(RUNNER), str(notebook), "--timeout", "300"],
+                            capture_output=True, text=True, timeout=900, cwd="/", env=colab["env"])
+    assert result.returncode == 0, (
+        f"{notebook.name} failed in a fresh Colab:\n{result.stdout[-6000:]}\n{result.stderr[-3000:]}")
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["problems"] == []
+    assert report["files_left_in_workdir"] == [], "the notebook wrote files next to itself"
+    return report
 
 
 def _digests(files: dict[str, Path]) -> dict[str, str]:
     return {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in files.items()}
 
 
-def test_colab_env_has_colabs_versions(colab_python):
-    code = ("import json, importlib.metadata as m; "
-            f"print(json.dumps({{k: m.version(k) for k in {list(COLAB_VERSIONS)!r}}}))")
-    versions = json.loads(_colab(code))
+def test_a_fresh_colab_has_colabs_versions_and_no_helpers(colab):
+    code = ("import json, importlib.util, importlib.metadata as m, google.colab; "
+            f"v = {{k: m.version(k) for k in {list(COLAB_VERSIONS)!r}}}; "
+            "v['helpers'] = importlib.util.find_spec('helpers') is not None; print(json.dumps(v))")
+    versions = json.loads(_python(colab, code))
     versions["torch"] = versions["torch"].split("+")[0]
-    assert versions == COLAB_VERSIONS
+    assert versions == {**COLAB_VERSIONS, "helpers": False}
 
 
-def test_package_is_installed_non_editable_and_current(colab_python):
-    info = json.loads(_colab(
-        "import json, importlib.util, importlib.metadata as m; "
-        "d = m.distribution('layernorm-hands-on-helpers'); "
-        "print(json.dumps({'origin': importlib.util.find_spec('helpers').origin, "
-        "'direct_url': d.read_text('direct_url.json')}))"))
-    installed = Path(info["origin"]).parent
-    assert "site-packages" in installed.parts, f"helpers is imported from {installed}"
-    direct_url = json.loads(info["direct_url"] or "{}")
-    assert not direct_url.get("dir_info", {}).get("editable"), "the package is installed editable"
-    ours = {p.relative_to(ROOT / "helpers").as_posix(): p for p in (ROOT / "helpers").rglob("*.py")}
-    theirs = {p.relative_to(installed).as_posix(): p for p in installed.rglob("*.py")}
-    assert _digests(theirs) == _digests(ours), (
-        "the package in .venv-colab is not the checkout's helpers/: run `make colab-env`")
+def test_the_first_cell_installs_the_package_from_the_repository(colab):
+    report = _run_notebook(colab, FIRST)
+    installed = Path(report["probe"]["helpers"]).parent
+    assert installed.is_relative_to(colab["venv"]), f"helpers came from {installed}, not the fresh install"
+    direct_url = json.loads(_python(colab, "import importlib.metadata as m; "
+                                           "print(m.distribution('layernorm-hands-on-helpers').read_text('direct_url.json'))"))
+    assert direct_url["url"].startswith("file://") and "vcs_info" in direct_url  # installed from git, not editable
+    ours = {p.relative_to(ROOT / "helpers").as_posix(): p for p in (ROOT / "helpers").rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts}
+    theirs = {p.relative_to(installed).as_posix(): p for p in installed.rglob("*")
+              if p.is_file() and "__pycache__" not in p.parts}
+    assert _digests(theirs) == _digests(ours), "the installed package is not the checkout's helpers/ (data included)"
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs_alone_with_colab_versions(colab_python, notebook):
-    result = subprocess.run([str(colab_python), str(RUNNER), str(notebook)], capture_output=True,
-                            text=True, timeout=600, cwd="/")
-    assert result.returncode == 0, (
-        f"{notebook.name} failed with Colab's versions:\n{result.stdout[-6000:]}\n{result.stderr[-3000:]}")
-    report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert report["problems"] == []
-    assert report["files_left_in_workdir"] == [], "the notebook wrote files next to itself"
+@pytest.mark.parametrize("notebook", [p for p in NOTEBOOKS if p != FIRST], ids=lambda p: p.name)
+def test_notebook_runs_alone_in_colab(colab, notebook):
+    _run_notebook(colab, notebook)
+
+
+def test_colab_links_are_made_from_the_one_repository_url():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for notebook in NOTEBOOKS:
+        assert bootstrap.colab_url(notebook.name) in readme, f"README.md has no Colab link for {notebook.name}"
+    start_here = FIRST.read_text(encoding="utf-8")
+    for text, where in ((readme, "README.md"), (start_here, FIRST.name)):
+        assert bootstrap.rewrite_links(text) == text, f"{where} has a Colab link not made from REPO_URL"
+    assert bootstrap.COLAB_LINK.search(start_here), f"{FIRST.name} has no 'Open in Colab' link"
