@@ -16,11 +16,12 @@
 # %%
 # Make `helpers` (this set's package) importable: installed, from a checkout, or in Colab.
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
 
-REPO_URL = "https://github.com/layernorm-hands-on/layernorm-hands-on"
+REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
 if importlib.util.find_spec("helpers") is None:
     checkout = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
                      if (p / "helpers" / "__init__.py").is_file()), None)
@@ -522,16 +523,29 @@ shown(pd.concat([
 # a `TODO` and gets ❌: fix it and run the cell again.
 #
 # **Exercise 1: the biased variance.** Return the biased variance of each token of `x` over its
-# last dim, shape `x.shape[:-1]`. One case has tokens around 10000 with a spread of 1: the
-# shortcut $\mathrm{E}[x^2] - \mathrm{E}[x]^2$ fails there, in float32. Try it and see why.
+# last dim, shape `x.shape[:-1]`, by hand: `torch.var` and `torch.std` refuse to run while it is
+# checked. One case has tokens around 10000 with a spread of 1: the shortcut
+# $\mathrm{E}[x^2] - \mathrm{E}[x]^2$ fails there, in float32. Try it and see why.
 
 # %%
 def my_biased_var(x):
     """The biased variance of each token of x (over the last dim), shape x.shape[:-1]."""
-    return x.var(dim=-1)  # TODO: is this LayerNorm's variance?
+    centred = x - x.mean(dim=-1, keepdim=True)
+    return (centred**2).sum(dim=-1) / (x.shape[-1] - 1)  # TODO: is this LayerNorm's variance?
 
 
 check_biased_variance(my_biased_var)
+
+# %% [markdown]
+# <details><summary>Solution</summary>
+#
+# ```python
+# def my_biased_var(x):
+#     centred = x - x.mean(dim=-1, keepdim=True)  # centre first: no catastrophic cancellation
+#     return (centred**2).mean(dim=-1)  # divide by n
+# ```
+#
+# </details>
 
 # %% [markdown]
 # **Exercise 2: how far under 1?** Given tokens' biased variances `var` (a tensor) and `eps`,
@@ -546,10 +560,20 @@ def my_output_var(var, eps):
 check_output_variance(my_output_var)
 
 # %% [markdown]
+# <details><summary>Solution</summary>
+#
+# ```python
+# def my_output_var(var, eps):
+#     return var / (var + eps)
+# ```
+#
+# </details>
+
+# %% [markdown]
 # **Exercise 3: the whole formula.** LN over the last dim of `x` of shape `(..., dim)`, with
 # `gamma` and `beta` of shape `(dim,)` and `eps = 1e-5`: what `F.layer_norm(x, (dim,), gamma,
 # beta)` computes. The cases include the lesson's shape `(2, 3, 4)`, a token whose features
-# barely differ and one whose features are all equal.
+# barely differ, one whose features are all equal, and tokens around 10000.
 
 # %%
 def my_layer_norm(x, gamma, beta, eps=1e-5):
@@ -563,16 +587,9 @@ def my_layer_norm(x, gamma, beta, eps=1e-5):
 check_layer_norm_last_dim(my_layer_norm)
 
 # %% [markdown]
-# <details><summary>Solutions (open them after you have tried)</summary>
+# <details><summary>Solution</summary>
 #
 # ```python
-# def my_biased_var(x):
-#     centred = x - x.mean(dim=-1, keepdim=True)  # centre first: no catastrophic cancellation
-#     return (centred**2).mean(dim=-1)  # divide by n
-#
-# def my_output_var(var, eps):
-#     return var / (var + eps)
-#
 # def my_layer_norm(x, gamma, beta, eps=1e-5):
 #     mean = x.mean(dim=-1, keepdim=True)
 #     var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # biased
@@ -580,28 +597,6 @@ check_layer_norm_last_dim(my_layer_norm)
 # ```
 #
 # </details>
-#
-# The checkers accept them:
-
-# %%
-def solution_biased_var(x):
-    centred = x - x.mean(dim=-1, keepdim=True)  # centre first: no catastrophic cancellation
-    return (centred**2).mean(dim=-1)  # divide by n
-
-
-def solution_output_var(var, eps):
-    return var / (var + eps)
-
-
-def solution_layer_norm(x, gamma, beta, eps=1e-5):
-    mean = x.mean(dim=-1, keepdim=True)
-    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # biased
-    return (x - mean) / torch.sqrt(var + eps) * gamma + beta
-
-
-for verdict in (check_biased_variance(solution_biased_var), check_output_variance(solution_output_var),
-                check_layer_norm_last_dim(solution_layer_norm)):
-    print(verdict)
 
 # %% [markdown]
 # ## Summary: each claim, and what backs it

@@ -16,11 +16,12 @@
 # %%
 # Make `helpers` (this set's package) importable: installed, from a checkout, or in Colab.
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
 
-REPO_URL = "https://github.com/layernorm-hands-on/layernorm-hands-on"
+REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
 if importlib.util.find_spec("helpers") is None:
     checkout = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
                      if (p / "helpers" / "__init__.py").is_file()), None)
@@ -260,10 +261,20 @@ placement.NORM_PLACEMENT
 
 # %%
 def saturated(t):
-    return (t.abs() > 0.97).float().mean()  # your code here
+    return torch.tensor(0.0)  # TODO: your code here
 
 
 placement.check_saturated_fraction(saturated)
+
+# %% [markdown]
+# <details><summary>Solution</summary>
+#
+# ```python
+# def saturated(t):
+#     return (t.abs() > 0.97).float().mean()  # saturated at +1 and at -1 alike
+# ```
+#
+# </details>
 
 # %% [markdown]
 # **Exercise 2.** Write `dead(a)`: the fraction of units (last dim) whose ReLU output `a` is 0 on
@@ -271,21 +282,51 @@ placement.check_saturated_fraction(saturated)
 
 # %%
 def dead(a):
-    return 1.0 - (a.reshape(-1, a.shape[-1]) > 0).any(dim=0).float().mean()  # your code here
+    return torch.tensor(0.0)  # TODO: your code here
 
 
 placement.check_dead_fraction(dead)
 
 # %% [markdown]
-# **Exercise 3.** One Pre-LN residual step with sublayer `f(h) = h @ w`: write `pre_ln(x, w)` using
-# `helpers.layer_norm` over the last dim. A Post-LN answer gets a hint.
+# <details><summary>Solution</summary>
+#
+# ```python
+# def dead(a):
+#     alive = (a.reshape(-1, a.shape[-1]) > 0).any(dim=0)  # positive on at least one sample
+#     return 1.0 - alive.float().mean()
+# ```
+#
+# </details>
+
+# %% [markdown]
+# **Exercise 3.** One Pre-LN residual step with sublayer `f(h) = h @ w`: write `pre_ln(x, w)`. The
+# stub already has LN over the last dim, written by hand (while the checker runs, `helpers.layer_norm`
+# and torch's norms refuse to run); put it in the right place. A Post-LN answer gets a hint.
 
 # %%
-def pre_ln(x, w):
-    return x + helpers.layer_norm(x, (x.shape[-1],)) @ w  # your code here
+def pre_ln(x, w, eps=1e-5):
+    def ln(h):  # LN over the last dim of h, no gamma or beta
+        m = h.mean(dim=-1, keepdim=True)
+        return (h - m) / torch.sqrt(((h - m) ** 2).mean(dim=-1, keepdim=True) + eps)
+
+    return x  # TODO: your code here, with f(h) = h @ w and ln above
 
 
 placement.check_pre_ln_residual(pre_ln)
+
+# %% [markdown]
+# <details><summary>Solution</summary>
+#
+# ```python
+# def pre_ln(x, w, eps=1e-5):
+#     def ln(h):  # LN over the last dim of h, no gamma or beta
+#         m = h.mean(dim=-1, keepdim=True)
+#         return (h - m) / torch.sqrt(((h - m) ** 2).mean(dim=-1, keepdim=True) + eps)
+#
+#     return x + ln(x) @ w  # normalise the sublayer's input; the residual carries x itself
+# ```
+#
+# </details>
 
 # %% [markdown]
 # ## Summary
