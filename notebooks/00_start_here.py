@@ -197,6 +197,16 @@ demo = shift_scale_demo(seed=0)
 display(demo)
 
 # %% [markdown]
+# The same dashboard for a reader without a kernel (on GitHub, on nbviewer, or before you run
+# anything), at shift 3.5 and scale 2.5: the input moves, its LayerNorm output stays where it was.
+
+# %%
+import matplotlib.pyplot as plt
+
+demo.snapshot(shift=3.5, scale=2.5)
+plt.show()
+
+# %% [markdown]
 # ## Check it: the same claim in numbers
 #
 # The picture says sample 0's output did not move. Here it is with `assert`s, on the

@@ -389,6 +389,14 @@ eps_widget = eps_demo(seed=0)
 display(eps_widget)
 
 # %% [markdown]
+# The same dashboard for a reader without a kernel, at `eps = 1e-3`: no longer small next to
+# these tokens' variance, it pulls the output's spread well below 1.
+
+# %%
+eps_widget.snapshot(eps=1e-3)
+plt.show()
+
+# %% [markdown]
 # **Check it**: the widget's state function at five values of `eps`. The measured variance of
 # the output equals $\mathrm{Var}/(\mathrm{Var} + \epsilon)$, and it falls from 1 to almost 0.
 
@@ -465,6 +473,14 @@ print("after 30 steps: gamma", end["gamma"].round(4).tolist(), " beta", end["bet
 # displays a widget: the gamma and beta sliders and their live histogram and table
 affine_widget = affine_demo(seed=0)
 display(affine_widget)
+
+# %% [markdown]
+# The same dashboard for a reader without a kernel, at $\gamma = 2$ and $\beta = -1.5$: the
+# normalized values keep their shape, stretched by $\gamma$ and moved by $\beta$.
+
+# %%
+affine_widget.snapshot(gamma=2.0, beta=-1.5)
+plt.show()
 
 # %% [markdown]
 # **Check it**: the readout equals the sliders, to within `eps`'s effect, for a few positions

@@ -254,6 +254,14 @@ demo = norm_unit_demo(batch_inputs)
 display(demo)
 
 # %% [markdown]
+# The same dashboard for a reader without a kernel: per sentence, with one token scaled by 5.
+# Every token of that sentence is flagged as moved; the other sentence is not.
+
+# %%
+demo.snapshot(n_trailing=2, scale=5.0)
+plt.show()
+
+# %% [markdown]
 # ## Check it: the same claims in numbers
 #
 # `norm_unit_state` is the plain function behind the widget. Scaling token `s0 t2` by 5:

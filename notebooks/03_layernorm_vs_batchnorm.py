@@ -168,6 +168,14 @@ other_widget = other_samples_demo(seed=0)
 display(other_widget)
 
 # %% [markdown]
+# The same dashboard for a reader without a kernel, at shift 3 and scale 2: under BatchNorm the
+# other samples' outputs move; under LayerNorm they do not.
+
+# %%
+other_widget.snapshot(shift=3.0, scale=2.0)
+plt.show()
+
+# %% [markdown]
 # **Check it**, with numbers: the widget's state function at a few slider positions.
 
 # %%

@@ -415,7 +415,16 @@ assert all(rnn1.verdicts[f"noise {s:g}, lr {LR:g}"].startswith(f"noisy LayerNorm
 # NBVAL_IGNORE_OUTPUT
 # (displays a widget)
 all_runs = pd.concat([runs, deep], ignore_index=True)
-speed_demo(all_runs);
+dashboard = speed_demo(all_runs)
+display(dashboard)
+
+# %% [markdown]
+# The same dashboard for a reader without a kernel: 3 layers at rate 0.03, where no plain seed
+# reaches the threshold and 2 LayerNorm seeds do.
+
+# %%
+dashboard.snapshot(lr=0.03, depth=3, show="no norm vs LayerNorm", what="loss")
+plt.show()
 
 # %% [markdown]
 # **Check it** without the widget: `speed_state` is what it draws.

@@ -335,6 +335,14 @@ demo = stability_demo()
 display(demo)
 
 # %% [markdown]
+# The same dashboard for a reader without a kernel, at its default setting: the one-pass variance
+# of float32 rows far from 0 comes out NaN (the red bar), the two-pass and Welford ones do not.
+
+# %%
+demo.snapshot()
+plt.show()
+
+# %% [markdown]
 # ## 4. Speed: LN is memory-bound
 #
 # LN does about ten floating-point operations per element, and a CPU core does billions a
