@@ -60,6 +60,8 @@ def update_curves_figure(fig: Figure, curves: pd.DataFrame, *, column: str = "lo
     if ax.get_legend() is not None:
         ax.get_legend().remove()
     ax.relim()  # forget the removed artists' extent; the new ones add theirs (bands included)
+    # the scale first: a log axis left from the loss view would refuse a band of negative means
+    ax.set_yscale("log" if (log if log is not None else column == "loss") else "linear")
     curves = curves.assign(arm=labels(curves))
     stats = curves.groupby(["arm", "step"], sort=False)[column].agg(["mean", "min", "max"])
     for arm, first in curves.drop_duplicates("arm").set_index("arm").iterrows():
@@ -70,7 +72,6 @@ def update_curves_figure(fig: Figure, curves: pd.DataFrame, *, column: str = "lo
         ax.fill_between(steps, part["min"].to_numpy(), part["max"].to_numpy(), color=colour, alpha=0.2)
     if threshold is not None:
         ax.axhline(threshold, color="k", ls="--", lw=0.8, gid="threshold", label=f"threshold {threshold}")
-    ax.set_yscale("log" if (log if log is not None else column == "loss") else "linear")
     ax.autoscale_view()
     ax.set_ylabel(_LABELS.get(column, column))
     ax.set_title(title or "mean over seeds; band: min to max", fontsize=10)
