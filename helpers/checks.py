@@ -185,6 +185,11 @@ ALWAYS_FORBIDDEN = (
     "torch.nn.functional.instance_norm", "torch.nn.functional.rms_norm",
     "torch.layer_norm", "torch.batch_norm", "torch.group_norm", "torch.instance_norm", "torch.rms_norm",
     "torch.native_layer_norm", "torch.native_batch_norm",
+    # the same kernels reached through the operator registry, every overload of each
+    "torch.ops.aten.layer_norm", "torch.ops.aten.native_layer_norm", "torch.ops.aten.batch_norm",
+    "torch.ops.aten.native_batch_norm", "torch.ops.aten._native_batch_norm_legit",
+    "torch.ops.aten.group_norm", "torch.ops.aten.native_group_norm", "torch.ops.aten.instance_norm",
+    "torch.ops.aten.rms_norm", "torch.ops.aten._fused_rms_norm",
     "helpers.functional.layer_norm", "helpers.functional.batch_norm", "helpers.functional.group_norm",
     "helpers.functional.rms_norm", "helpers.layer_norm", "helpers.batch_norm", "helpers.group_norm",
     "helpers.rms_norm", "helpers.autograd.LayerNormFunction.apply", "helpers.sequence.masked_layer_norm",
@@ -209,10 +214,24 @@ def _resolve(dotted: str) -> tuple[object, str]:
     raise ValueError(f"cannot resolve {dotted!r}")
 
 
+class _Refuser:
+    """Stands in for a forbidden function while a check runs: calling it raises, and so does
+    calling any overload of it (``torch.ops.aten.native_layer_norm.default``)."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __call__(self, *args, **kwargs):
+        raise ForbiddenCall(self._name)
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _Refuser(f"{self._name}.{attr}")
+
+
 def _refusing_stand_in(name: str) -> Callable:
-    def refuse(*args, **kwargs):
-        raise ForbiddenCall(name)
-    return refuse
+    return _Refuser(name)
 
 
 @contextlib.contextmanager
@@ -660,7 +679,8 @@ register(Exercise(
     shape_hint="one variance per token: reduce the last dim and drop it, shape x.shape[:-1] "
                "(`keepdim=False`).",
     forbidden=("torch.var", "torch.Tensor.var", "torch.std", "torch.Tensor.std", "torch.var_mean",
-               "torch.std_mean"),
+               "torch.std_mean", "torch.ops.aten.var", "torch.ops.aten.std", "torch.ops.aten.var_mean",
+               "torch.ops.aten.std_mean"),
 ))
 
 

@@ -144,6 +144,12 @@ HANDED_IN = [
         ((x.requires_grad_() - x.mean(-1, keepdim=True))
          / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps)), x, dy)[0]),
     ("chan_merge_m2", lambda *args: helpers.variance.chan_merge(*args)[2]),
+    # the same kernels through the operator registry, the packet and an explicit overload
+    ("layer_norm_one_token", lambda x: torch.ops.aten.layer_norm(x, x.shape)),
+    ("layer_norm_one_token", lambda x: torch.ops.aten.native_layer_norm(x, x.shape, None, None, 1e-5)[0]),
+    ("layer_norm_last_dim", lambda x, g, b: torch.ops.aten.native_layer_norm.default(x, x.shape[-1:], g, b, 1e-5)[0]),
+    ("batch_norm_train", lambda x: torch.ops.aten.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)[0]),
+    ("biased_variance", lambda x: torch.ops.aten.var.correction(x, [-1], correction=0)),
 ]
 
 
