@@ -137,6 +137,9 @@ class Experiment:
             examples, so they need a larger one.
         repro_atol_by_column: ``{regex: atol}`` for the columns whose full name matches ``regex``
             (for example histogram counts, where one value can cross a bin edge).
+        repro_unit: which unit the reproducibility test re-trains (an index into :func:`units`,
+            negative from the end): a cheap one whose first steps are not chaotic, so that a
+            last-bit difference on another CPU stays a last-bit difference.
     """
 
     name: str
@@ -157,6 +160,7 @@ class Experiment:
     repro_rtol: float = 1e-5
     repro_atol: float = 1e-6
     repro_atol_by_column: Mapping[str, float] = field(default_factory=dict)
+    repro_unit: int = 0
 
     def repro_tolerance(self, column: str) -> tuple[float, float]:
         """``(rtol, atol)`` for ``column`` when a unit is re-trained on another machine."""
@@ -519,20 +523,24 @@ def load(name: str, results_dir: Path | None = None) -> StoredResult:
         return StoredResult(_parse(f, meta), meta)
 
 
-def rerun_unit(name: str, unit_index: int = 0, steps: int = REPRO_STEPS,
+def rerun_unit(name: str, unit_index: int | None = None, steps: int = REPRO_STEPS,
                results_dir: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Re-train stored unit ``unit_index`` for its first ``steps`` steps: ``(fresh, stored)`` rows.
+    """Re-train stored unit ``unit_index`` (default: the experiment's ``repro_unit``) for its first
+    ``steps`` steps: ``(fresh, stored)`` rows.
 
     For the reproducibility test: on the machine that made the results (same :func:`fingerprint`)
     the two agree exactly; elsewhere to rounding. An experiment without a ``step`` column is
     re-run whole.
     """
     exp, stored = experiment(name), load(name, results_dir)
+    unit_index = exp.repro_unit if unit_index is None else unit_index
     best = None
     if exp.tuning is not None:
         best = {tuple(json.loads(r["arm"])): min(exp.tuning.rates) if r["best_lr"] is None else r["best_lr"]
                 for r in stored.meta["best_rates"]}
-    unit = units(exp, best)[unit_index]
+    every = units(exp, best)
+    unit_index %= len(every)  # a negative index counts from the end
+    unit = every[unit_index]
     old = stored.frame[stored.frame["unit"] == unit_index].drop(columns="unit")
     if "step" in old:
         # rows recorded after the last step (a final state at step == steps) are not in the stored

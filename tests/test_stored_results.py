@@ -53,7 +53,7 @@ def test_one_unit_reproduces_its_stored_rows(name):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the runner trains
     try:
-        fresh, old = runner.rerun_unit(name, 0)
+        fresh, old = runner.rerun_unit(name)  # the experiment's own repro_unit
         same_machine = runner.fingerprint() == stored.meta["fingerprint"]
     finally:
         torch.set_num_threads(threads)
