@@ -212,10 +212,15 @@ def bootstrap_ci(values, statistic: str = "mean", *, confidence: float = 0.95,
     stat = _statistic(fn, statistic)
     x = _sample(fn, "values", values)
     _check_options(fn, confidence, n_resamples)
+    return _one_sample_ci(x, stat, "all seeds equal: no spread to resample", confidence, n_resamples, seed)
+
+
+def _one_sample_ci(x: np.ndarray, stat, degenerate_note: str, confidence: float, n_resamples: int,
+                   seed: int) -> Interval:
+    """``stat(x)`` with its BCa interval; with no spread in ``x``, that value at both ends and a note."""
     estimate = float(stat(x))
     if np.ptp(x) == 0:
-        return Interval(estimate, estimate, estimate, x.size, confidence,
-                        "all seeds equal: no spread to resample")
+        return Interval(estimate, estimate, estimate, x.size, confidence, degenerate_note)
     return _bootstrap((x,), stat, estimate, paired=False, confidence=confidence,
                       n_resamples=n_resamples, seed=seed)
 
@@ -254,13 +259,8 @@ def paired_difference_ci(a, b, statistic: str = "mean", *, relative: bool = Fals
                          f"per seed, paired by position), got len(a)={x.size} and len(b)={y.size}")
     _check_options(fn, confidence, n_resamples)
     if not relative:
-        d = x - y
-        estimate = float(stat(d))
-        if np.ptp(d) == 0:
-            return Interval(estimate, estimate, estimate, d.size, confidence,
-                            "all seeds differ by the same amount: no spread to resample")
-        return _bootstrap((d,), stat, estimate, paired=False, confidence=confidence,
-                          n_resamples=n_resamples, seed=seed)
+        return _one_sample_ci(x - y, stat, "all seeds differ by the same amount: no spread to resample",
+                              confidence, n_resamples, seed)
     if (y <= 0).any():
         # A positive baseline keeps every resample's denominator away from zero.
         raise ValueError(f"{fn}(): argument 'b' must hold positive values for a relative "
