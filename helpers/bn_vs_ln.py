@@ -516,10 +516,10 @@ def accuracy_gaps(frame: pd.DataFrame, *, pairs=(("BatchNorm", "LayerNorm"), ("B
         One row per (batch size, pair): ``batch_size``, ``a``, ``b``, ``n_seeds``,
         ``estimate``, ``low``, ``high`` (points, ``a - b``, 95 % CI), ``outcome`` (``"a lower"``,
         ``"no difference detectable"`` or ``"a higher"``: the words follow the interval, not
-        the estimate) and ``words``, e.g. ``"BatchNorm is 7.3 points below LayerNorm (95% CI
-        6.0 to 8.5)"``.
+        the estimate) and ``words`` (:func:`helpers.inference.verdict`'s), e.g. ``"BatchNorm has
+        7.3 points lower test accuracy than LayerNorm (95% CI 6.0 to 8.5)"``.
     """
-    from helpers.inference import paired_difference_ci
+    from helpers.inference import paired_difference_ci, verdict
 
     final = final_accuracy(frame)
     wide = final.pivot_table(index=["batch_size", "seed"], columns="norm", values="test_accuracy")
@@ -528,14 +528,8 @@ def accuracy_gaps(frame: pd.DataFrame, *, pairs=(("BatchNorm", "LayerNorm"), ("B
         for a, other in pairs:
             ci = paired_difference_ci(per_seed[a].to_numpy() * 100, per_seed[other].to_numpy() * 100)
             outcome = ("a lower" if ci.high < 0 else "a higher" if ci.low > 0 else "no difference detectable")
-            if outcome == "no difference detectable":
-                words = (f"no difference detectable with {ci.n} seeds: {a} minus {other} "
-                         f"{ci.estimate:+.1f} points (95% CI {ci.low:+.1f} to {ci.high:+.1f})")
-            else:  # the interval in the sentence's own terms: how far below (or above)
-                side, sign = ("below", -1) if outcome == "a lower" else ("above", 1)
-                near, far = sorted((sign * ci.low, sign * ci.high))
-                words = (f"{a} is {sign * ci.estimate:.1f} points {side} {other} "
-                         f"(95% CI {near:.1f} to {far:.1f})")
+            words = verdict(ci, a=a, b=other, quantity="test accuracy", claim=None, relative=False,
+                            verb="has", words=("points lower", "points higher"), fmt=".1f")
             rows.append({"batch_size": int(b), "a": a, "b": other, "n_seeds": ci.n, "estimate": ci.estimate,
                          "low": ci.low, "high": ci.high, "outcome": outcome, "words": words})
     return pd.DataFrame(rows)

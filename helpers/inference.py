@@ -493,8 +493,8 @@ def best_rates(scores: pd.DataFrame, *, arm: str = "arm", lr: str = "lr", score:
 
 
 def verdict(interval: Interval, *, a: str, b: str, quantity: str = "steps",
-            claim: str = "fewer", n_seeds: int | None = None, relative: bool = True,
-            verb: str = "needs", words: tuple[str, str] = ("fewer", "more")) -> str:
+            claim: str | None = "fewer", n_seeds: int | None = None, relative: bool = True,
+            verb: str = "needs", words: tuple[str, str] = ("fewer", "more"), fmt: str = ".3g") -> str:
     """An interval on "A versus B" in words: the claim, no difference, or the opposite.
 
     The words follow the interval, not the estimate:
@@ -510,16 +510,18 @@ def verdict(interval: Interval, *, a: str, b: str, quantity: str = "steps",
         interval: from :func:`paired_difference_ci`. With ``relative=True`` (the default) a
             relative difference ``1 - statistic(a) / statistic(b)``, positive when A has less;
             percentages are rounded to integers. With ``relative=False`` an absolute one,
-            ``statistic(a - b)``, positive when A has more; numbers get 3 significant digits.
+            ``statistic(a - b)``, positive when A has more; numbers are written with ``fmt``.
         a, b: the arms' names.
         quantity: what is compared, e.g. ``"steps"``.
-        claim: ``"fewer"`` (the claim is that A needs less than B) or ``"more"``.
+        claim: ``"fewer"`` (the claim is that A needs less than B), ``"more"``, or ``None``
+            where nothing is claimed (the sentence then only says which way the interval lies).
         n_seeds: the seeds named in "no difference detectable with n seeds"; default
             ``interval.n``.
         relative: whether ``interval`` is relative (see above).
         verb, words: how the sentence says it: ``f"{a} {verb} 31% {words[0]} {quantity} than {b}"``;
             for a loss, for example, ``verb="ends with", words=("lower", "higher")``. ``claim``
             still says ``"fewer"`` or ``"more"``.
+        fmt: the format of an absolute difference's numbers (default 3 significant digits).
 
     Returns:
         One sentence, without a final full stop.
@@ -528,8 +530,8 @@ def verdict(interval: Interval, *, a: str, b: str, quantity: str = "steps",
     if not isinstance(interval, Interval):
         raise ValueError(f"{fn}(): argument 'interval' must be an Interval, "
                          f"got {type(interval).__name__}")
-    if claim not in ("fewer", "more"):
-        raise ValueError(f"{fn}(): argument 'claim' must be 'fewer' or 'more', got {claim!r}")
+    if claim not in ("fewer", "more", None):
+        raise ValueError(f"{fn}(): argument 'claim' must be 'fewer', 'more' or None, got {claim!r}")
     # Everything below in terms of "how much more A needs than B": a - b, or a / b - 1.
     sign = -1.0 if relative else 1.0
     more = sign * interval.estimate
@@ -539,7 +541,7 @@ def verdict(interval: Interval, *, a: str, b: str, quantity: str = "steps",
         if relative:
             pct = int(round(value * 100)) + 0  # + 0: no "-0"
             return f"{pct:+d}%" if signed else f"{pct}%"
-        return f"{value:+.3g}" if signed else f"{value:.3g}"
+        return f"{value:+{fmt}}" if signed else f"{value:{fmt}}"
 
     ci = f"({interval.confidence * 100:g}% CI"
     if lo <= 0 <= hi:
@@ -551,4 +553,4 @@ def verdict(interval: Interval, *, a: str, b: str, quantity: str = "steps",
         said = f"{a} {verb} {num(more)} {words[1]} {quantity} than {b} {ci} {num(lo)} to {num(hi)})"
     else:
         said = f"{a} {verb} {num(-more)} {words[0]} {quantity} than {b} {ci} {num(-hi)} to {num(-lo)})"
-    return said if direction == claim else f"the opposite of the claim: {said}"
+    return said if claim in (direction, None) else f"the opposite of the claim: {said}"

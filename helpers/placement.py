@@ -28,7 +28,7 @@ from helpers import runner
 from helpers.bn_vs_ln import make_task
 from helpers.checks import Case, Exercise, Verdict, check, register
 from helpers.functional import layer_norm
-from helpers.inference import Interval, bootstrap_ci, paired_difference_ci
+from helpers.inference import Interval, bootstrap_ci, paired_difference_ci, verdict
 from helpers.modules import LayerNorm
 
 __all__ = [
@@ -531,10 +531,10 @@ def compare(a_values, b_values, *, a: str, b: str, quantity: str, claim: str = "
             fmt: str = ".4f") -> tuple[Interval, str]:
     """The mean per-seed difference ``a - b`` (paired by seed) with its bootstrap interval, in words.
 
-    The words follow the interval: entirely below 0, ``"{a}: lower {quantity} than {b} by 0.0396 (95% CI
-    0.0214 to 0.0654)"`` (above 0: "higher"); containing 0, ``"no difference detectable with 10 seeds:
-    ..."``; on the side opposite ``claim`` (``"lower"`` or ``"higher"``: what is claimed of ``a``), the
-    sentence starts with ``"the opposite of the claim: "``.
+    The words are :func:`helpers.inference.verdict`'s: entirely below 0, ``"{a} has 0.0396 lower
+    {quantity} than {b} (95% CI 0.0214 to 0.0654)"`` (above 0: "higher"); containing 0,
+    ``"no difference detectable with 10 seeds: ..."``; on the side opposite ``claim`` (``"lower"``
+    or ``"higher"``: what is claimed of ``a``), it starts with ``"the opposite of the claim: "``.
 
     Returns:
         ``(interval, words)``, the interval being :func:`helpers.inference.paired_difference_ci`'s,
@@ -543,14 +543,8 @@ def compare(a_values, b_values, *, a: str, b: str, quantity: str, claim: str = "
     if claim not in ("lower", "higher"):
         raise ValueError(f"compare(): argument 'claim' must be 'lower' or 'higher', got {claim!r}")
     ci = paired_difference_ci(np.asarray(a_values, dtype=np.float64), np.asarray(b_values, dtype=np.float64))
-    if ci.low <= 0 <= ci.high:
-        return ci, (f"no difference detectable with {ci.n} seeds: {a} vs {b}, {quantity} {ci.estimate:+{fmt}} "
-                    f"(95% CI {ci.low:+{fmt}} to {ci.high:+{fmt}})")
-    lower = ci.high < 0
-    size, lo, hi = (-ci.estimate, -ci.high, -ci.low) if lower else (ci.estimate, ci.low, ci.high)
-    said = (f"{a}: {'lower' if lower else 'higher'} {quantity} than {b} by {size:{fmt}} "
-            f"(95% CI {lo:{fmt}} to {hi:{fmt}})")
-    return ci, said if lower == (claim == "lower") else f"the opposite of the claim: {said}"
+    return ci, verdict(ci, a=a, b=b, quantity=quantity, claim="fewer" if claim == "lower" else "more",
+                       relative=False, verb="has", words=("lower", "higher"), fmt=fmt)
 
 
 def _table(items: list) -> pd.DataFrame:

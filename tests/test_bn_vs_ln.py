@@ -208,10 +208,10 @@ def test_accuracy_gaps_pair_seeds_and_let_the_interval_pick_the_words():
     noisy = bn_vs_ln.accuracy_gaps(_gap_frame([a + d for a, d in zip(ln, [0.01, -0.01, 0.02, -0.02, 0.0], strict=True)], ln))
     row = noisy.set_index(["a", "b"]).loc[("BatchNorm", "LayerNorm")]
     assert row["low"] < 0 < row["high"] and row["outcome"] == "no difference detectable"
-    assert row["words"].startswith("no difference detectable with 5 seeds: BatchNorm minus LayerNorm +0.0 points")
+    assert row["words"].startswith("no difference detectable with 5 seeds: BatchNorm vs LayerNorm, +0.0 (95% CI")
     above = bn_vs_ln.accuracy_gaps(_gap_frame([a + 0.1 + d for a, d in zip(ln, [0.01, -0.01, 0.02, -0.02, 0], strict=True)], ln))
     row = above.set_index(["a", "b"]).loc[("BatchNorm", "LayerNorm")]
-    assert row["outcome"] == "a higher" and row["words"].startswith("BatchNorm is 10.0 points above LayerNorm (95% CI")
+    assert row["outcome"] == "a higher" and row["words"].startswith("BatchNorm has 10.0 points higher test accuracy than LayerNorm (95% CI")
     assert 8 < row["low"] < 10 < row["high"] < 12
 
 

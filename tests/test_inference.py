@@ -346,7 +346,7 @@ def test_verdict_follows_a_real_paired_interval():
 
 
 def test_verdict_argument_errors():
-    with pytest.raises(ValueError, match=r"'claim'.*'fewer' or 'more'.*'faster'"):
+    with pytest.raises(ValueError, match=r"'claim'.*'fewer', 'more' or None.*'faster'"):
         verdict(Interval(0.3, 0.1, 0.5, 10), a="A", b="B", claim="faster")
     with pytest.raises(ValueError, match=r"'interval'.*Interval.*tuple"):
         verdict((0.3, 0.1, 0.5), a="A", b="B")
@@ -356,3 +356,12 @@ def test_verdict_says_it_in_the_words_it_is_given():
     lower = Interval(estimate=0.4, low=0.25, high=0.5, n=10)  # A's loss 40% below B's
     assert verdict(lower, a="LN", b="no norm", quantity="final loss", verb="ends with",
                    words=("lower", "higher")) == "LN ends with 40% lower final loss than no norm (95% CI 25% to 50%)"
+
+
+def test_verdict_without_a_claim_says_only_which_way_and_formats_as_asked():
+    above = Interval(estimate=0.6, low=0.1, high=1.3, n=20)  # absolute: A has more
+    assert verdict(above, a="BN", b="LN", quantity="accuracy", claim=None, relative=False, verb="has",
+                   words=("points lower", "points higher"), fmt=".1f") == \
+        "BN has 0.6 points higher accuracy than LN (95% CI 0.1 to 1.3)"
+    assert verdict(above, a="BN", b="LN", claim="fewer", relative=False, fmt=".2f").startswith(
+        "the opposite of the claim: BN needs 0.60 more steps")

@@ -127,13 +127,13 @@ def test_warmup_runs_shape_and_first_steps_do_not_depend_on_the_step_count():
 def test_compare_words_follow_the_interval():
     low, high = [1.0, 1.1, 0.9, 1.05, 0.95], [2.0, 2.2, 1.9, 2.1, 1.8]
     ci, words = placement.compare(low, high, a="A", b="B", quantity="loss")
-    assert ci.high < 0 and words.startswith("A: lower loss than B by 1.0")
+    assert ci.high < 0 and words.startswith("A has 1.0000 lower loss than B (95% CI")
     _, words = placement.compare(high, low, a="A", b="B", quantity="loss")
-    assert words.startswith("the opposite of the claim: A: higher loss than B")
+    assert words.startswith("the opposite of the claim: A has 1.0000 higher loss than B")
     _, words = placement.compare(high, low, a="A", b="B", quantity="loss", claim="higher")
-    assert words.startswith("A: higher loss")
+    assert words.startswith("A has 1.0000 higher loss")
     _, words = placement.compare(low, [1.05, 1.0, 1.0, 0.95, 1.0], a="A", b="B", quantity="loss")
-    assert words.startswith("no difference detectable with 5 seeds: A vs B, loss")
+    assert words.startswith("no difference detectable with 5 seeds: A vs B, ")
     with pytest.raises(ValueError, match="claim"):
         placement.compare(low, high, a="A", b="B", quantity="loss", claim="fewer")
 
