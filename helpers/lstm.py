@@ -32,7 +32,7 @@ from torch import nn
 from helpers import runner
 from helpers.functional import layer_norm
 from helpers.inference import threshold_level
-from helpers.training_speed import _adam, adding_task
+from helpers.training_speed import LEARNED_NOTHING, _adam, adding_task, normed_vs_plain
 
 __all__ = [
     "EVAL_EVERY",
@@ -59,9 +59,6 @@ __all__ = [
 
 #: The arms, in the order :class:`StackedLSTM` stacks them.
 VARIANTS = ("LSTM", "LN-LSTM")
-
-#: "Learned nothing": predicting the mean of the target scores Var(u1 + u2) = 1/6.
-LEARNED_NOTHING = 1 / 6
 
 #: "Reached": a held-out loss below this, 70% of the way from learning nothing to a perfect 0
 #: (0.05), fixed before any run.
@@ -373,12 +370,6 @@ def pilot_scores(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["variant", "lr", "score"])
 
 
-def _by_seed(per_run: pd.DataFrame, column: str, a: str = "LN-LSTM", b: str = "LSTM"):
-    """``column`` of variants ``a`` and ``b``, aligned by seed: two arrays."""
-    table = per_run.pivot_table(index="seed", columns="variant", values=column, dropna=False)
-    return table[a].to_numpy(), table[b].to_numpy()
-
-
 def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     """The verdicts of ``lstm_adding``, in words, from the stored table.
 
@@ -394,7 +385,7 @@ def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     The claim tested is Ba et al.'s: the LN-LSTM needs fewer steps and ends lower. Intervals are
     95% BCa bootstrap intervals over the seeds (:func:`helpers.inference.paired_difference_ci`).
     """
-    from helpers.inference import best_rates, paired_difference_ci, time_to_threshold, verdict
+    from helpers.inference import best_rates, time_to_threshold
 
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
@@ -416,22 +407,9 @@ def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         at = reached[reached["variant"] == variant]
         lr = ", ".join(f"{r:g}" for r in sorted(at["lr"].unique()))
         out[f"time, {variant}"] = f"{time_to_threshold(at['steps'], cap)} at lr {lr}"
-    a, b = _by_seed(reached.assign(steps=reached["steps"].fillna(cap)), "steps")
-    if (a == cap).all() and (b == cap).all():
-        out["steps"] = f"no run of either variant reaches the threshold within {cap} steps"
-    else:
-        out["steps"] = verdict(paired_difference_ci(a, b, relative=True), a="LN-LSTM", b="LSTM",
-                               quantity="steps to the threshold")
     last = report[report["step"] == cap]
-    final = last.assign(final=last["eval_loss"].fillna(math.inf).clip(upper=LEARNED_NOTHING))
-    fa, fb = _by_seed(final, "final")
-    if (fa == LEARNED_NOTHING).all() and (fb == LEARNED_NOTHING).all():
-        out["final loss"] = ("no run of either variant ends below the learned-nothing level "
-                             f"({LEARNED_NOTHING:.3f})")
-    else:
-        out["final loss"] = verdict(paired_difference_ci(fa, fb, relative=True), a="LN-LSTM", b="LSTM",
-                                    quantity="final held-out loss", verb="ends with",
-                                    words=("lower", "higher"))
+    final = last.assign(final=last["eval_loss"].fillna(math.inf))  # no evaluation: learned nothing
+    out.update(normed_vs_plain(reached, final, cap, a="LN-LSTM", b="LSTM", final="final held-out loss"))
     return out
 
 

@@ -588,6 +588,38 @@ def paired(per_run: pd.DataFrame, column: str, a: str = "LayerNorm", b: str = "n
     return table[a].to_numpy(), table[b].to_numpy()
 
 
+def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a: str = "LayerNorm",
+                    b: str = "no norm", final: str = "final loss") -> dict[str, str]:
+    """A normalized arm ``a`` against its plain twin ``b``, paired by seed, in two verdicts.
+
+    - ``"steps"``: the *restricted mean* steps to the threshold, a run that never gets there
+      (``steps`` NaN in ``reached``) counting as ``cap``, so that no run is dropped;
+    - ``"final loss"``: ``finals``' ``final`` column, capped at :data:`LEARNED_NOTHING` (a
+      diverged run, or one that ended worse than predicting the mean, learned nothing), worded
+      with ``final`` as the quantity.
+
+    The claim tested is the lesson's: the normalized arm needs fewer steps and ends lower
+    (:func:`helpers.inference.paired_difference_ci`, relative, and :func:`helpers.inference.verdict`).
+    Where neither arm gets anywhere, the verdict says so instead of an empty interval.
+    """
+    from helpers.inference import paired_difference_ci, verdict
+
+    out = {}
+    sa, sb = paired(reached.assign(steps=reached["steps"].fillna(cap)), "steps", a, b)
+    if (sa == cap).all() and (sb == cap).all():
+        out["steps"] = f"no run of either variant reaches the threshold within {cap} steps"
+    else:
+        out["steps"] = verdict(paired_difference_ci(sa, sb, relative=True), a=a, b=b,
+                               quantity="steps to the threshold")
+    fa, fb = paired(finals.assign(final=finals["final"].clip(upper=LEARNED_NOTHING)), "final", a, b)
+    if (fa == LEARNED_NOTHING).all() and (fb == LEARNED_NOTHING).all():
+        out["final loss"] = f"no run of either variant ends below the learned-nothing level ({LEARNED_NOTHING:.3f})"
+    else:
+        out["final loss"] = verdict(paired_difference_ci(fa, fb, relative=True), a=a, b=b, quantity=final,
+                                    verb="ends with", words=("lower", "higher"))
+    return out
+
+
 def speed_verdicts(runs: pd.DataFrame, threshold: float = THRESHOLD) -> dict[str, str]:
     """The verdicts of an LN-vs-no-norm experiment, per rate, paired by seed, in words.
 
@@ -603,7 +635,7 @@ def speed_verdicts(runs: pd.DataFrame, threshold: float = THRESHOLD) -> dict[str
     The claim tested is the lesson's: LN needs fewer steps and ends lower. Intervals are 95%
     BCa bootstrap intervals over seeds (:func:`helpers.inference.paired_difference_ci`).
     """
-    from helpers.inference import paired_difference_ci, time_to_threshold, verdict
+    from helpers.inference import time_to_threshold
 
     plain = runs[runs["noise"] == 0] if "noise" in runs else runs
     cap = int(plain["step"].max()) + 1
@@ -614,21 +646,8 @@ def speed_verdicts(runs: pd.DataFrame, threshold: float = THRESHOLD) -> dict[str
         at = reached[reached["lr"] == lr]
         for variant in ("no norm", "LayerNorm"):
             out[f"time, {variant}, lr {lr:g}"] = str(time_to_threshold(at.loc[at["variant"] == variant, "steps"], cap))
-        a, b = paired(at.assign(steps=at["steps"].fillna(cap)), "steps")
-        if (a == cap).all() and (b == cap).all():
-            out[f"steps, lr {lr:g}"] = f"no run of either variant reaches the threshold within {cap} steps"
-        else:
-            out[f"steps, lr {lr:g}"] = verdict(paired_difference_ci(a, b, relative=True), a="LayerNorm",
-                                               b="no norm", quantity="steps to the threshold")
-        fa, fb = paired(finals[finals["lr"] == lr].assign(final=lambda f: f["final"].clip(upper=LEARNED_NOTHING)),
-                        "final")
-        if (fa == LEARNED_NOTHING).all() and (fb == LEARNED_NOTHING).all():
-            out[f"final loss, lr {lr:g}"] = ("no run of either variant ends below the learned-nothing level "
-                                             f"({LEARNED_NOTHING:.3f})")
-        else:
-            out[f"final loss, lr {lr:g}"] = verdict(paired_difference_ci(fa, fb, relative=True), a="LayerNorm",
-                                                    b="no norm", quantity="final loss", verb="ends with",
-                                                    words=("lower", "higher"))
+        both = normed_vs_plain(at, finals[finals["lr"] == lr], cap)
+        out[f"steps, lr {lr:g}"], out[f"final loss, lr {lr:g}"] = both["steps"], both["final loss"]
     return out
 
 
