@@ -234,6 +234,9 @@ def _refusing_stand_in(name: str) -> Callable:
     return _Refuser(name)
 
 
+_INHERITED = object()  # refusing()'s marker: the attribute came from a base class
+
+
 @contextlib.contextmanager
 def refusing(names: Sequence[str], namespaces: Sequence[dict] = ()) -> Iterator[None]:
     """While inside, every function named in ``names`` raises :class:`ForbiddenCall`.
@@ -253,7 +256,11 @@ def refusing(names: Sequence[str], namespaces: Sequence[dict] = ()) -> Iterator[
                 continue  # not in this torch: nothing to refuse
             if not hasattr(owner, attr):
                 continue
-            original = owner.__dict__.get(attr, getattr(owner, attr)) if isinstance(owner, type) else getattr(owner, attr)
+            # a class's inherited attribute (Tensor.var, Function.apply) is not copied onto it: on
+            # the way out the stand-in is deleted, and inheritance shows the original again
+            inherited = isinstance(owner, type) and attr not in owner.__dict__
+            original = _INHERITED if inherited else (
+                owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr))
             originals.setdefault(id(getattr(owner, attr)), name)
             saved.append((owner, attr, original))
             setattr(owner, attr, _refusing_stand_in(name))
@@ -267,6 +274,8 @@ def refusing(names: Sequence[str], namespaces: Sequence[dict] = ()) -> Iterator[
         for owner, attr, original in reversed(saved):
             if isinstance(owner, dict):
                 owner[attr] = original
+            elif original is _INHERITED:
+                delattr(owner, attr)
             else:
                 setattr(owner, attr, original)
 

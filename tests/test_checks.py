@@ -188,3 +188,22 @@ def test_unknown_exercise_and_bad_arguments():
         check("layer_norm_one_token", 3)
     with pytest.raises(TypeError, match=r"argument 'exercise' must be an Exercise"):
         checks.register("layer_norm_one_token")
+
+
+def test_refusing_puts_everything_back_as_it_was_inherited_attributes_included():
+    from helpers.autograd import LayerNormFunction
+    from helpers.checks import ForbiddenCall, refusing
+
+    names = ["torch.Tensor.var", "helpers.autograd.LayerNormFunction.apply", "torch.nn.functional.layer_norm",
+             "torch.ops.aten.native_layer_norm"]
+    before = (dict(torch.Tensor.__dict__), dict(LayerNormFunction.__dict__), F.layer_norm,
+              torch.ops.aten.native_layer_norm)
+    with refusing(names):
+        for call in (lambda: torch.ones(3).var(), lambda: F.layer_norm(torch.ones(3), (3,)),
+                     lambda: torch.ops.aten.native_layer_norm.default(torch.ones(3), [3], None, None, 1e-5)):
+            with pytest.raises(ForbiddenCall):
+                call()
+    after = (dict(torch.Tensor.__dict__), dict(LayerNormFunction.__dict__), F.layer_norm,
+             torch.ops.aten.native_layer_norm)
+    assert after == before
+    assert torch.ones(3).var().item() == 0.0
