@@ -202,7 +202,7 @@ def test_accuracy_gaps_pair_seeds_and_let_the_interval_pick_the_words():
     # every seed 10 points lower: a paired difference without spread, despite the spread over seeds
     assert lower["estimate"] == pytest.approx(-10) and lower["high"] == pytest.approx(-10)
     assert lower["outcome"] == "a lower" and lower["n_seeds"] == 5
-    assert lower["words"] == "BatchNorm is 10.0 points below LayerNorm (95% CI 10.0 to 10.0)"
+    assert lower["words"] == "BatchNorm has 10.0 points lower test accuracy than LayerNorm (95% CI 10.0 to 10.0)"
     same = gaps.loc[("LayerNorm", "no norm")]
     assert same["outcome"] == "no difference detectable" and same["estimate"] == 0  # identical arms
     noisy = bn_vs_ln.accuracy_gaps(_gap_frame([a + d for a, d in zip(ln, [0.01, -0.01, 0.02, -0.02, 0.0], strict=True)], ln))
