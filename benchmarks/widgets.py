@@ -36,20 +36,20 @@ TARGET_MS = 100.0
 
 def dashboards() -> dict:
     """``name -> (build, {control: values to set, in order})``; each build returns a Dashboard."""
-    import pandas as pd
     import torch
 
-    from helpers import runner, widgets
+    from helpers import widgets
 
     def speed():
-        stored = [runner.load(name).frame.drop(columns="unit") for name in ("rnn_depth1", "rnn_depth3")]
-        return widgets.speed_demo(pd.concat(stored, ignore_index=True))
+        from helpers.speed_evidence import evidence_table
+
+        return widgets.speed_demo(evidence_table())
 
     def speed_values(demo):
-        lrs, depths = demo.controls["lr"].options, demo.controls["depth"].options
-        return {"lr": [lrs[-1], lrs[len(lrs) // 2], lrs[0]], "depth": [depths[-1], depths[0]],
-                "show": ["all three", "LayerNorm only", "no norm vs LayerNorm"],
-                "what": ["tanh input: std", "tanh input: mean", "loss"]}
+        settings = demo.controls["setting"].options
+        return {"setting": [settings[-2], settings[3], settings[0]], "rate": [0.01, 0.1, "tuned"],
+                "arm": ["LayerNorm", "no norm", "all arms"], "noise": [0.5, 1.0, 0.0],
+                "measure": ["drift of unit means", "ICS (Santurkar)", "held-out loss"]}
 
     batch = torch.rand(2, 3, 4, generator=torch.Generator().manual_seed(42))
     shift_scale = {"shift": [3.5, -2.0, 0.0], "scale": [2.5, 0.5, 1.0]}

@@ -20,8 +20,8 @@ summarises it per seed with :func:`drift_by_seed` and prints the verdicts of
 :func:`drift_verdicts`, so that its numbers are the same on every CPU.
 
 The other notebooks' runs live in the modules named for their topic, with the same
-conventions: :mod:`helpers.bn_vs_ln` (03), :mod:`helpers.placement` (04) and
-:mod:`helpers.training_speed` (05: RNNs and a Transformer with and without LN).
+conventions: :mod:`helpers.bn_vs_ln` (03), :mod:`helpers.placement` (04), and for 05 :mod:`helpers.lstm`,
+:mod:`helpers.rnn_regimes`, :mod:`helpers.small_transformer` and :mod:`helpers.step_times`.
 """
 
 from __future__ import annotations

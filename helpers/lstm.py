@@ -32,7 +32,13 @@ from torch import nn
 from helpers import runner
 from helpers.functional import layer_norm
 from helpers.inference import threshold_level
-from helpers.training_speed import LEARNED_NOTHING, _adam, adding_task, normed_vs_plain
+from helpers.training_speed import (
+    LEARNED_NOTHING,
+    _adam,
+    _stacked_batch,
+    adding_task,
+    normed_vs_plain,
+)
 
 __all__ = [
     "EVAL_EVERY",
@@ -41,6 +47,7 @@ __all__ = [
     "LEARNED_NOTHING",
     "PILOT_SEEDS",
     "RATES",
+    "RUN_KEYS",
     "SEEDS",
     "SEQ_LEN",
     "STEPS",
@@ -246,12 +253,6 @@ def clip_per_model(params, clip: float) -> torch.Tensor:
     return norms
 
 
-def _stacked_batch(gens, seed_of: torch.Tensor, batch: int, seq_len: int):
-    """One adding-task batch per seed's generator; model ``m`` gets seed ``seed_of[m]``'s."""
-    data = [adding_task(batch, seq_len, g) for g in gens]
-    return torch.stack([d[0] for d in data])[seed_of], torch.stack([d[1] for d in data])[seed_of]
-
-
 def heldout_loss(model: StackedLSTM, x: torch.Tensor, y: torch.Tensor, chunk: int = 128) -> torch.Tensor:
     """Each model's mean squared error on ``(x, y)`` (one batch for all models), ``chunk`` sequences
     at a time so that the input terms of a long batch need not be held at once."""
@@ -339,15 +340,19 @@ def keep_rows(frame: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------ summaries
 
 
+#: The columns that can name one run of a stored table, in order (those a frame has).
+RUN_KEYS = ("stage", "seq_len", "hidden", "depth", "variant", "noise", "lr", "seed")
+
+
 def _run_keys(frame: pd.DataFrame) -> list[str]:
-    return [k for k in ("stage", "variant", "lr", "seed") if k in frame]
+    return [k for k in RUN_KEYS if k in frame]
 
 
 def lstm_steps_to_threshold(frame: pd.DataFrame, threshold: float = THRESHOLD) -> pd.DataFrame:
     """The first evaluation step at which each run's held-out loss is below ``threshold``.
 
     Returns:
-        One row per run: its keys (``stage``, ``variant``, ``lr``, ``seed``, those ``frame`` has)
+        One row per run: its keys (those of :data:`RUN_KEYS` that ``frame`` has)
         and ``steps`` (NaN where it never got there: censored at the step cap).
     """
     evals = frame[frame["eval_loss"].notna()]
@@ -357,17 +362,18 @@ def lstm_steps_to_threshold(frame: pd.DataFrame, threshold: float = THRESHOLD) -
     return runs.assign(steps=first.astype("float64")).reset_index()
 
 
-def pilot_scores(frame: pd.DataFrame) -> pd.DataFrame:
-    """The tuning's score: per (variant, lr), the restricted mean steps to :data:`THRESHOLD` over
-    the seeds in ``frame``, a run that never gets there counting as the step cap (the last step of
-    ``frame``). Lower is better; the cap itself means that no seed got there."""
+def pilot_scores(frame: pd.DataFrame, arm_keys=("variant",), threshold: float = THRESHOLD) -> pd.DataFrame:
+    """The tuning's score: per arm (the columns ``arm_keys``) and rate, the restricted mean steps to
+    ``threshold`` over the seeds in ``frame``, a run that never gets there counting as the step cap
+    (the last step of ``frame``). Lower is better; the cap itself means that no seed got there."""
     from helpers.inference import time_to_threshold
 
     cap = int(frame["step"].max())
-    reached = lstm_steps_to_threshold(frame)
-    rows = [{"variant": v, "lr": lr, "score": time_to_threshold(run["steps"], cap).restricted_mean}
-            for (v, lr), run in reached.groupby(["variant", "lr"], sort=False)]
-    return pd.DataFrame(rows, columns=["variant", "lr", "score"])
+    reached = lstm_steps_to_threshold(frame, threshold)
+    keys = [*arm_keys, "lr"]
+    rows = [{**dict(zip(keys, key, strict=True)), "score": time_to_threshold(run["steps"], cap).restricted_mean}
+            for key, run in reached.groupby(keys, sort=False)]
+    return pd.DataFrame(rows, columns=[*keys, "score"])
 
 
 def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:

@@ -69,8 +69,8 @@ __all__ = [
 
 #: The modules that declare experiments: one per notebook topic. The runner imports them
 #: to find every :class:`Experiment` they :func:`register`.
-TOPIC_MODULES = ("helpers.experiments", "helpers.bn_vs_ln", "helpers.placement", "helpers.training_speed",
-                 "helpers.lstm", "helpers.small_transformer")
+TOPIC_MODULES = ("helpers.experiments", "helpers.bn_vs_ln", "helpers.placement", "helpers.lstm",
+                 "helpers.rnn_regimes", "helpers.small_transformer", "helpers.step_times")
 
 #: Where results ship: inside the package, so ``pip install`` carries them.
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -138,6 +138,9 @@ class Experiment:
             examples, so they need a larger one.
         repro_atol_by_column: ``{regex: atol}`` for the columns whose full name matches ``regex``
             (for example histogram counts, where one value can cross a bin edge).
+        timed_columns: columns that hold wall-clock measurements: a property of the machine that
+            made them (its fingerprint is stored), so the reproducibility test checks that they are
+            positive and finite, never their values.
         repro_unit: which unit the reproducibility test re-trains (an index into :func:`units`,
             negative from the end): a cheap one whose first steps are not chaotic, so that a
             last-bit difference on another CPU stays a last-bit difference.
@@ -161,6 +164,7 @@ class Experiment:
     repro_rtol: float = 1e-5
     repro_atol: float = 1e-6
     repro_atol_by_column: Mapping[str, float] = field(default_factory=dict)
+    timed_columns: tuple[str, ...] = ()
     repro_unit: int = 0
 
     def repro_tolerance(self, column: str) -> tuple[float, float]:

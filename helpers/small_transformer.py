@@ -40,7 +40,7 @@ from helpers import runner
 from helpers.functional import layer_norm
 from helpers.inference import threshold_level
 from helpers.lstm import clip_per_model, keep_rows, lstm_steps_to_threshold
-from helpers.training_speed import _adam, paired
+from helpers.training_speed import _adam, normed_vs_plain
 
 __all__ = [
     "ARMS",
@@ -477,30 +477,30 @@ def _pct(x: float) -> str:
 
 
 def _largest_stable(pilot: pd.DataFrame, arm: str, cap: int) -> str:
-    """The largest pilot rate at which every pilot seed of ``arm`` ends with a finite held-out loss
-    below :data:`NO_COPY`, in words, with what happened at the next rate up."""
+    """The largest pilot rate at which every pilot seed of ``arm`` still learns the task: ends with
+    a held-out loss below :data:`THRESHOLD` (a run that diverged, or that reached the threshold and
+    fell back, does not), in words, with what happened at the next rate up."""
     finals = _finals(pilot[pilot["variant"] == arm], cap)
     grid = sorted(finals["lr"].unique())
     n_seeds = finals["seed"].nunique()
-    ok = {lr: bool((finals.loc[finals["lr"] == lr, "final"] < NO_COPY).all()) for lr in grid}
+    ok = {lr: bool((finals.loc[finals["lr"] == lr, "final"] < THRESHOLD).all()) for lr in grid}
     span = f"the grid {grid[0]:g} to {grid[-1]:g}"
     stable = [lr for lr in grid if ok[lr]]
     if not stable:
-        return (f"none on {n_seeds} pilot seeds: at no rate of {span} does every pilot seed end with a "
-                f"finite held-out loss below the no-copy level ({NO_COPY:.3f})")
+        return (f"none on {n_seeds} pilot seeds: at no rate of {span} does every pilot seed end below the "
+                f"threshold ({THRESHOLD:.3f})")
     best = stable[-1]
     there = finals.loc[finals["lr"] == best, "final"]
     said = (f"{best:g} on {n_seeds} pilot seeds: the largest rate of {span} at which every pilot seed ends "
-            f"with a finite held-out loss below the no-copy level ({NO_COPY:.3f}); there they end at "
-            f"{there.min():.3f} to {there.max():.3f} (the threshold: {THRESHOLD:.3f})")
+            f"below the threshold ({THRESHOLD:.3f}); there they end at {there.min():.3f} to {there.max():.3f}")
     if best == grid[-1]:
-        return said + "; it is the grid's largest rate, so a larger one may be stable too"
+        return said + "; it is the grid's largest rate, so a larger one may train too"
     above = grid[grid.index(best) + 1]
     at = finals.loc[finals["lr"] == above, "final"]
-    failed = int((at >= NO_COPY).sum())  # inf (diverged) included
+    failed = int((at >= THRESHOLD).sum())  # inf (diverged) included
     diverged = int((~np.isfinite(at)).sum())
     why = f", {diverged} of them with a non-finite loss" if diverged else ""
-    return said + f"; at {above:g}, {failed} of {len(at)} end at or above that level{why}"
+    return said + f"; at {above:g}, {failed} of {len(at)} end at or above it{why}"
 
 
 def _learns(finals: pd.DataFrame) -> str:
@@ -527,23 +527,10 @@ def _paired_verdicts(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, a: s
                      claim: str | None) -> dict[str, str]:
     """Arm ``a`` against arm ``b``, paired by seed: restricted mean steps to the threshold (a run that
     never gets there counting as ``cap``) and the final held-out loss (capped at :data:`NO_COPY`: a
-    diverged run learned nothing), each a relative difference with its interval, in words."""
-    from helpers.inference import paired_difference_ci, verdict
-
-    out = {}
-    sa, sb = paired(reached.assign(steps=reached["steps"].fillna(cap)), "steps", a, b)
-    if (sa == cap).all() and (sb == cap).all():
-        out["steps"] = f"no run of either arm reaches the threshold within {cap} steps"
-    else:
-        out["steps"] = verdict(paired_difference_ci(sa, sb, relative=True), a=a, b=b, claim=claim,
-                               quantity="steps to the threshold")
-    fa, fb = paired(finals.assign(final=finals["final"].clip(upper=NO_COPY)), "final", a, b)
-    if (fa == NO_COPY).all() and (fb == NO_COPY).all():
-        out["final loss"] = f"no run of either arm ends below the no-copy level ({NO_COPY:.3f})"
-    else:
-        out["final loss"] = verdict(paired_difference_ci(fa, fb, relative=True), a=a, b=b, claim=claim,
-                                    quantity="final held-out loss", verb="ends with", words=("lower", "higher"))
-    return out
+    diverged run learned nothing), each a relative difference with its interval, in words
+    (:func:`helpers.training_speed.normed_vs_plain`)."""
+    return normed_vs_plain(reached, finals, cap, a=a, b=b, final="final held-out loss", claim=claim,
+                           nothing=NO_COPY, nothing_name="the no-copy level", noun="arm")
 
 
 #: The paired comparisons of the verdicts: (A, B, the claim about A). LN is claimed to speed
@@ -560,8 +547,8 @@ def small_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 
     - ``"best rate, <arm>"``: its best rate on the pilot grid (recomputed from the pilot rows, as
       the runner picked it), and whether it is inside the grid;
-    - ``"largest stable rate, <arm>"``: the largest pilot rate at which every pilot seed ends with
-      a finite held-out loss below the no-copy level;
+    - ``"largest stable rate, <arm>"``: the largest pilot rate at which every pilot seed still
+      learns: ends with a held-out loss below :data:`THRESHOLD`;
     - ``"time, <arm>"``: the reported runs' steps to :data:`THRESHOLD` (Kaplan-Meier median, how
       many got there; :func:`helpers.inference.time_to_threshold`);
     - ``"learns, <arm>"``: whether, at its best rate, it closes at least half the gap between the

@@ -294,7 +294,7 @@ def test_pilot_scores_count_a_run_that_never_gets_there_as_the_cap():
 
 def test_the_largest_stable_rate_and_learns_follow_their_definitions():
     rates = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
-    ends = {1e-3: [st.NO_COPY + 0.01] * 3, 3e-3: [1.4, 1.5, 1.3], 1e-2: [1.4, 1.3, 2.5],
+    ends = {1e-3: [st.NO_COPY + 0.01] * 3, 3e-3: [1.4, 1.5, 1.3], 1e-2: [1.4, 1.3, 1.9],
             3e-2: [1.3, math.inf, 1.4], 1e-1: [1.3, 1.3, 1.3]}
     pilot = pd.concat([_frame({s: [st.NO_COPY, 2.0, 1.8, e] for s, e in enumerate(ends[r])}, lr=r)
                        for r in rates])
@@ -302,7 +302,10 @@ def test_the_largest_stable_rate_and_learns_follow_their_definitions():
     assert words.startswith("0.1 on 3 pilot seeds") and "largest rate, so a larger one" in words
     pilot = pilot[pilot["lr"] < 0.1]
     words = st._largest_stable(pilot, "Pre-LN", 30)
-    assert words.startswith("0.01 on 3 pilot seeds") and "at 0.03, 1 of 3 end at or above" in words
+    assert words.startswith("0.01 on 3 pilot seeds") and "at 0.03, 1 of 3 end at or above it" in words
+    assert "there they end at 1.300 to 1.900" in words
+    pilot = pilot.assign(eval_loss=pilot["eval_loss"].replace(1.9, 2.1))  # above the threshold: not learning
+    assert st._largest_stable(pilot, "Pre-LN", 30).startswith("0.003 on 3 pilot seeds")
     assert "1 of them with a non-finite loss" in words
     finals = pd.DataFrame({"final": [st.FLOOR] * 9 + [math.inf], "lr": 1e-2, "variant": "Pre-LN"})
     assert st._learns(finals).startswith("yes, at lr 0.01") and "9/10 seeds end below" in st._learns(finals)

@@ -62,6 +62,9 @@ def test_one_unit_reproduces_its_stored_rows(name):
     exp = runner.experiment(name)
     for column in fresh.select_dtypes("number").columns:
         a, b = fresh[column].to_numpy(float), old[column].to_numpy(float)
+        if column in exp.timed_columns:  # a measurement of the machine: only its sign and finiteness
+            assert np.isfinite(a).all() and (a > 0).all(), column
+            continue
         if same_machine:
             np.testing.assert_array_equal(a, b, err_msg=column)
         else:

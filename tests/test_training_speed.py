@@ -1,29 +1,16 @@
-"""Notebook 05's helpers: the adding task, the stacked RNN, the summaries, figures, widget, exercises."""
+"""Notebook 05's building blocks: the adding task, the stacked RNN, the paired verdicts, the exercises."""
 
 from __future__ import annotations
 
-import math
-
+import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from helpers import plots
 from helpers import training_speed as ts
 from helpers.checks import check
-from helpers.plots import find_line
-from helpers.widgets.training_speed import SHOW, WHAT, speed_demo, speed_state
-
-
-@pytest.fixture(scope="module")
-def runs() -> pd.DataFrame:
-    return ts.rnn_runs(seeds=(0, 1), lrs=(0.01, 1.0), steps=40)
-
-
-@pytest.fixture(scope="module")
-def both_depths(runs) -> pd.DataFrame:
-    deep = ts.rnn_runs(seeds=(0, 1), lrs=(0.01, 1.0), steps=40, depth=2, variants=("no norm", "LayerNorm"))
-    return pd.concat([runs, deep], ignore_index=True)
+from helpers.inference import paired_difference_ci, verdict
+from helpers.rnn_regimes import rnn_eval_runs
 
 
 def test_adding_task_marks_two_positions_one_per_half():
@@ -130,149 +117,68 @@ def test_stacked_models_do_not_share_gradients():
     assert model.w_h.grad[0].abs().sum() == 0 and model.w_h.grad[2].abs().sum() == 0
 
 
-def test_runs_are_tidy_seeded_and_reproducible(runs):
-    assert list(runs.columns) == ["step", "seed", "depth", "variant", "noise", "lr", "loss", "pre_mean", "pre_std"]
-    assert len(runs) == 40 * 3 * 2 * 2
-    assert (runs.groupby(["variant", "lr", "seed"]).size() == 40).all()
-    again = ts.rnn_runs(seeds=(0, 1), lrs=(0.01, 1.0), steps=40)
-    pd.testing.assert_frame_equal(runs, again)
+def test_layer_norm_input_starts_standardized_and_no_norm_does_not():
+    """Before any update, LN's tanh input is LN(a) * 1 + 0: mean 0 and std 1 for every token (a
+    little under 1 where the summed inputs are tiny and eps counts), so over all tokens too."""
+    gens = [torch.Generator().manual_seed(s) for s in (0, 1)]
+    model = ts.StackedRNN(2, 1, variants=("no norm", "LayerNorm"), generators=gens)
+    x, _ = ts._stacked_batch(gens, torch.arange(model.n_models) % 2, 32, 10)
+    with torch.no_grad():
+        _, pre = model(x)  # (models, batch * seq_len, hidden); models 0, 1: no norm, 2, 3: LayerNorm
+    ln, plain = pre[model.n_plain:], pre[:model.n_plain]
+    assert ln.mean(-1).abs().max() < 1e-5
+    assert (ln.std(-1, unbiased=False) <= 1 + 1e-5).all()
+    assert (ln.flatten(1).std(1) - 1).abs().max() < 1e-3
+    assert (plain.flatten(1).std(1) - 1).abs().max() > 0.05
 
 
-def test_layer_norm_input_starts_standardized_and_no_norm_does_not(runs):
-    first = runs[(runs["step"] == 0)].groupby("variant")
-    # LN's tanh input is LN(a) * 1 + 0 at step 0: mean 0 and std 1 per token, so overall too
-    assert first["pre_mean"].apply(lambda s: s.abs().max())["LayerNorm"] < 1e-5
-    assert first["pre_std"].apply(lambda s: (s - 1).abs().max())["LayerNorm"] < 1e-3
-    assert first["pre_std"].apply(lambda s: (s - 1).abs().max())["no norm"] > 0.05
+def test_training_lowers_the_held_out_loss_at_a_small_rate():
+    runs = rnn_eval_runs(seeds=(0, 1), lrs=(0.01,), variants=("no norm", "LayerNorm"), steps=40, eval_every=20)
+    held_out = runs.pivot_table(index="step", columns="variant", values="eval_loss")
+    assert list(held_out.index) == [0, 20, 40]
+    assert (held_out.loc[40] < held_out.loc[0]).all()
 
 
-def test_training_lowers_the_loss_at_a_small_rate(runs):
-    part = runs[runs["lr"] == 0.01]
-    start = part[part["step"] < 5].groupby("variant")["loss"].mean()
-    end = part[part["step"] >= 35].groupby("variant")["loss"].mean()
-    assert (end < start).all()
+def _arm_table(column: str, ln, plain, noisy=None) -> pd.DataFrame:
+    """One row per (variant, seed) of ``column``; a noisy arm, when given, at strength 0.5."""
+    rows = [("LayerNorm", 0.0, ln), ("no norm", 0.0, plain)] + ([("noisy LayerNorm", 0.5, noisy)] if noisy else [])
+    return pd.DataFrame([{"seed": s, "variant": v, "noise": n, column: value}
+                         for v, n, values in rows for s, value in enumerate(values)])
 
 
-def test_steps_to_threshold_is_the_first_smoothed_crossing():
-    frame = pd.DataFrame({"step": range(6), "seed": 0, "variant": "no norm", "lr": 0.1,
-                          "loss": [1.0, 0.5, 0.2, 0.04, 0.3, 0.01]})
-    assert ts.steps_to_threshold(frame, threshold=0.05, window=1)["steps"].item() == 3
-    assert ts.steps_to_threshold(frame, threshold=0.2, window=2)["steps"].item() == 3  # (0.2+0.04)/2
-    assert math.isnan(ts.steps_to_threshold(frame, threshold=0.001, window=1)["steps"].item())
+def test_normed_vs_plain_pairs_by_seed_counts_censored_runs_as_the_cap_and_caps_the_loss():
+    ln_steps, plain_steps = [10.0, 12.0, 15.0, 11.0, 9.0, 14.0], [40.0, np.nan, 50.0, 45.0, 38.0, 60.0]
+    ln_final, plain_final = [0.01, 0.02, 0.015, 0.01, 0.012, 0.02], [0.05, np.inf, 0.3, 0.06, 0.04, 0.08]
+    reached = _arm_table("steps", ln_steps, plain_steps, noisy=[np.nan] * 6)  # the noisy arm is left out
+    finals = _arm_table("final", ln_final, plain_final, noisy=[np.inf] * 6)
+    out = ts.normed_vs_plain(reached, finals, cap=100)
+    assert list(out) == ["steps", "final loss"]
+    # the run that never got there counts as the cap, the diverged and the worse-than-the-mean
+    # runs as having learned nothing
+    capped = np.array([40.0, 100.0, 50.0, 45.0, 38.0, 60.0])
+    learned = np.array([0.05, ts.LEARNED_NOTHING, ts.LEARNED_NOTHING, 0.06, 0.04, 0.08])
+    assert out["steps"] == verdict(paired_difference_ci(np.array(ln_steps), capped, relative=True),
+                                   a="LayerNorm", b="no norm", quantity="steps to the threshold")
+    assert out["final loss"] == verdict(paired_difference_ci(np.array(ln_final), learned, relative=True),
+                                        a="LayerNorm", b="no norm", quantity="final loss", verb="ends with",
+                                        words=("lower", "higher"))
+    assert out["steps"].startswith("LayerNorm needs") and "fewer steps to the threshold than no norm" in out["steps"]
+    assert out["final loss"].startswith("LayerNorm ends with") and "lower final loss" in out["final loss"]
+
+    # other arms' names and the quantity's wording pass through
+    renamed = ts.normed_vs_plain(reached.replace({"LayerNorm": "LN-LSTM", "no norm": "LSTM"}),
+                                 finals.replace({"LayerNorm": "LN-LSTM", "no norm": "LSTM"}), cap=100,
+                                 a="LN-LSTM", b="LSTM", final="final held-out loss")
+    assert renamed["steps"] == out["steps"].replace("LayerNorm", "LN-LSTM").replace("no norm", "LSTM")
+    assert "LN-LSTM ends with" in renamed["final loss"] and "lower final held-out loss than LSTM" in renamed["final loss"]
 
 
-def test_diverged_runs_stay_inf_and_lr_table_shape(runs):
-    assert not runs["loss"].isna().any()
-    diverged = runs[runs["loss"] == math.inf]
-    for _, run in diverged.groupby(["variant", "lr", "seed"]):
-        last = runs[(runs["variant"] == run["variant"].iloc[0]) & (runs["lr"] == run["lr"].iloc[0])
-                    & (runs["seed"] == run["seed"].iloc[0]) & (runs["step"] > run["step"].min())]
-        assert (last["loss"] == math.inf).all()
-    table = ts.lr_table(runs)
-    assert list(table.index) == ["no norm", "LayerNorm", "noisy LayerNorm 0.25"]
-    assert list(table.columns) == [0.01, 1.0]
-
-
-def test_labels_name_the_noise_and_the_depth_when_they_vary(runs, both_depths):
-    assert list(ts.labels(runs).unique()) == ["no norm", "LayerNorm", "noisy LayerNorm 0.25"]
-    assert set(ts.labels(both_depths)) == {"no norm, depth 1", "LayerNorm, depth 1", "noisy LayerNorm 0.25, depth 1",
-                                           "no norm, depth 2", "LayerNorm, depth 2"}
-    assert list(ts.lr_table(both_depths).index)[-1] == "LayerNorm, depth 2"
-
-
-def test_noise_table_gathers_drift_and_loss_per_strength():
-    swept = ts.rnn_runs(seeds=(0, 1), lrs=(0.01,), steps=30, noises=(0.1, 0.5))
-    table = ts.noise_table(swept, 0.01)
-    assert list(table.index) == [0.0, 0.1, 0.5]
-    drift, final = ts.drift_table(swept), ts.lr_table(swept)[0.01]
-    assert table.loc[0.5, "largest |mean shift|"] == drift.loc["noisy LayerNorm 0.5", "largest |mean shift|"]
-    assert table.loc[0.1, "final loss"] == final["noisy LayerNorm 0.1"]
-    assert table.loc[0.0, "final loss"] == final["LayerNorm"]
-    # stronger noise moves the tanh input further: shifts are drawn up to the strength itself
-    assert table["largest |mean shift|"].is_monotonic_increasing
-    with pytest.raises(ValueError, match="argument 'lr'"):
-        ts.noise_table(swept, 0.1)
-
-
-def test_drift_table_on_hand_made_data():
-    frame = pd.DataFrame({"step": [0, 1, 2] * 2, "seed": [0] * 3 + [1] * 3, "variant": "v",
-                          "pre_mean": [0.0, 0.5, -1.0, 1.0, 1.0, 1.0], "pre_std": [1.0, 2.0, 1.5, 2.0, 2.0, 1.0]})
-    row = ts.drift_table(frame).loc["v"]
-    assert row["largest |mean shift|"] == pytest.approx((1.0 + 0.0) / 2)
-    assert row["largest std ratio"] == pytest.approx((2.0 + 1.0) / 2)
-    assert row["std at the end"] == pytest.approx((1.5 + 1.0) / 2)
-
-
-def test_curves_figure_plots_the_mean_over_seeds(runs):
-    part = runs[runs["lr"] == 0.01]
-    fig = plots.curves_figure(part, column="pre_std", threshold=0.5)
-    ax = fig.axes[0]
-    expected = part[part["variant"] == "LayerNorm"].groupby("step")["pre_std"].mean().to_numpy()
-    assert find_line(ax, "LayerNorm").get_ydata() == pytest.approx(expected)
-    assert find_line(ax, "threshold").get_ydata()[0] == 0.5
-    assert ax.get_yscale() == "linear"
-    assert plots.curves_figure(part).axes[0].get_yscale() == "log"
-
-
-def test_lr_heatmap_holds_log_of_the_table(runs):
-    table = ts.lr_table(runs[runs["loss"] < math.inf])
-    fig = plots.lr_heatmap_figure(table)
-    data = fig.axes[0].get_images()[0].get_array()
-    assert data.shape == table.shape
-    assert data[0, 0] == pytest.approx(math.log10(table.iloc[0, 0]))
-
-    # labels stay readable: dark text on the light (low-loss) cells, white on the dark ones
-    texts = {t.get_text(): t.get_color() for t in fig.axes[0].texts}
-    assert texts[f"{table.min().min():.3f}"] == "k" and texts[f"{table.max().max():.3f}"] == "w"
-
-
-def test_noisy_arms_get_distinct_oranges_darker_for_stronger_noise():
-    from matplotlib.colors import to_rgb
-
-    colours = [to_rgb(plots.arm_colour("noisy LayerNorm", n)) for n in (0.1, 0.25, 0.5)]
-    assert len(set(colours)) == 3
-    assert sum(colours[0]) > sum(colours[1]) > sum(colours[2])  # darker with strength
-    assert plots.arm_colour("LayerNorm") == plots.VARIANT_COLOURS["LayerNorm"]
-
-
-def test_speed_state_every_control_changes_what_is_shown(both_depths):
-    base = speed_state(both_depths, 0.01, 1, "no norm vs LayerNorm", "loss")
-    other_lr = speed_state(both_depths, 1.0, 1, "no norm vs LayerNorm", "loss")
-    deeper = speed_state(both_depths, 0.01, 2, "no norm vs LayerNorm", "loss")
-    assert not base["curves"]["loss"].equals(other_lr["curves"]["loss"])
-    assert not base["curves"]["loss"].reset_index(drop=True).equals(deeper["curves"]["loss"].reset_index(drop=True))
-    for show, variants in SHOW.items():
-        state = speed_state(both_depths, 0.01, 1, show, "loss")
-        assert set(state["curves"]["variant"]) == set(variants) and not state["missing"]
-    for what, column in WHAT.items():
-        assert speed_state(both_depths, 0.01, 1, "all three", what)["column"] == column
-    # only the default noise strength is shown
-    assert set(base["curves"]["noise"]) == {0.0}
-    assert set(speed_state(both_depths, 0.01, 1, "all three", "loss")["curves"]["noise"]) == {0.0, ts.NOISE}
-
-
-def test_speed_state_names_what_was_not_trained_and_refuses_what_does_not_exist(both_depths):
-    state = speed_state(both_depths, 0.01, 2, "all three", "loss")
-    assert state["variants"] == ("no norm", "LayerNorm") and state["missing"] == ("noisy LayerNorm",)
-    assert (state["curves"]["seed"].groupby(state["curves"]["variant"]).nunique() == 2).all()
-    with pytest.raises(ValueError, match="'lr' must be one of"):
-        speed_state(both_depths, 0.5, 1, "all three", "loss")
-    with pytest.raises(ValueError, match="'depth' must be one of"):
-        speed_state(both_depths, 0.01, 4, "all three", "loss")
-
-
-def test_speed_demo_redraws_on_each_control(both_depths):
-    demo = speed_demo(both_depths)
-    assert demo.controls["lr"].value == 0.01 and demo.controls["depth"].value == 1
-    seen = {bytes(demo.image.value)}
-    for name, value in (("lr", 1.0), ("depth", 2), ("show", "all three"), ("what", "tanh input: std")):
-        demo.controls[name].value = value
-        seen.add(bytes(demo.image.value))
-    assert len(seen) == 5
-    assert len(demo.figure.axes[0].get_lines()) == 2  # noisy LN was not trained at depth 2
-    assert "not trained at depth 2: noisy LayerNorm" in demo.figure.axes[0].get_title()
-    demo.controls["depth"].value = 1
-    assert len(demo.figure.axes[0].get_lines()) == 3
+def test_normed_vs_plain_says_so_when_neither_arm_gets_anywhere():
+    nowhere = [np.nan] * 4
+    out = ts.normed_vs_plain(_arm_table("steps", nowhere, nowhere), _arm_table("final", [0.2, np.inf, 0.17, 0.5],
+                             [np.inf, 0.3, 0.2, 1.0]), cap=300)
+    assert out == {"steps": "no run of either variant reaches the threshold within 300 steps",
+                   "final loss": "no run of either variant ends below the learned-nothing level (0.167)"}
 
 
 def test_exercises_accept_the_reference_and_name_the_mistakes():
@@ -288,25 +194,3 @@ def test_exercises_accept_the_reference_and_name_the_mistakes():
     assert ts.check_noisy_layer_norm(by_hand)
     wrong = ts.check_noisy_layer_norm(lambda a, shift, scale: a * scale + shift)
     assert not wrong and "normalize first" in wrong.message
-
-
-def test_transformer_runs_are_tidy_and_variants_differ_only_by_ln():
-    gens = [torch.Generator().manual_seed(0)]
-    model = ts.StackedTransformer(1, 2, generators=gens)
-    assert model.wq.shape[0] == 4  # (no norm, LN) x 2 rates x 1 seed
-    torch.testing.assert_close(model.wq[0], model.wq[3])  # same seed, same weights
-    x = ts.adding_task(3, 10, torch.Generator().manual_seed(1))[0].expand(4, -1, -1, -1)
-    with torch.no_grad():
-        model.normed.fill_(False)  # with LN switched off, all models are the same network
-        out = model(x)
-    torch.testing.assert_close(out[0], out[3])
-    runs = ts.transformer_runs(seeds=(0, 1), lrs=(0.01, 0.03), steps=30)
-    assert list(runs.columns) == ["step", "seed", "variant", "lr", "loss"]
-    assert (runs.groupby(["variant", "lr", "seed"]).size() == 30).all()
-    first = runs[runs["step"] == 0].set_index(["variant", "lr", "seed"])["loss"]
-    assert first.xs(0.01, level="lr").equals(first.xs(0.03, level="lr"))  # rates differ only after step 0
-    later = runs[runs["step"] == 5].set_index(["variant", "lr", "seed"])["loss"]
-    assert not later.xs(0.01, level="lr").equals(later.xs(0.03, level="lr"))
-    start = runs[runs["step"] < 3].groupby("variant")["loss"].mean()
-    end = runs[runs["step"] >= 27].groupby("variant")["loss"].mean()
-    assert (end < start).all()

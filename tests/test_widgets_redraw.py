@@ -11,7 +11,7 @@ import pytest
 import torch
 from matplotlib.patches import Rectangle, StepPatch
 
-from helpers import runner, widgets
+from helpers import widgets
 from helpers.widgets import png_bytes
 
 
@@ -23,9 +23,10 @@ def _close_figures():
 
 @pytest.fixture(scope="module")
 def stored_runs() -> pd.DataFrame:
-    """The runs notebook 05's dashboard shows (the stored results, both depths)."""
-    frames = [runner.load(name).frame.drop(columns="unit") for name in ("rnn_depth1", "rnn_depth3")]
-    return pd.concat(frames, ignore_index=True)
+    """The runs notebook 05's dashboard shows (every stored run of its experiments)."""
+    from helpers.speed_evidence import evidence_table
+
+    return evidence_table()
 
 
 # name -> (build, [(control, value), ...] in order); each value differs from the one before it.
@@ -44,8 +45,10 @@ DASHBOARDS = {
                   [("activation", "relu"), ("placement", "no norm"), ("depth", 16), ("depth", 4),
                    ("activation", "gelu"), ("placement", "act -> LN")]),
     "speed": (lambda runs: widgets.speed_demo(runs),
-              [("lr", 0.1), ("depth", 3), ("show", "all three"), ("what", "tanh input: std"),
-               ("depth", 1), ("what", "loss"), ("show", "LayerNorm only")]),
+              [("setting", "3-layer RNN, T 10, hidden 64 (why)"), ("rate", 0.03), ("noise", 0.5),
+               ("measure", "ICS (Santurkar)"), ("arm", "LayerNorm"), ("setting", "tiny RNN, T 50, hidden 128"),
+               ("rate", "tuned"), ("measure", "held-out loss"), ("arm", "all arms"),
+               ("setting", "4-block Transformer, copy task"), ("rate", 0.001)]),
     "stability": (lambda runs: widgets.stability_demo(),
                   [("offset", 1.0), ("scale", 1.0), ("dtype", "float16"), ("eps", 1e-2),
                    ("dtype", "bfloat16"), ("offset", 1e6)]),
@@ -129,19 +132,21 @@ def test_snapshot_draws_a_new_open_figure_at_chosen_values_and_leaves_the_contro
         demo.snapshot(gamma=2.0)
 
 
-@pytest.mark.parametrize("lr, depth, show, what", [
-    (0.01, 1, "all three", "loss"), (0.1, 3, "all three", "loss"), (0.03, 1, "LayerNorm vs noisy LayerNorm", "loss"),
-    (0.01, 3, "no norm only", "tanh input: std"), (0.1, 1, "no norm vs LayerNorm", "tanh input: mean"),
-])
-def test_speed_state_is_the_same_with_the_runs_prepared_once(stored_runs, lr, depth, show, what):
-    from helpers.widgets.training_speed import prepare_runs, speed_state
+def test_every_control_of_the_speed_dashboard_changes_what_it_selects(stored_runs):
+    from helpers.speed_evidence import evidence_state
 
-    prepared = prepare_runs(stored_runs)
-    fast = speed_state(stored_runs, lr, depth, show, what, prepared=prepared)
-    slow = speed_state(stored_runs, lr, depth, show, what)
-    pd.testing.assert_frame_equal(fast["curves"], slow["curves"])
-    pd.testing.assert_frame_equal(fast["table"], slow["table"])
-    assert {k: v for k, v in fast.items() if k not in ("curves", "table")} == \
-        {k: v for k, v in slow.items() if k not in ("curves", "table")}
-    with pytest.raises(ValueError, match="'prepared' must be prepare_runs"):
-        speed_state(stored_runs.copy(), lr, depth, show, what, prepared=prepared)
+    base = ("3-layer RNN, T 10, hidden 64 (why)", 0.01, "all arms", 0.5, "held-out loss")
+    shown = evidence_state(stored_runs, *base)
+    assert set(shown["curves"]["arm"]) == {"no norm", "LayerNorm", "noisy LayerNorm 0.5"}
+    assert (shown["curves"]["lr"] == 0.01).all() and shown["curves"]["seed"].nunique() == 10
+    for position, value in enumerate(("tiny RNN, T 10, hidden 16", 0.03, "LayerNorm", 0.1, "ICS (Santurkar)")):
+        changed = list(base)
+        changed[position] = value
+        other = evidence_state(stored_runs, *changed)
+        assert not (other["curves"].equals(shown["curves"]) and other["notes"] == shown["notes"]
+                    and other["column"] == shown["column"]), position
+    tuned = evidence_state(stored_runs, "tiny RNN, T 10, hidden 16", "tuned", "all arms", 0.0, "held-out loss")
+    assert tuned["notes"] == [] and tuned["curves"]["seed"].nunique() == 10
+    assert tuned["table"]["seeds"].eq(10).all()
+    with pytest.raises(ValueError, match="argument 'setting' must be one of"):
+        evidence_state(stored_runs, "nowhere", "tuned", "all arms", 0.0, "held-out loss")

@@ -1,4 +1,5 @@
-"""Notebook 05's figures: loss curves with spread, the learning-rate table, the hidden input's drift."""
+"""Notebook 05's figures: the stored runs of one setting (every seed, the median in bold) and the
+learning-rate tuning behind each tuned setting."""
 
 from __future__ import annotations
 
@@ -8,93 +9,99 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI
-from helpers.training_speed import labels
 
-__all__ = ["VARIANT_COLOURS", "arm_colour", "curves_figure", "lr_heatmap_figure", "update_curves_figure"]
+__all__ = ["ARM_COLOURS", "evidence_figure", "tuning_figure", "update_evidence_figure"]
 
-VARIANT_COLOURS = {"no norm": "0.45", "LayerNorm": "C0", "noisy LayerNorm": "C1"}
-
-
-def arm_colour(variant: str, noise: float = 0.0):
-    """The variant's colour; noisy arms in oranges, darker for stronger noise."""
-    if variant != "noisy LayerNorm" or not noise:
-        return VARIANT_COLOURS.get(variant)
-    return plt.get_cmap("Oranges")(min(0.35 + 0.9 * noise, 0.95))
-
-_LABELS = {"loss": "minibatch MSE (smoothed)", "pre_mean": "mean of the tanh input",
-           "pre_std": "std of the tanh input"}
+#: One colour per arm of notebook 05's evidence, told apart at a glance (the noisy strengths too).
+ARM_COLOURS = {"no norm": "0.35", "LSTM": "0.35", "LayerNorm": "C0", "LN-LSTM": "C0", "Pre-LN": "C0",
+               "Post-LN": "C3", "Pre-LN + warm-up": "C9", "Post-LN + warm-up": "C1",
+               "noisy LayerNorm 0.1": "C2", "noisy LayerNorm 0.25": "C8", "noisy LayerNorm 0.5": "C6",
+               "noisy LayerNorm 1": "C4"}
 
 
-def curves_figure(curves: pd.DataFrame, *, column: str = "loss", title: str = "", log: bool | None = None,
-                  threshold: float | None = None, figsize: tuple[float, float] = (6, 3.2),
-                  dpi: int = DPI) -> Figure:
-    """One line per arm (mean over seeds, ``gid`` = the arm's label) and a min-max band.
-
-    Args:
-        curves: rows ``step, seed, variant, <column>`` (and optionally ``noise`` and ``depth``)
-            for ONE learning rate; arms are named as :func:`helpers.training_speed.labels` does.
-        column: what to plot: ``"loss"``, ``"pre_mean"`` or ``"pre_std"``.
-        log: log y axis (default: for the loss only).
-        threshold: a dashed horizontal line (``gid`` ``"threshold"``), or None.
-    """
+def evidence_figure(state: dict, *, figsize: tuple[float, float] = (7, 3.4), dpi: int = DPI) -> Figure:
+    """:func:`helpers.speed_evidence.evidence_state` drawn: one thin line per seed, the median over
+    seeds in bold (``gid`` = the arm), and for the loss the threshold, the learned-nothing level
+    and the task's floor as horizontal lines."""
     fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
     ax.set_xlabel("training step")
     ax.grid(alpha=0.3)
-    update_curves_figure(fig, curves, column=column, title=title, log=log, threshold=threshold)
+    update_evidence_figure(fig, state)
     fig.tight_layout()
     return fig
 
 
-def update_curves_figure(fig: Figure, curves: pd.DataFrame, *, column: str = "loss", title: str = "",
-                         log: bool | None = None, threshold: float | None = None) -> None:
-    """Draw ``curves`` on a figure from :func:`curves_figure`, in place of what it showed.
-
-    Same arguments as :func:`curves_figure`. The arms' lines and bands are made anew (their
-    number changes); the axes, their ticks and the layout are kept, but a title that gains or
-    loses a line lays the figure out again.
-    """
+def update_evidence_figure(fig: Figure, state: dict) -> None:
+    """Draw ``state`` on a figure from :func:`evidence_figure`, in place of what it showed."""
     ax = fig.axes[0]
-    lines_before = ax.get_title().count("\n")
-    for artist in [*ax.get_lines(), *ax.collections]:
+    for artist in [*ax.get_lines(), *ax.collections, *ax.texts]:
         artist.remove()
     if ax.get_legend() is not None:
         ax.get_legend().remove()
-    ax.relim()  # forget the removed artists' extent; the new ones add theirs (bands included)
-    # the scale first: a log axis left from the loss view would refuse a band of negative means
-    ax.set_yscale("log" if (log if log is not None else column == "loss") else "linear")
-    curves = curves.assign(arm=labels(curves))
-    stats = curves.groupby(["arm", "step"], sort=False)[column].agg(["mean", "min", "max"])
-    for arm, first in curves.drop_duplicates("arm").set_index("arm").iterrows():
-        part = stats.loc[arm]
-        colour = arm_colour(first["variant"], first.get("noise", 0.0))
-        steps = part.index.to_numpy()
-        ax.plot(steps, part["mean"].to_numpy(), color=colour, gid=arm, label=arm)
-        ax.fill_between(steps, part["min"].to_numpy(), part["max"].to_numpy(), color=colour, alpha=0.2)
-    if threshold is not None:
-        ax.axhline(threshold, color="k", ls="--", lw=0.8, gid="threshold", label=f"threshold {threshold}")
-    ax.autoscale_view()
-    ax.set_ylabel(_LABELS.get(column, column))
-    ax.set_title(title or "mean over seeds; band: min to max", fontsize=10)
-    ax.legend(fontsize="small")
-    if ax.get_title().count("\n") != lines_before and fig.get_layout_engine() is None:
-        fig.tight_layout()
+    ax.relim()
+    setting, column, curves = state["setting"], state["column"], state["curves"]
+    is_loss = column == "eval_loss"
+    ax.set_yscale("log" if is_loss and setting.log else "linear")
+    finite = curves[np.isfinite(curves[column])]
+    for arm, runs in finite.groupby("arm", sort=False):
+        colour = ARM_COLOURS.get(arm, "C7")
+        for _, run in runs.groupby(["lr", "seed"]):
+            ax.plot(run["step"].to_numpy(), run[column].to_numpy(), color=colour, lw=0.6, alpha=0.35)
+        median = runs.groupby("step")[column].median()
+        ax.plot(median.index.to_numpy(), median.to_numpy(), color=colour, lw=2.2, gid=arm, label=f"{arm} (median)")
+    if is_loss:
+        for level, style, name in ((setting.threshold, "--", "threshold"),
+                                   (setting.learned_nothing, ":", "learned nothing"),
+                                   (setting.floor, "-.", "floor")):
+            if level > 0 or not setting.log:
+                ax.axhline(level, color="k", ls=style, lw=0.9, gid=name, label=f"{name} {level:.3g}")
+    if finite.empty:  # nothing measured for this choice: say so on fixed axes
+        ax.set_yscale("linear")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.text(0.5, 0.5, "nothing to show for this choice", ha="center", va="center", gid="empty")
+    else:
+        ax.autoscale(True)
+        ax.autoscale_view()
+    ax.set_ylabel(setting.loss if is_loss else state["measure"])
+    rate = "each arm at its tuned rate" if state["rate"] == "tuned" else f"rate {state['rate']:g}"
+    title = f"{setting.label}, {rate}"
+    if state["notes"]:
+        title += "\n(" + "; ".join(state["notes"]) + ")"
+    ax.set_title(title, fontsize=9)
+    if ax.get_lines():
+        ax.legend(fontsize="x-small", loc="upper right")
 
 
-def lr_heatmap_figure(table: pd.DataFrame, *, figsize: tuple[float, float] = (6, 2.4), dpi: int = DPI) -> Figure:
-    """:func:`helpers.training_speed.lr_table` as a heatmap (log colour scale), each cell labelled.
-
-    The axes' first image holds ``log10`` of the table (``inf`` where a run diverged).
-    """
-    fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
-    values = table.to_numpy(dtype=float)
-    image = ax.imshow(np.log10(values), cmap="viridis_r", aspect="auto")
-    for (r, c), v in np.ndenumerate(values):
-        # viridis_r is light for low losses and dark for high ones: dark text on light cells
-        ax.text(c, r, f"{v:.3f}", ha="center", va="center", fontsize=9, color="k" if v < np.nanmedian(values) else "w")
-    ax.set_xticks(range(values.shape[1]), [str(lr) for lr in table.columns])
-    ax.set_yticks(range(values.shape[0]), list(table.index))
-    ax.set_xlabel("learning rate (Adam)")
-    ax.set_title("final smoothed loss, mean over seeds (lower is better)", fontsize=10)
-    fig.colorbar(image, ax=ax, label="log10 loss")
+def tuning_figure(scores: pd.DataFrame, *, columns: int = 4, dpi: int = DPI) -> Figure:
+    """:func:`helpers.speed_evidence.tuning_table` as small multiples: per setting, each arm's pilot
+    score against the rate (log axis), its best rate ringed, the step cap dotted. A best rate
+    strictly inside the grid is what makes "each arm at its own best rate" a fair comparison."""
+    names = list(dict.fromkeys(scores["setting"]))
+    rows = -(-len(names) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(2.6 * columns, 2.2 * rows), dpi=dpi, sharex=True,
+                             squeeze=False)
+    for ax, name in zip(axes.flat, names, strict=False):
+        part = scores[scores["setting"] == name]
+        for arm, runs in part.groupby("arm", sort=False):
+            colour = ARM_COLOURS.get(arm, "C7")
+            runs = runs.sort_values("lr")
+            ax.plot(runs["lr"], runs["score"], "o-", color=colour, ms=3, lw=1.2, label=arm, gid=arm)
+            best = runs[runs["best"]]
+            ax.plot(best["lr"], best["score"], "o", ms=9, mfc="none", mec=colour, mew=1.5)
+        ax.axhline(part["cap"].iloc[0], color="k", ls=":", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_title(name, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    for ax in axes.flat[len(names):]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("steps to threshold\n(restricted mean, pilot)", fontsize=7)
+    for ax in axes[-1]:
+        ax.set_xlabel("learning rate (Adam)", fontsize=7)
+    fig.suptitle("Tuning: each arm's score at every rate of the grid; ringed: its best rate; dotted: the cap",
+                 fontsize=9)
     fig.tight_layout()
     return fig

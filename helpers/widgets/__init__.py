@@ -35,7 +35,7 @@ from helpers.widgets.formula import AFFINE_EDGES, affine_demo, affine_state, eps
 from helpers.widgets.invariance import shift_scale_demo, shift_scale_state
 from helpers.widgets.numerics import DTYPES, stability_demo, stability_state
 from helpers.widgets.placement import DEPTHS, placement_demo, placement_table
-from helpers.widgets.training_speed import speed_demo, speed_state
+from helpers.widgets.training_speed import speed_demo
 from helpers.widgets.units import NORM_UNITS, norm_unit_demo, norm_unit_state
 
 __all__ = [
@@ -61,7 +61,6 @@ __all__ = [
     "shift_scale_state",
     "slider",
     "speed_demo",
-    "speed_state",
     "stability_demo",
     "stability_state",
 ]
