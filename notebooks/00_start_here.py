@@ -46,11 +46,14 @@ import helpers  # noqa: E402,F401
 # 1. find your way around the set (the map);
 # 2. learn how its interactive widgets work, in JupyterLab and in Google Colab;
 # 3. meet the Chinese terms of the lesson this set grows from, next to their English names;
-# 4. compute LN of a 2 × 4 batch with the set's own `helpers.layer_norm`, check it against
+# 4. see the lesson's first contrast on a 2 × 4 batch: BatchNorm (BN) normalizes each feature
+#    over the batch, LN each sample over its own features, and only BN's output for one sample
+#    depends on the other samples; that is why LN was invented;
+# 5. compute LN of the same batch with the set's own `helpers.layer_norm`, check it against
 #    PyTorch, and see every sample come out with mean 0 and variance (almost) 1;
-# 5. move one sample with two sliders and watch its LN output stay where it was, then check
+# 6. move one sample with two sliders and watch its LN output stay where it was, then check
 #    that with numbers;
-# 6. write LN of one token yourself and get instant feedback.
+# 7. write LN of one token yourself and get instant feedback.
 #
 # The cell above makes `helpers`, the set's small package, importable (in Colab it installs it).
 
@@ -120,6 +123,90 @@ import helpers  # noqa: E402,F401
 # | `running_mean`, `running_var` | running_mean, running_var | BN accumulates (累计) them during training; LN keeps none |
 
 # %% [markdown]
+# ## First contrast: BN or LN, whose mean and variance?
+#
+# The lesson sets LN against **Batch Normalization** (BN, 批量归一化) before it writes any formula.
+# Both subtract a mean and divide by a standard deviation; they differ in *which numbers* share
+# that mean:
+#
+# - **BN** takes each **feature** (a column) over the **batch**: one mean and variance per
+#   feature, computed from all the samples together (dim 0 of a `(batch, features)` tensor);
+# - **LN** takes each **sample** (a row) over **its own features**: one mean and variance per
+#   sample (dim -1).
+#
+# A batch of 2 samples × 4 features, the second sample being the first one times 10 plus 5,
+# normalized both ways (`both_ways`: BN in training mode, LN, both with `eps = 1e-5`, no
+# `gamma` or `beta`):
+
+# %%
+# %matplotlib inline
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from IPython.display import display
+from torch import nn
+
+from helpers.bn_vs_ln import batch_dependence, both_ways, state_and_modes
+from helpers.checks import check_layer_norm_one_token, compare
+from helpers.stats import group_stats, rounded
+from helpers.widgets import shift_scale_demo, shift_scale_state
+
+x = torch.tensor([[1.0, 2.0, 3.0, 4.0],
+                  [15.0, 25.0, 35.0, 45.0]])  # 2 samples x 4 features; row 1 = 10 * row 0 + 5
+rounded(both_ways(x), 4)
+
+# %% [markdown]
+# **BN** (per column): with only two samples, each feature's two values lie one standard
+# deviation either side of their mean, so every entry becomes −1 or +1 (to 4 decimals) and the
+# pattern *inside* a sample (1 < 2 < 3 < 4) is gone. **LN** (per row): each sample keeps its own
+# pattern, and the two rows come out (almost) the same, because one is a scaled and shifted
+# copy of the other.
+#
+# **What depends on the batch.** Replace sample 1 by `[4, 3, 2, 1]` and normalize again. Sample 0
+# did not change, yet its BN output does; its LN output is bit for bit what it was:
+
+# %%
+dependence = batch_dependence(x, torch.tensor([4.0, 3.0, 2.0, 1.0]), sample=0, other=1)
+assert not dependence.loc["BatchNorm", "unchanged"] and dependence.loc["LayerNorm", "unchanged"]
+rounded(dependence, 4)
+
+# %% [markdown]
+# **What each module keeps.** A *parameter* is a tensor that training updates (here `weight` =
+# `gamma` and `bias` = `beta`); a *buffer* is a tensor a module stores and updates itself, not by
+# gradients. Both go into the module's *state dict*, the dictionary of named tensors that
+# `torch.save` writes and `load_state_dict` reads back. `nn.BatchNorm1d` keeps buffers: the
+# running mean and variance (and a counter) it accumulates during training and uses in `eval()`
+# mode instead of the batch's statistics. Below, each module is called on `x` once in `train()`
+# mode and then in `eval()` mode: BN's outputs differ (its running statistics, after one update
+# with momentum 0.1, are still far from this batch's), LN's are bit for bit the same, since it
+# has nothing but the sample to compute from.
+
+# %%
+modes = state_and_modes(x)
+assert modes.loc["nn.LayerNorm(4)", "train == eval"] and not modes.loc["nn.BatchNorm1d(4)", "train == eval"]
+assert modes.loc["nn.LayerNorm(4)", "buffers"] == "(none)"
+rounded(modes, 4)
+
+# %% [markdown]
+# **Why LN was invented.** Ba, Kiros and Hinton (2016) start from exactly this: BN's statistics
+# come from the batch, so it needs a batch, and its output for one sample depends on the others.
+# With a batch of 1, each feature has a single value, its variance over the batch is 0, and BN
+# cannot train at all: PyTorch refuses. In a recurrent network (RNN), every time step would
+# need its own statistics, and sequences have different lengths. LN computes everything from
+# the one sample in front of it, so it works at any batch size, batch size 1 included, and the
+# same at training and at test time:
+
+# %%
+try:
+    nn.BatchNorm1d(4)(x[:1])  # one sample, in training mode
+except ValueError as error:
+    print("BatchNorm1d, batch of 1:", error)
+print("LayerNorm, batch of 1:  ", nn.LayerNorm(4)(x[:1]).detach().numpy().round(4))
+
+# %% [markdown]
+# Notebook 03 (`03_layernorm_vs_batchnorm`) takes this contrast apart: batch size, train vs
+# eval, padding, and Ba et al.'s table of invariances.
+#
 # ## First taste: LN of a 2 × 4 batch
 #
 # LN looks at **one sample at a time**. For each sample it computes the mean and the
@@ -132,31 +219,34 @@ import helpers  # noqa: E402,F401
 # `beta` at 0, and without them (as here) LN is just the fraction. Notebooks 01 and 02
 # take the formula apart; here we only run it.
 #
-# Below, the second sample is the first one times 10 plus 5. `helpers.layer_norm` is the
+# Below, the same batch `x`. `helpers.layer_norm` is the
 # set's own, written from scratch with the signature of `torch.nn.functional.layer_norm`;
 # `compare` puts it next to PyTorch's.
 
 # %%
-# %matplotlib inline
-import pandas as pd
-import torch
-import torch.nn.functional as F
-from IPython.display import display
-
-from helpers.checks import check_layer_norm_one_token, compare
-from helpers.stats import group_stats, rounded
-from helpers.widgets import shift_scale_demo, shift_scale_state
-
-x = torch.tensor([[1.0, 2.0, 3.0, 4.0],
-                  [15.0, 25.0, 35.0, 45.0]])  # 2 samples x 4 features; row 1 = 10 * row 0 + 5
 y = helpers.layer_norm(x, normalized_shape=(4,))
 print(y)
 compare(y, F.layer_norm(x, normalized_shape=(4,)), name="helpers.layer_norm vs torch")
 
 # %% [markdown]
 # `close` means equal within float32's usual tolerance, `max_abs_diff` is the largest
-# difference (0 when `exact`). Both rows of `y` are the same: LN does not see where a sample
-# sits or how spread out it is, only the pattern of its features (more on that below).
+# difference (0 when `exact`). The two rows of `y` print alike to 4 decimals, but they are not
+# equal: they differ by up to $5.4 \cdot 10^{-6}$ (computed below in float64). Row 1 is
+# 10 × row 0 + 5, so after centring it is 10 times row 0's, and its variance is 100 times
+# (125 against 1.25). LN divides row 0 by $\sqrt{1.25 + \epsilon}$ and row 1 by
+# $10\sqrt{1.25 + \epsilon / 100}$: the same up to `eps`, which weighs 100 times less in row 1.
+# So LN does not see where a sample sits or how spread out it is, only the pattern of its
+# features, as long as the spread is large next to `eps` (more on that below):
+
+# %%
+centred = x.double() - x.double().mean(-1, keepdim=True)
+row0 = centred[0] / torch.sqrt(1.25 + torch.tensor(1e-5, dtype=torch.float64))
+row1 = centred[1] / torch.sqrt(125 + torch.tensor(1e-5, dtype=torch.float64))
+gap = (row1 - row0).abs().max().item()  # in float64: the exact effect of eps
+assert 5e-6 < gap < 6e-6 and (y[1] - y[0]).abs().max().item() < 1e-5
+print(f"largest difference between the rows, in float64: {gap:.1e}")
+
+# %% [markdown]
 #
 # `group_stats` gives one row per group that LN normalizes: here, one row per sample, the
 # mean and biased variance computed in float64.
@@ -170,7 +260,8 @@ rounded(stats, 6)  # 6 decimals; -0.0 shown as 0.0
 # %% [markdown]
 # Every output row has mean 0 and variance **almost** 1: LN divides by
 # $\sqrt{\mathrm{Var}[x] + \epsilon}$, so the output's variance is
-# $\mathrm{Var}[x] / (\mathrm{Var}[x] + \epsilon)$, e.g. $1.25 / 1.25001 = 0.999992$.
+# $\mathrm{Var}[x] / (\mathrm{Var}[x] + \epsilon)$: $1.25 / 1.25001 = 0.999992$ for sample 0, and
+# $125 / 125.00001 = 0.99999992$ for sample 1, which shows as 1.000000 at 6 decimals.
 
 # %%
 var_x, var_y = stats["input x"]["var"], stats["output y"]["var"]

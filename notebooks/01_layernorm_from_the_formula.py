@@ -44,14 +44,17 @@ import helpers  # noqa: E402,F401
 # 1. watch the problem LayerNorm (LN, 层归一化) is meant to solve: in a deep network without
 #    normalization, the values entering a hidden layer drift as training proceeds; with LN,
 #    every token stays standardised;
-# 2. compute the formula by hand on a tiny tensor, one symbol at a time, and check that each
+# 2. set LN against BatchNorm (BN) as the lesson does: which values share one mean and
+#    variance, whose output depends on the rest of the batch, what each module stores, and why
+#    LN was invented;
+# 3. compute the formula by hand on a tiny tensor, one symbol at a time, and check that each
 #    token ends with mean (均值) 0 and variance (方差) 1, or a little under 1, and why;
-# 3. see why LN uses the **biased** variance (divide by n, not n − 1), and that PyTorch does too;
-# 4. see what `eps` is for (0 / 0), and move it on a log-scale slider;
-# 5. meet `gamma` and `beta`, the learnable parameters (可学习参数): where they live, how they
+# 4. see why LN uses the **biased** variance (divide by n, not n − 1), and that PyTorch does too;
+# 5. see what `eps` is for (0 / 0), and move it on a log-scale slider;
+# 6. meet `gamma` and `beta`, the learnable parameters (可学习参数): where they live, how they
 #    start, and how training moves them; then move them yourself with two sliders;
-# 6. check the set's `helpers.layer_norm` and `helpers.LayerNorm` against PyTorch's;
-# 7. write the pieces yourself, with instant feedback.
+# 7. check the set's `helpers.layer_norm` and `helpers.LayerNorm` against PyTorch's;
+# 8. write the pieces yourself, with instant feedback.
 #
 # Every claim is shown by a cell below or cited; the summary at the end lists which.
 
@@ -65,6 +68,7 @@ from IPython.display import display
 from torch import nn
 
 from helpers import plots, runner
+from helpers.bn_vs_ln import batch_dependence, both_ways, state_and_modes
 from helpers.checks import (
     check_biased_variance,
     check_layer_norm_last_dim,
@@ -215,16 +219,77 @@ for key in ("diverged", "LayerNorm's tokens", "largest std change", "largest mea
 # shape. This is one learning rate on one toy task, not a comparison of training speed: that is
 # notebook 05's subject.
 #
-# ## 2 · The formula, symbol by symbol
+# ## 2 · BN or LN: which values share one mean and variance
+#
+# Before its formula, the lesson sets LN against Batch Normalization (BN, 批量归一化): BN computes
+# the mean and variance of **each feature over the whole batch** (整个批次) and standardises that
+# feature with them; LN computes the mean and variance of **each sample over its own features**
+# (在每个样本内独立计算) and standardises the sample. On a `(batch, features)` tensor: BN reduces
+# dim 0, LN dim -1. A batch of 3 samples × 4 features whose features live on different scales,
+# normalized both ways (`helpers.bn_vs_ln.both_ways`: BN in training mode, LN, `eps = 1e-5`, no
+# `gamma` or `beta`):
+
+# %%
+batch = torch.tensor([[1.0, 20.0, 300.0, 4000.0],
+                      [3.0, 60.0, 100.0, 1000.0],
+                      [2.0, 40.0, 200.0, 2500.0]])  # 3 samples x 4 features
+outputs = both_ways(batch)
+assert (outputs.loc["BatchNorm"].abs().max() < 1.3).all()  # BN: every column standardised
+rounded(outputs, 4)
+
+# %% [markdown]
+# BN makes every **column** mean 0 and variance 1, whatever its scale: the samples of a feature
+# are compared with each other. LN makes every **row** mean 0 and variance 1: the features of a
+# sample are compared with each other, so the large feature 3 dominates each row. Each
+# normalization assumes that what it pools is comparable.
+#
+# **BN's output for one sample depends on the other samples; LN's does not.** Replace sample 2
+# and normalize again (`batch_dependence`): sample 0 did not change, yet its BN output moves;
+# its LN output is bit for bit the same.
+
+# %%
+dependence = batch_dependence(batch, torch.tensor([0.0, 0.0, 0.0, 0.0]), sample=0, other=2)
+assert not dependence.loc["BatchNorm", "unchanged"] and dependence.loc["LayerNorm", "unchanged"]
+rounded(dependence, 4)
+
+# %% [markdown]
+# **What each module stores.** A *parameter* is a tensor that training updates by gradient
+# (`weight` = $\gamma$, `bias` = $\beta$). A *buffer* is a tensor a module keeps and updates
+# itself, outside the gradient: `nn.BatchNorm1d` keeps `running_mean` and `running_var`
+# (averages of the batches' statistics, used in `eval()` mode instead of the batch's own) and a
+# counter, `num_batches_tracked`. A module's *state dict* is the dictionary of all its named
+# parameters and buffers: what `torch.save(model.state_dict(), ...)` writes and
+# `load_state_dict` reads back. `nn.LayerNorm` has no buffers, so nothing differs between
+# `train()` and `eval()`: below, each module is called on the batch once in `train()` mode,
+# then in `eval()` mode.
+
+# %%
+modes = state_and_modes(batch)
+assert modes.loc["nn.LayerNorm(4)", "buffers"] == "(none)" and modes.loc["nn.LayerNorm(4)", "train == eval"]
+assert not modes.loc["nn.BatchNorm1d(4)", "train == eval"]
+rounded(modes, 4)
+
+# %% [markdown]
+# **Why LN was invented** (Ba, Kiros and Hinton 2016, section 1): because BN needs the batch.
+# Its output for a sample depends on the batch it came in, it needs a batch large enough for
+# good statistics (at batch size 1 a feature's variance over the batch is 0 and PyTorch refuses
+# to train BN at all; notebook 00 shows the error), training and inference compute different
+# things, and in a recurrent network each time step would need its own statistics, for
+# sequences of different lengths. LN's statistics come from one sample at one time step, so it
+# works the same at any batch size, batch size 1 included, in training and at test time, and
+# at every step of an RNN. Notebook 03 (`03_layernorm_vs_batchnorm`) measures what BN's
+# dependence on the batch costs.
+#
+# ## 3 · The formula, symbol by symbol
 #
 # | symbol | the lesson's words | here | in code |
 # |---|---|---|---|
 # | $x$ | 输入数据, the input | one token's `dim` features | `x`, shape `(..., dim)` |
 # | $\mathrm{E}[x]$ | token 的均值, the mean | over the token's own features | `x.mean(-1, keepdim=True)` |
-# | $\mathrm{Var}[x]$ | token 的方差, the variance | **biased**: divide by `dim` (section 3) | `((x - mean) ** 2).mean(-1, keepdim=True)` |
-# | $\epsilon$ | 小常数 1e-5, 用于避免除以零 | `eps = 1e-5`, inside the square root (section 4) | `torch.sqrt(var + eps)` |
-# | $\gamma$ | 学习参数, 控制尺度 (scale) | `weight`, shape `(dim,)`, starts at 1 (section 5) | `ln.weight` |
-# | $\beta$ | 学习参数, 控制平移 (shift) | `bias`, shape `(dim,)`, starts at 0 (section 5) | `ln.bias` |
+# | $\mathrm{Var}[x]$ | token 的方差, the variance | **biased**: divide by `dim` (section 4) | `((x - mean) ** 2).mean(-1, keepdim=True)` |
+# | $\epsilon$ | 小常数 1e-5, 用于避免除以零 | `eps = 1e-5`, inside the square root (section 5) | `torch.sqrt(var + eps)` |
+# | $\gamma$ | 学习参数, 控制尺度 (scale) | `weight`, shape `(dim,)`, starts at 1 (section 6) | `ln.weight` |
+# | $\beta$ | 学习参数, 控制平移 (shift) | `bias`, shape `(dim,)`, starts at 0 (section 6) | `ln.bias` |
 #
 # The lesson computes the statistics per token or per sentence; this notebook works per token
 # (`normalized_shape=dim`), and notebook 02 does both. A tiny input, 3 tokens of 4 features:
@@ -302,7 +367,7 @@ with torch.no_grad():
 shown(compare(y, torch_y, name="by hand vs nn.LayerNorm(4)"), below=1e-6)
 
 # %% [markdown]
-# ## 3 · The biased variance
+# ## 4 · The biased variance
 #
 # A variance averages squared deviations from the mean. Dividing their sum by $n$ gives the
 # **biased** (population) variance; dividing by $n - 1$ gives the **unbiased** estimate
@@ -350,7 +415,7 @@ shown(pd.concat([compare(biased_y, torch_y, name="biased Var (unbiased=False) vs
       below=1e-6)
 
 # %% [markdown]
-# ## 4 · eps: never divide by zero
+# ## 5 · eps: never divide by zero
 #
 # The lesson: $\epsilon$ is a small constant, 1e-5, "to avoid dividing by zero" (用于避免除以零).
 # A token whose features are all equal has variance 0, and its centred values are all 0, so
@@ -369,7 +434,7 @@ print("F.layer_norm, default: ", F.layer_norm(constant, (4,)).tolist())
 
 # %% [markdown]
 # `eps` does more than avoid $0 / 0$: for a token whose variance is comparable to `eps`, it
-# decides how much the token is flattened (section 2: output variance
+# decides how much the token is flattened (section 3: output variance
 # $\mathrm{Var}/(\mathrm{Var} + \epsilon)$). Without it, LN would blow differences of any size,
 # however tiny, up to a standard deviation of 1; `eps` decides where that stops.
 #
@@ -410,7 +475,7 @@ assert eps_table["output std"].iloc[0] > 0.999 and eps_table["output std"].iloc[
 eps_table.map("{:.3e}".format)
 
 # %% [markdown]
-# ## 5 · gamma and beta are learned
+# ## 6 · gamma and beta are learned
 #
 # After standardising, LN scales by $\gamma$ and shifts by $\beta$, one value per feature. The
 # lesson: they are learnable parameters (可学习参数), updated by backpropagation (反向传播), so that
@@ -496,7 +561,7 @@ for g, b in [(1.0, 0.0), (2.5, -1.5), (0.5, 3.0), (3.0, -3.0)]:
 rounded(pd.DataFrame(rows), 4)  # 4 decimals: eps's effect (~1e-6) and float32's last bits are below them
 
 # %% [markdown]
-# ## 6 · The set's LayerNorm against PyTorch's
+# ## 7 · The set's LayerNorm against PyTorch's
 #
 # `helpers.layer_norm` and `helpers.LayerNorm` are this set's own, written with the operations
 # above (no call to PyTorch's fused kernel) and with PyTorch's exact signatures and parameter
@@ -531,7 +596,7 @@ shown(pd.concat([
 # `close` in every row: the same numbers to float32's usual tolerance (the two compute the same
 # sums in a different order, so the last bits may differ).
 #
-# ## 7 · Your turn
+# ## 8 · Your turn
 #
 # Three short exercises. Each checker runs your function on a few seeded inputs, easy ones first,
 # compares it with PyTorch, and answers ✅, or ❌ with the first case that fails, how far off it
@@ -595,7 +660,7 @@ check_output_variance(my_output_var)
 def my_layer_norm(x, gamma, beta, eps=1e-5):
     """LayerNorm over the last dim of x, then scale by gamma and shift by beta."""
     mean = x.mean(dim=-1, keepdim=True)
-    var = x.var(dim=-1, keepdim=True)  # TODO: check this against section 3
+    var = x.var(dim=-1, keepdim=True)  # TODO: check this against section 4
     x_hat = (x - mean) / torch.sqrt(var + eps)
     return x_hat  # TODO: gamma and beta
 
@@ -622,14 +687,15 @@ check_layer_norm_last_dim(my_layer_norm)
 # | Without normalization, the values entering a deep network's hidden layer drift as training proceeds (at seed 0 their spread fell from 0.86 to 0.23 in a few SGD steps; at 3 of 20 seeds the run diverged). | section 1: `drift_runs`, the figure, the asserts; the 20 stored seeds (`runner.load("drift")`) | the lesson; Ioffe & Szegedy 2015 ("internal covariate shift") |
 # | That this drift is *why* normalization speeds up training is contested. | (not tested here: notebook 05) | Santurkar et al. 2018 |
 # | With LN before the activation, every token enters it with mean 0 and std 1, up to what $\gamma$ and $\beta$ have learned (within 0.01 and 0.03 at seed 0, 0.03 and 0.14 over 20 seeds); its spread drifts 92% less than without LN (95% CI 89% to 94%), but the shape of the distribution can still change (percentiles: 60% less, CI 47% to 70%). | section 1: the LN run's per-token columns, `largest percentile drift`, the paired intervals over the 20 stored seeds | Ba et al. 2016 |
-# | $y = (x - \mathrm{E}[x]) / \sqrt{\mathrm{Var}[x] + \epsilon} \cdot \gamma + \beta$, per token, with $\epsilon = 10^{-5}$; the hand computation equals `nn.LayerNorm`. | section 2: the step-by-step cell, `compare` | the lesson; PyTorch `nn.LayerNorm` docs |
-# | After LN each token has mean 0 and variance $\mathrm{Var}/(\mathrm{Var} + \epsilon)$: a hair under 1, and far under 1 when the variance is near `eps` (1/6 for token 2). | section 2: `group_stats` before and after, the variance table; the eps widget's check | |
-# | LN uses the biased variance (divide by n); the unbiased one is $n/(n-1) = 4/3$ larger on 4 features, and LN computed with it does not match PyTorch. | section 3: the variance table, `compare` | PyTorch docs ("biased estimator"); Ba et al. 2016 |
-# | Without `eps`, a token whose features are all equal gives $0/0$ = `nan`; with it, 0. | section 4: the printed outputs | the lesson |
-# | $\gamma$ and $\beta$ are parameters (`weight`, `bias`) of shape `normalized_shape`, starting at 1 and 0; LN keeps no running statistics. | section 5: `named_parameters`, `buffers` | PyTorch docs; the lesson |
-# | Backpropagation moves $\gamma$ and $\beta$: they learn to undo the normalization when the target is the un-normalised input ($\gamma \to 3$, $\beta \to 2$). | section 5: `fit_gamma_beta`, the figure, the asserts | Ioffe & Szegedy 2015, section 3 (for BatchNorm) |
-# | $\gamma$ rescales and $\beta$ shifts the standardised output: its mean is $\beta$ and its std $|\gamma|$. | section 5: the sliders and their check | |
-# | `helpers.layer_norm` and `helpers.LayerNorm` match PyTorch's outputs and gradients. | section 6 | `tests/` of this set |
+# | BN standardises each feature over the batch, LN each sample over its own features; BN's output for a sample changes when another sample changes, LN's does not; BN keeps `running_mean`/`running_var` buffers and differs between `train()` and `eval()`, LN keeps none and does not. | section 2: `both_ways`, `batch_dependence`, `state_and_modes` | the lesson; Ba et al. 2016, section 1 |
+# | $y = (x - \mathrm{E}[x]) / \sqrt{\mathrm{Var}[x] + \epsilon} \cdot \gamma + \beta$, per token, with $\epsilon = 10^{-5}$; the hand computation equals `nn.LayerNorm`. | section 3: the step-by-step cell, `compare` | the lesson; PyTorch `nn.LayerNorm` docs |
+# | After LN each token has mean 0 and variance $\mathrm{Var}/(\mathrm{Var} + \epsilon)$: a hair under 1, and far under 1 when the variance is near `eps` (1/6 for token 2). | section 3: `group_stats` before and after, the variance table; the eps widget's check | |
+# | LN uses the biased variance (divide by n); the unbiased one is $n/(n-1) = 4/3$ larger on 4 features, and LN computed with it does not match PyTorch. | section 4: the variance table, `compare` | PyTorch docs ("biased estimator"); Ba et al. 2016 |
+# | Without `eps`, a token whose features are all equal gives $0/0$ = `nan`; with it, 0. | section 5: the printed outputs | the lesson |
+# | $\gamma$ and $\beta$ are parameters (`weight`, `bias`) of shape `normalized_shape`, starting at 1 and 0; LN keeps no running statistics. | section 6: `named_parameters`, `buffers` | PyTorch docs; the lesson |
+# | Backpropagation moves $\gamma$ and $\beta$: they learn to undo the normalization when the target is the un-normalised input ($\gamma \to 3$, $\beta \to 2$). | section 6: `fit_gamma_beta`, the figure, the asserts | Ioffe & Szegedy 2015, section 3 (for BatchNorm) |
+# | $\gamma$ rescales and $\beta$ shifts the standardised output: its mean is $\beta$ and its std $|\gamma|$. | section 6: the sliders and their check | |
+# | `helpers.layer_norm` and `helpers.LayerNorm` match PyTorch's outputs and gradients. | section 7 | `tests/` of this set |
 #
 # Next: notebook 02 (`02_token_vs_sentence`) normalizes per token and per sentence and
 # reproduces the lesson's printed numbers digit for digit.
