@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from helpers import runner
@@ -78,7 +79,10 @@ def evidence_table() -> pd.DataFrame:
         with the strength when noisy), ``lr``, ``seed``, ``step`` and the measures of
         :data:`MEASURES` (NaN where the experiment does not measure one).
     """
-    frames, loaded = [], {}
+    from helpers.training_speed import arm_label
+
+    columns = ["setting", "stage", "variant", "noise", "lr", "seed", "step", *MEASURES.values()]
+    parts, loaded = {c: [] for c in columns}, {}
     for s in settings():
         if s.experiment not in loaded:
             loaded[s.experiment] = runner.load(s.experiment).frame
@@ -86,15 +90,14 @@ def evidence_table() -> pd.DataFrame:
         frame = frame[frame["eval_loss"].notna()]
         for column, value in s.where:
             frame = frame[frame[column] == value]
-        frame = frame.assign(setting=s.label, stage=frame["stage"] if "stage" in frame else "fixed",
-                             noise=frame["noise"] if "noise" in frame else 0.0)
-        for column in MEASURES.values():
-            if column not in frame:
-                frame = frame.assign(**{column: math.nan})
-        frames.append(frame[["setting", "stage", "variant", "noise", "lr", "seed", "step", *MEASURES.values()]])
-    table = pd.concat(frames, ignore_index=True)
-    from helpers.training_speed import arm_label
-
+        defaults = {"setting": s.label, "stage": "fixed", "noise": 0.0}
+        for column in columns:  # column by column: a measure an experiment lacks is NaN, not a dtype guess
+            if column in frame:
+                parts[column].append(frame[column].to_numpy())
+            else:
+                fill = defaults.get(column, math.nan)
+                parts[column].append(np.full(len(frame), fill, dtype=object if isinstance(fill, str) else float))
+    table = pd.DataFrame({c: np.concatenate(v) for c, v in parts.items()})
     return table.assign(arm=[arm_label(v, n) for v, n in zip(table["variant"], table["noise"], strict=True)])
 
 

@@ -358,12 +358,12 @@ for key, words in times.verdicts.items():
 # %% [markdown]
 # **Per step, LN always costs time; per run, it pays only where it saves many steps.**
 #
-# - The **LN-LSTM** takes about 3 times as long per step as the LSTM: this set's LN is written from
+# - The **LN-LSTM** takes about 2.6 times as long per step as the LSTM: this set's LN is written from
 #   scratch in Python, and the cell normalizes three vectors at each of the 100 time steps. It still
-#   reaches the threshold in 63% less wall-clock time (95% CI 56% to 71%): 8 times fewer steps
-#   outweigh 3 times the cost of each. With a fused LN kernel the gap per step would shrink.
-# - In the **Transformer**, Pre-LN and Post-LN take about 1.3 times as long per step as no norm,
-#   on top of needing more steps: more wall-clock time to the threshold, by 61% (Pre-LN) and 255%
+#   reaches the threshold in 68% less wall-clock time (95% CI 62% to 75%): 8 times fewer steps
+#   outweigh 2.6 times the cost of each. With a fused LN kernel the gap per step would shrink.
+# - In the **Transformer**, Pre-LN and Post-LN take about 1.2 times as long per step as no norm,
+#   on top of needing more steps: more wall-clock time to the threshold, by 52% (Pre-LN) and 234%
 #   (Post-LN).
 # - In the **tiny RNNs** LN adds 4% to 15% per step, on top of its extra steps. At these sizes a
 #   step's time goes mostly to the cost of launching each operation, not to arithmetic: at T 10 a
@@ -418,14 +418,14 @@ assert all(mech[f"drift of the unit means, lr {lr:g}"].startswith("LayerNorm has
 #
 # - **Drift of the unit means: LN reduces it**, by 54% to 86% depending on the rate, each interval
 #   well away from zero. This is the part of the lesson's story that holds.
-# - **Drift of the unit stds: LN increases it**, by 39% at rate 0.003 and about 3 times at 0.03. LN
-#   pins each sample's mean and spread across units, not each unit's spread across samples.
+# - **Drift of the unit stds: LN increases it**: 39% more at rate 0.003, 103% at 0.01 and 310% at
+#   0.03. LN pins each sample's mean and spread across units, not each unit's spread across samples.
 # - **Santurkar's ICS: LN does not reduce it.** No difference is detectable at 0.003 and 0.03; at
 #   0.01 the LN network has about twice the ICS of the plain one.
 #
 # And the speed at these fixed rates does not follow the drift. At 0.003, where the plain network
-# trains fastest, it needs 38% fewer steps than LN (median 50 against 100), with far more drift of
-# its unit means. At 0.01 no difference in steps is detectable (4 of 10 plain seeds and 7 of 10 LN
+# trains fastest, LN needs 38% more steps (median 100 against 50), although the plain
+# network's unit means drift far more. At 0.01 no difference in steps is detectable (4 of 10 plain seeds and 7 of 10 LN
 # seeds get there), though LN ends lower. At 0.03 neither gets there. "LN speeds up training
 # because it removes internal covariate shift" is not what these runs show.
 #
@@ -599,8 +599,8 @@ assert len(ledger) == len(LEDGER) and ledger["verdict"].str.len().gt(0).all()
 # ## Summary
 #
 # - **The lesson's claim holds where Ba et al. made it.** An LSTM on a 100-step sequence, each arm at
-#   its tuned rate, reaches the threshold in 88% fewer steps with LN, and in 63% less wall-clock time
-#   although each step costs 3 times as much.
+#   its tuned rate, reaches the threshold in 88% fewer steps with LN, and in 68% less wall-clock time
+#   although each step costs 2.6 times as much.
 # - **It does not hold for every network.** For vanilla tanh RNNs at every width (16 to 128) and both
 #   lengths tried, and for a 4-block Transformer on a copy task, LN needed more steps and more time
 #   at each network's own best rate.
