@@ -57,7 +57,7 @@ def dashboards() -> dict:
         "00 shift_scale_demo": (lambda: widgets.shift_scale_demo(seed=0), shift_scale),
         "01 eps_demo": (lambda: widgets.eps_demo(seed=0), {"eps": [1e-9, 1e-3, 1e-5]}),
         "01 affine_demo": (lambda: widgets.affine_demo(seed=0),
-                           {"gamma": [2.25, 0.5, 1.0], "beta": [-2.0, 1.5, 0.0]}),
+                           {"feature": [12, 0, 3], "gamma": [2.25, 0.5, 1.0], "beta": [-2.0, 1.5, 0.0]}),
         "02 norm_unit_demo": (lambda: widgets.norm_unit_demo(batch),
                               {"n_trailing": [2, 3, 1], "scale": [5.0, 9.5, 1.0]}),
         "03 other_samples_demo": (lambda: widgets.other_samples_demo(seed=0),

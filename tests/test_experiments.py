@@ -7,14 +7,20 @@ import warnings
 
 import pandas as pd
 import pytest
+import scipy.stats
 import torch
 from torch import nn
 
 import helpers
 from helpers import runner
 from helpers.experiments import (
+    DRIFT_COMPARISONS,
     DRIFT_SEEDS,
+    DRIFT_SETTINGS,
+    DRIFT_STEPS,
     PERCENTILES,
+    SITES,
+    _describe,
     deep_mlp,
     drift_by_seed,
     drift_intervals,
@@ -23,13 +29,14 @@ from helpers.experiments import (
     drift_verdicts,
     fit_gamma_beta,
     hidden_drift,
+    recorded_steps,
 )
 
 
 @pytest.fixture(scope="module")
 def runs() -> pd.DataFrame:
-    """The notebook's run: default settings, seed 0."""
-    return drift_runs()
+    """Seed 0 at the stored experiment's settings, 60 steps (recorded densely to 20, then every 10th)."""
+    return drift_runs(steps=60, **DRIFT_SETTINGS)
 
 
 @pytest.fixture(scope="module")
@@ -37,17 +44,66 @@ def summary(runs) -> pd.DataFrame:
     return drift_summary(runs)
 
 
+def _site(frame, model, site):
+    return frame[(frame["model"] == model) & (frame["site"] == site)]
+
+
 # ---------------------------------------------------------------- the drift runs: shape
 
 
-def test_one_tidy_row_per_model_and_step(runs):
+def test_one_tidy_row_per_model_site_and_step(runs):
     assert list(runs.columns) == [
-        "model", "step", "loss", "mean", "std", *PERCENTILES,
-        "token_mean_absmax", "token_std_min", "token_std_max", "gamma_max_change", "beta_max_abs"]
-    assert runs["model"].unique().tolist() == ["no norm", "LayerNorm"]
-    for _, run in runs.groupby("model"):
-        assert run["step"].tolist() == list(range(41))
+        "model", "site", "step", "loss", "loss_of_mean", "mean", "std", *PERCENTILES,
+        "token_mean_absmax", "token_std_min", "token_std_max", "token_median", "token_skew",
+        "gamma_max_change", "beta_max_abs"]
+    pairs = list(dict.fromkeys(zip(runs["model"], runs["site"], strict=True)))
+    assert pairs == [("no norm", SITES[0]), ("LayerNorm", SITES[0]), ("LayerNorm", SITES[1])]
+    for _, run in runs.groupby(["model", "site"]):
+        assert run["step"].tolist() == recorded_steps(60, 20, 10) == [*range(21), 30, 40, 50, 60]
     assert runs["gamma_max_change"][runs["model"] == "no norm"].isna().all()
+    assert runs["loss_of_mean"].nunique() == 1  # one probe batch per seed, for both models
+
+
+def test_recorded_steps_and_recording_does_not_change_the_training():
+    assert recorded_steps(5) == [0, 1, 2, 3, 4, 5]
+    assert recorded_steps(25, 3, 10) == [0, 1, 2, 3, 10, 20, 25]
+    with pytest.raises(ValueError, match="argument 'every' must be a positive int, got 0"):
+        recorded_steps(5, 2, 0)
+    every = hidden_drift(True, steps=30)
+    sparse = hidden_drift(True, steps=30, dense_until=4, every=10)
+    kept = every[every["step"].isin(sparse["step"])].reset_index(drop=True)
+    pd.testing.assert_frame_equal(kept, sparse)
+
+
+def test_the_recorded_sites_are_the_linear_output_and_layer_norms_output():
+    # Step 0 by hand: the same seeded network, the probe batch, block 6's Linear and its LayerNorm.
+    recorded = hidden_drift(True, steps=0)
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(512, 16, generator=generator)
+    torch.randn(16, 1, generator=generator)  # the task's w, drawn next
+    net = deep_mlp(16, 32, 8, layer_norm=True, generator=generator)
+    h = x[:64]
+    for module in list(net)[: 3 * 6 + 1]:  # blocks 0-5, then block 6's Linear
+        h = module(h)
+    linear_out = h.detach().double()
+    ln_out = torch.nn.functional.layer_norm(linear_out, (32,))
+    for site, values in ((SITES[0], linear_out), (SITES[1], ln_out)):
+        row = recorded[recorded["site"] == site].iloc[0]
+        assert row["mean"] == pytest.approx(values.mean().item(), abs=1e-6)
+        assert row["std"] == pytest.approx(values.std(unbiased=False).item(), rel=1e-5)
+        assert row["token_mean_absmax"] == pytest.approx(values.mean(-1).abs().max().item(), abs=1e-6)
+
+
+def test_token_median_and_skew_follow_their_definitions():
+    g = torch.Generator().manual_seed(3)
+    values = torch.randn(7, 33, generator=g, dtype=torch.float64).exp()  # right-skewed tokens
+    described = _describe(values)
+    mean, std = values.mean(-1), values.std(-1, unbiased=False)
+    median = values.median(-1).values  # 33 values: the middle one, no interpolation
+    assert described["token_median"] == pytest.approx(((median - mean) / std).mean().item(), rel=1e-9)
+    skew = torch.tensor([scipy.stats.skew(row.numpy()) for row in values])
+    assert described["token_skew"] == pytest.approx(skew.mean().item(), rel=1e-9)
+    assert described["token_skew"] > 0 and described["token_median"] < 0  # skewed right: median below mean
 
 
 def test_percentiles_are_ordered_and_bracket_the_median(runs):
@@ -78,9 +134,20 @@ def test_both_models_start_from_the_same_weights():
     assert kinds == ["Linear", "LayerNorm", "ReLU"]
 
 
-def test_training_lowers_the_loss_of_both(runs):
-    for _, run in runs.groupby("model"):
-        assert run["loss"].iloc[-1] < 0.8 * run["loss"].iloc[0]
+def test_he_initialisation_has_std_sqrt_2_over_fan_in():
+    net = deep_mlp(16, 256, 2, layer_norm=False, generator=torch.Generator().manual_seed(0))
+    first, second = [m for m in net if isinstance(m, nn.Linear)][:2]
+    assert first.weight.std().item() == pytest.approx(math.sqrt(2 / 16), rel=0.02)
+    assert second.weight.std().item() == pytest.approx(math.sqrt(2 / 256), rel=0.02)
+    assert (first.bias == 0).all()
+
+
+def test_the_loss_of_the_mean_is_the_probe_targets_variance(runs):
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(512, 16, generator=generator)
+    w = torch.randn(16, 1, generator=generator)
+    y = torch.sin(x[:64] @ w)
+    assert runs["loss_of_mean"].iloc[0] == pytest.approx(y.var(unbiased=False).item(), rel=1e-6)
 
 
 @pytest.mark.parametrize("layer", [-1, 8])
@@ -102,21 +169,26 @@ def test_a_progress_bar_changes_nothing_but_stderr(capsys):
 
 
 def test_with_layer_norm_every_token_stays_standardised(runs):
-    ln = runs[runs["model"] == "LayerNorm"]
+    ln = _site(runs, "LayerNorm", SITES[1])
     first = ln.iloc[0]  # gamma = 1 and beta = 0 still: exactly standardised, up to eps
     assert first["token_mean_absmax"] < 1e-6
     assert abs(first["token_std_min"] - 1) < 1e-4 and abs(first["token_std_max"] - 1) < 1e-4
-    # Measured over the run: |token mean| <= 0.0083, |token std - 1| <= 0.026.
-    assert (ln["token_mean_absmax"] < 0.01).all()
-    assert ((ln["token_std_min"] - 1).abs() < 0.03).all()
-    assert ((ln["token_std_max"] - 1).abs() < 0.03).all()
+    assert (ln["token_mean_absmax"] < 0.02).all()
+    assert ((ln["token_std_min"] - 1).abs() < 0.05).all()
+    assert ((ln["token_std_max"] - 1).abs() < 0.05).all()
+
+
+def test_before_layer_norm_the_tokens_are_not_standardised(runs):
+    before = _site(runs, "LayerNorm", SITES[0])
+    assert (before["token_mean_absmax"] > 0.1).all()
+    assert ((before["token_std_max"] - before["token_std_min"]) > 0.15).all()
 
 
 def test_what_is_left_comes_from_gamma_and_beta(runs):
     # y = gamma * x_hat + beta with x_hat standardised, so a token's mean and std can leave
     # 0 and 1 by at most max|gamma - 1| + max|beta| (triangle inequality; rms(x_hat) <= 1),
     # plus eps's own effect, var / (var + eps) (about 1e-5 here).
-    ln = runs[runs["model"] == "LayerNorm"]
+    ln = _site(runs, "LayerNorm", SITES[1])
     bound = ln["gamma_max_change"] + ln["beta_max_abs"] + 1e-4
     assert (ln["token_mean_absmax"] <= bound).all()
     assert ((ln["token_std_max"] - 1).abs() <= bound).all()
@@ -124,56 +196,49 @@ def test_what_is_left_comes_from_gamma_and_beta(runs):
     assert (ln["gamma_max_change"].iloc[1:] > 0).all()  # and gamma did learn
 
 
-def test_without_layer_norm_the_distribution_drifts_far_more(summary):
-    no, ln = summary.loc["no norm"], summary.loc["LayerNorm"]
-    # Measured: the spread falls from 0.863 to 0.230 (largest change 0.753); LN's moves by 0.018.
-    assert no["std at step 0"] == pytest.approx(0.863, abs=1e-3)
-    assert no["std at the end"] == pytest.approx(0.230, abs=1e-3)
-    assert no["largest std change"] > 0.7
-    assert ln["largest std change"] < 0.02
-    assert no["largest std change"] > 30 * ln["largest std change"]
-    # The percentiles move 0.69 initial stds without LN, 0.16 with it: LN pins each token's
-    # mean and variance, not the whole shape.
-    assert no["largest percentile drift"] > 4 * ln["largest percentile drift"]
-    assert 0.1 < ln["largest percentile drift"] < 0.2
-    # Without LN nothing standardises a token: means up to 0.27, stds 0.05 to 1.6.
-    assert no["worst token |mean|"] > 0.25 and no["worst token |std - 1|"] > 0.9
+def test_layer_norms_median_sits_below_its_mean_because_its_tokens_skew_right(runs):
+    ln = _site(runs, "LayerNorm", SITES[1]).iloc[5:]
+    assert (ln["token_skew"] > 0).all()
+    assert (ln["token_median"] < 0).all() and (ln["p50"] < 0).all()
 
 
-def test_not_one_lucky_seed():
-    for seed in range(6):
-        table = drift_summary(drift_runs(seed=seed))
-        no, ln = table.loc["no norm"], table.loc["LayerNorm"]
-        # Measured: no norm diverges (NaN) at seeds 2 and 4 and otherwise changes its spread
-        # by 0.56 to 0.75; with LN every token's std stays within 0.132 of 1.
-        assert math.isnan(no["largest std change"]) or no["largest std change"] > 0.5
-        assert ln["worst token |std - 1|"] < 0.15 and ln["worst token |mean|"] < 0.05
+def test_without_layer_norm_the_activation_input_drifts_far_more(summary):
+    no = summary.loc[("no norm", SITES[0])]
+    ln_in, ln_out = summary.loc[("LayerNorm", SITES[0])], summary.loc[("LayerNorm", SITES[1])]
+    assert no["largest std change"] > 0.5
+    assert no["largest std change"] > 20 * ln_out["largest std change"]
+    assert no["largest percentile drift"] > 3 * ln_out["largest percentile drift"]
+    # the Linear output before LN moves more than LN's output does
+    assert ln_in["largest std change"] > 5 * ln_out["largest std change"]
+    assert no["worst token |mean|"] > 0.1 and ln_out["worst token |mean|"] < 0.02
 
 
 def test_a_diverged_run_summarises_as_nan_without_a_warning():
-    runs = drift_runs(seed=2)  # measured: the run without LN overflows to NaN at this seed
-    assert runs[runs["model"] == "no norm"]["std"].isna().any()
+    runs = drift_runs(seed=2, steps=10)  # measured: the run without LN overflows to NaN at this seed
+    assert _site(runs, "no norm", SITES[0])["std"].isna().any()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy warns on a NaN max; Colab's stack shows it
-        summary = drift_summary(runs)
-    assert summary.loc["no norm"].iloc[2:].isna().all()  # every "largest"/"worst" column
-    assert summary.loc["LayerNorm"].notna().all()
+        summary = drift_summary(runs, settle=5)
+    assert summary.loc[("no norm", SITES[0])].iloc[4:].isna().all()  # from 'std at step 5' on
+    assert summary.loc[("LayerNorm", SITES[1])].notna().all()
 
 
 # ---------------------------------------------------------------- drift_summary by hand
 
 
 def test_drift_summary_formulas_on_a_hand_made_frame():
-    def row(model, step, mean, std, shift, token_mean, token_std):
-        return {"model": model, "step": step, "mean": mean, "std": std,
-                **{p: q + shift for p, q in zip(PERCENTILES, [-2.0, -1.0, 0.0, 1.0, 2.0], strict=True)},
+    def row(step, mean, std, shift, token_mean, token_std, loss):
+        return {"model": "a", "site": "s", "step": step, "loss": loss, "loss_of_mean": 0.5, "mean": mean,
+                "std": std, **{p: q + shift for p, q in zip(PERCENTILES, [-2.0, -1.0, 0.0, 1.0, 2.0], strict=True)},
                 "token_mean_absmax": token_mean, "token_std_min": token_std, "token_std_max": 1.0}
 
-    frame = pd.DataFrame([row("a", 0, 0.0, 2.0, 0.0, 0.1, 1.0), row("a", 1, 1.0, 3.0, 1.0, 0.3, 0.5),
-                          row("a", 2, -0.5, 1.0, -0.5, 0.2, 0.9)])
-    s = drift_summary(frame).loc["a"]
-    assert s["std at step 0"] == 2.0 and s["std at the end"] == 1.0
+    frame = pd.DataFrame([row(0, 0.0, 2.0, 0.0, 0.1, 1.0, 0.9), row(1, 1.0, 3.0, 1.0, 0.3, 0.5, 0.7),
+                          row(2, -0.5, 1.0, -0.5, 0.2, 0.9, 0.6), row(3, 0.0, 1.5, 0.0, 0.2, 0.9, 0.4)])
+    s = drift_summary(frame, settle=2).loc[("a", "s")]
+    assert s["loss at step 0"] == 0.9 and s["loss at the end"] == 0.4 and s["loss of the mean"] == 0.5
+    assert s["std at step 0"] == 2.0 and s["std at step 2"] == 1.0 and s["std at the end"] == 1.5
     assert s["largest std change"] == 0.5  # |3/2 - 1| and |1/2 - 1|
+    assert s["std change after step 2"] == 0.5  # |1.5/1 - 1|
     assert s["largest mean shift"] == 0.5  # |1 - 0| / 2
     assert s["largest percentile drift"] == 0.5  # every percentile moved by 1, over std 2
     assert s["worst token |mean|"] == 0.3 and s["worst token |std - 1|"] == 0.5
@@ -190,45 +255,57 @@ def stored() -> runner.StoredResult:
 def test_the_stored_table_is_drift_runs_for_every_seed(stored):
     frame = stored.frame
     assert sorted(frame["seed"].unique()) == list(DRIFT_SEEDS)
-    assert (frame.groupby(["seed", "model"]).size() == 41).all()  # steps 0 to 40, both models
+    sizes = frame.groupby(["seed", "model", "site"]).size()
+    assert len(sizes) == 3 * len(DRIFT_SEEDS)
+    assert (sizes == len(recorded_steps(DRIFT_STEPS, DRIFT_SETTINGS["dense_until"], DRIFT_SETTINGS["every"]))).all()
     assert set(drift_runs(steps=1).columns) <= set(frame.columns)
+
+
+def test_the_stored_seed_0_is_the_notebooks_run(stored, runs):
+    seed_0 = stored.frame[(stored.frame["seed"] == 0) & (stored.frame["step"] <= 60)]
+    columns = ["model", "site", "step", "loss", "std", "token_mean_absmax"]
+    pd.testing.assert_frame_equal(seed_0[columns].reset_index(drop=True), runs[columns].reset_index(drop=True),
+                                  atol=1e-4, rtol=1e-3)
 
 
 def test_drift_by_seed_is_drift_summary_per_seed(stored):
     by_seed = drift_by_seed(stored.frame)
-    assert by_seed.index.names == ["seed", "model"]
+    assert by_seed.index.names == ["seed", "model", "site"]
     assert by_seed.index.get_level_values("seed").unique().tolist() == list(DRIFT_SEEDS)
     seed_3 = stored.frame[stored.frame["seed"] == 3]
     pd.testing.assert_frame_equal(by_seed.xs(3, level="seed"), drift_summary(seed_3))
 
 
-def test_what_the_notebook_says_about_the_stored_seeds(stored):
+def test_drift_intervals_pair_the_sites_by_seed(stored):
     by_seed = drift_by_seed(stored.frame)
-    ln, no = by_seed.xs("LayerNorm", level="model"), by_seed.xs("no norm", level="model")
-    # Measured: no norm diverges at seeds 2, 4 and 17; elsewhere its spread changes by 0.22 to
-    # 0.81, by more than half at 14 of 17 seeds; LN's tokens stay within 0.029 of mean 0 and
-    # 0.132 of std 1, and LN's spread changes less than no norm's at every seed.
-    diverged = no["largest std change"].isna()
-    assert no.index[diverged].tolist() == [2, 4, 17]
-    assert ln.notna().all().all()
-    assert (ln["worst token |mean|"] < 0.05).all() and (ln["worst token |std - 1|"] < 0.15).all()
-    assert (ln["largest std change"] < no["largest std change"])[~diverged].all()
-    assert (no["largest std change"][~diverged] > 0.5).sum() == 14
     intervals = drift_intervals(by_seed)
-    assert list(intervals) == ["largest std change", "largest mean shift", "largest percentile drift"]
-    assert all(ci.n == 17 and ci.low > 0 for ci in intervals.values())
+    measures = ["largest std change", "std change after step 20", "largest mean shift", "largest percentile drift"]
+    assert list(intervals) == [(c, m) for c in DRIFT_COMPARISONS for m in measures]
+    no = by_seed.xs(("no norm", SITES[0]), level=("model", "site"))
+    kept = no.index[no["largest std change"].notna()]
+    ci = intervals["Linear output", "largest std change"]
+    ln = by_seed.xs(("LayerNorm", SITES[0]), level=("model", "site")).loc[kept, "largest std change"]
+    assert ci.n == len(kept)
+    assert ci.estimate == pytest.approx(1 - ln.mean() / no.loc[kept, "largest std change"].mean())
 
 
 def test_drift_verdicts_name_the_diverged_seeds_and_follow_the_intervals(stored):
-    words = drift_verdicts(stored.frame[stored.frame["seed"] < 6])  # seed 2 and 4 diverged
-    assert words["diverged"] == ("no norm: 2 of 6 seeds diverged (seeds 2, 4); "
-                                 "LayerNorm: 0 of 6 seeds diverged")
-    assert words["largest std change"].startswith("LayerNorm drifts ")
-    assert words["largest std change"].endswith("over the 4 seeds where neither run diverged")
+    frame = stored.frame[stored.frame["seed"] < 6]
+    words = drift_verdicts(frame)
+    diverged = drift_by_seed(frame).xs(("no norm", SITES[0]), level=("model", "site"))["largest std change"].isna()
+    seeds = diverged.index[diverged].tolist()
+    assert words["diverged"].startswith(f"no norm: {len(seeds)} of 6 seeds diverged (seeds {', '.join(map(str, seeds))})")
+    assert words["activation input: largest std change"].startswith("LayerNorm's activation input drifts ")
+    assert words["activation input: largest std change"].endswith(
+        f"over the {6 - len(seeds)} seeds where neither run diverged")
     # Two seeds with the models' names swapped: the claim (LN drifts less) is then the opposite.
     two = stored.frame[stored.frame["seed"].isin([0, 1])]
-    swapped = two.assign(model=two["model"].map({"no norm": "LayerNorm", "LayerNorm": "no norm"}))
-    assert drift_verdicts(swapped)["largest std change"].startswith("the opposite of the claim")
+    swapped = two.assign(model=two["model"].map({"no norm": "LayerNorm", "LayerNorm": "no norm"}),
+                         site=two["site"].map({SITES[0]: SITES[1], SITES[1]: SITES[0]}))
+    swapped.loc[(swapped["model"] == "LayerNorm") & (swapped["site"] == SITES[1]), "site"] = SITES[0]
+    swapped = pd.concat([swapped, swapped[swapped["model"] == "LayerNorm"].assign(site=SITES[1])])
+    assert drift_verdicts(swapped)["activation input: largest std change"].startswith("the opposite of the claim")
+    assert stored.verdicts == drift_verdicts(stored.frame)
 
 
 # ---------------------------------------------------------------- gamma and beta learn

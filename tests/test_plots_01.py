@@ -12,7 +12,7 @@ from helpers.experiments import drift_runs, fit_gamma_beta
 
 @pytest.fixture(scope="module")
 def runs():
-    return drift_runs(steps=10)
+    return drift_runs(steps=30, dense_until=10, every=5)
 
 
 @pytest.fixture(autouse=True)
@@ -28,35 +28,58 @@ def _band(ax, gid):
     return vertices
 
 
-def test_drift_figure_has_one_axis_per_model_and_a_ratio_axis(runs):
+def _run(runs, key):
+    return runs[(runs["model"] == key[0]) & (runs["site"] == key[1])]
+
+
+def test_drift_figure_has_three_distribution_axes_and_three_below(runs):
     fig = plots.drift_figure(runs)
-    assert len(fig.axes) == 3 and fig.dpi == plots.DPI
-    ax_no, ax_ln, ax_ratio = fig.axes
-    assert ax_no.get_title().startswith("no norm: std ") and ax_ln.get_title().startswith("LayerNorm")
-    assert ax_no.get_ylim() == ax_ln.get_ylim()  # one scale for both models
+    assert len(fig.axes) == 6 and fig.dpi == plots.DPI
+    titles = [ax.get_title().split("\n")[0] for ax in fig.axes[:3]]
+    assert titles == list(plots.DRIFT_PANELS.values())
+    assert fig.axes[0].get_ylim() == fig.axes[1].get_ylim() == fig.axes[2].get_ylim()  # one scale
+    assert all(ax.get_xscale() == "symlog" for ax in fig.axes)
 
 
-@pytest.mark.parametrize("k, model", [(0, "no norm"), (1, "LayerNorm")])
-def test_drift_figure_draws_each_models_percentiles(runs, k, model):
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_drift_figure_draws_each_runs_percentiles(runs, k):
+    key, title = list(plots.DRIFT_PANELS.items())[k]
     ax = plots.drift_figure(runs).axes[k]
-    run = runs[runs["model"] == model]
+    run = _run(runs, key)
     median = plots.find_line(ax, "p50")
-    assert median.get_xdata().tolist() == list(range(11))
+    assert median.get_xdata().tolist() == run["step"].tolist() == [*range(11), 15, 20, 25, 30]
     assert median.get_ydata().tolist() == pytest.approx(run["p50"].tolist())
     for gid, low, high in (("p05-p95", "p05", "p95"), ("p25-p75", "p25", "p75")):
         ys = _band(ax, gid)[:, 1]
         assert ys.min() == pytest.approx(run[low].min()) and ys.max() == pytest.approx(run[high].max())
     std = run["std"].tolist()
-    assert ax.get_title() == f"{model}: std {std[0]:.2f} → {std[-1]:.2f}"
+    assert ax.get_title() == f"{title}\nstd {std[0]:.2f} → {std[-1]:.2f}"
 
 
-def test_drift_figure_ratio_lines_start_at_one(runs):
-    ax = plots.drift_figure(runs).axes[2]
-    for model in ("no norm", "LayerNorm"):
-        run = runs[runs["model"] == model]
-        ratio = plots.find_line(ax, model).get_ydata()
+def test_drift_figure_ratio_and_token_lines(runs):
+    fig = plots.drift_figure(runs)
+    for key, title in plots.DRIFT_PANELS.items():
+        run = _run(runs, key)
+        ratio = plots.find_line(fig.axes[3], title).get_ydata()
         assert ratio[0] == 1.0
         assert ratio.tolist() == pytest.approx((run["std"] / run["std"].iloc[0]).tolist())
+        tokens = plots.find_line(fig.axes[5], title).get_ydata()
+        assert tokens.tolist() == pytest.approx(run["token_mean_absmax"].tolist())
+
+
+def test_drift_figure_plots_both_losses_and_the_level_of_answering_the_mean(runs):
+    ax = plots.drift_figure(runs).axes[4]
+    assert ax.get_yscale() == "log"
+    for model in ("no norm", "LayerNorm"):
+        run = runs[runs["model"] == model].drop_duplicates("step")
+        assert plots.find_line(ax, model).get_ydata().tolist() == pytest.approx(run["loss"].tolist())
+    level = plots.find_line(ax, "loss of the mean").get_ydata()
+    assert list(level) == pytest.approx([runs["loss_of_mean"].iloc[0]] * 2)
+
+
+def test_drift_figure_without_layer_norm_runs_hides_the_empty_panels(runs):
+    fig = plots.drift_figure(runs[runs["model"] == "no norm"])
+    assert [ax.get_visible() for ax in fig.axes[:3]] == [True, False, False]
 
 
 def test_gamma_beta_fit_figure_draws_every_feature_and_the_loss():

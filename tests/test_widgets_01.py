@@ -4,7 +4,6 @@ state functions and their figures, asserted on data."""
 from __future__ import annotations
 
 import math
-import re
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -14,7 +13,7 @@ import torch.nn.functional as F
 
 from helpers import plots
 from helpers.widgets import (
-    AFFINE_EDGES,
+    AFFINE_YLIM,
     Dashboard,
     affine_demo,
     affine_state,
@@ -139,60 +138,61 @@ def test_the_eps_slider_changes_what_is_shown(eps_dashboard, value):
 # ---------------------------------------------------------------- gamma, beta: the state
 
 
-@pytest.mark.parametrize("gamma, beta", [(1.0, 0.0), (2.5, -1.5), (0.25, 3.0), (3.0, -3.0), (0.0, 1.0)])
-def test_the_readout_equals_gamma_and_beta(gamma, beta):
-    state = affine_state(TOKENS, gamma, beta)
-    # y = gamma * x_hat + beta: mean beta; std |gamma| * sqrt(mean var / (var + eps)), about 1e-6 under.
-    assert state["mean"] == pytest.approx(beta, abs=1e-5)
-    assert state["std"] == pytest.approx(abs(gamma), abs=1e-5 + 1e-5 * abs(gamma))
-    table = state["table"]
-    assert table.loc["y = γ·x̂ + β", "mean"] == state["mean"]
-    assert table.loc["sliders: β and |γ|"].tolist() == [beta, abs(gamma)]
-    assert table.loc["x̂ (normalised)", "std"] == pytest.approx(1.0, abs=1e-5)
-
-
-def test_output_is_layer_norm_with_weight_and_bias():
-    state = affine_state(TOKENS, 1.75, 0.5)
-    weight, bias = torch.full((16,), 1.75), torch.full((16,), 0.5)
+@pytest.mark.parametrize("feature, gamma, beta", [(0, 1.0, 0.0), (3, 2.5, -1.5), (15, 0.25, 3.0), (7, 0.0, 1.0)])
+def test_only_the_chosen_feature_of_every_token_is_rescaled_and_shifted(feature, gamma, beta):
+    state = affine_state(TOKENS, feature, gamma, beta)
+    weight, bias = torch.ones(16), torch.zeros(16)
+    weight[feature], bias[feature] = gamma, beta
+    assert torch.equal(state["weight"], weight) and torch.equal(state["bias"], bias)
     assert torch.allclose(state["output"], F.layer_norm(TOKENS, (16,), weight, bias), atol=1e-5)
     assert torch.allclose(state["normalised"], F.layer_norm(TOKENS, (16,)), atol=1e-6)
+    # every token: y_j = gamma * x_hat_j + beta at the chosen feature, y = x_hat elsewhere
+    x_hat = F.layer_norm(TOKENS.double(), (16,))
+    assert torch.allclose(state["output"][:, feature].double(), gamma * x_hat[:, feature] + beta, atol=1e-5)
+    assert state["others_max_change"] < 1e-6
+    column = state["output"][:, feature].double()
+    assert state["mean"] == pytest.approx(column.mean().item(), abs=1e-9)
+    assert state["std"] == pytest.approx(column.std(unbiased=False).item(), rel=1e-9)
 
 
-@pytest.mark.parametrize("gamma, beta", [(3.0, 3.0), (3.0, -3.0), (1.0, 0.0)])
-def test_the_histograms_hold_every_value_over_the_slider_range(gamma, beta):
-    state = affine_state(TOKENS, gamma, beta)
-    assert state["output_counts"].sum().item() == TOKENS.numel()
-    assert state["normalised_counts"].sum().item() == TOKENS.numel()
-    assert torch.equal(state["edges"], AFFINE_EDGES)
+@pytest.mark.parametrize("feature, gamma, beta", [(2, 2.5, -1.5), (9, 0.5, 3.0)])
+def test_the_readout_is_what_gamma_and_beta_predict(feature, gamma, beta):
+    table = affine_state(TOKENS, feature, gamma, beta)["table"]
+    x_hat = F.layer_norm(TOKENS.double(), (16,))[:, feature]
+    assert table.index.tolist() == [f"x̂, feature {feature}", f"y, feature {feature}", "γ · x̂ + β: what y must have"]
+    assert table.iloc[0].tolist() == pytest.approx([x_hat.mean().item(), x_hat.std(unbiased=False).item()], abs=1e-6)
+    assert table.iloc[2].tolist() == pytest.approx([gamma * x_hat.mean().item() + beta,
+                                                    gamma * x_hat.std(unbiased=False).item()], abs=1e-5)
+    assert table.iloc[1].tolist() == pytest.approx(table.iloc[2].tolist(), abs=1e-5)
 
 
-def test_affine_state_bad_argument():
-    with pytest.raises(ValueError, match=r"argument 'x' must be a 2-D tensor \(tokens, features\), got \(16,\)"):
-        affine_state(TOKENS[0], 1.0, 0.0)
+@pytest.mark.parametrize("args, match", [
+    ((TOKENS[0], 0, 1.0, 0.0), r"argument 'x' must be a 2-D tensor \(tokens, features\), got \(16,\)"),
+    ((TOKENS, 16, 1.0, 0.0), r"argument 'feature' must be in \[0, 15\], got 16"),
+    ((TOKENS, -1, 1.0, 0.0), r"argument 'feature' must be in \[0, 15\], got -1"),
+])
+def test_affine_state_bad_arguments(args, match):
+    with pytest.raises(ValueError, match=match):
+        affine_state(*args)
 
 
 # ---------------------------------------------------------------- gamma, beta: figure and dashboard
 
 
-def test_affine_figure_draws_the_histograms_and_the_mean_and_std():
-    state = affine_state(TOKENS, 2.0, -1.0)
+def test_affine_figure_draws_every_token_at_every_feature():
+    state = affine_state(TOKENS, 5, 2.0, -1.0)
     ax = plots.affine_figure(state).axes[0]
-    patches = {p.get_gid(): p for p in ax.patches}
-    values, edges, _ = patches["output"].get_data()
-    assert values.tolist() == state["output_counts"].tolist()
-    assert edges.tolist() == pytest.approx(AFFINE_EDGES.tolist())
-    assert patches["normalised"].get_data()[0].tolist() == state["normalised_counts"].tolist()
-    assert plots.find_line(ax, "mean").get_xdata()[0] == pytest.approx(-1.0, abs=1e-5)
-    assert plots.find_line(ax, "mean + std").get_xdata()[0] == pytest.approx(1.0, abs=1e-4)
-    assert plots.find_line(ax, "mean - std").get_xdata()[0] == pytest.approx(-3.0, abs=1e-4)
-    assert ax.get_xlim() == (-14.0, 14.0)
-
-
-def _table_row(html: str, label: str) -> dict:
-    """The numbers in the ``mean`` and ``std`` cells of the row ``label`` of the readout's HTML."""
-    match = re.search(rf"<th>{re.escape(label)}</th>\s*<td>([^<]+)</td>\s*<td>([^<]+)</td>", html)
-    assert match, f"no row {label!r} in the readout"
-    return {"mean": float(match.group(1)), "std": float(match.group(2))}
+    dots = {c.get_gid(): c.get_offsets() for c in ax.collections}
+    for gid, values, offset in (("normalised", state["normalised"], -0.2), ("output", state["output"], 0.2)):
+        points = dots[gid]
+        assert points.shape == (64 * 16, 2)
+        assert points[:, 1].tolist() == pytest.approx(values.reshape(-1).tolist())
+        assert points[:16, 0].tolist() == pytest.approx([j + offset for j in range(16)])
+    assert plots.find_line(ax, "token 0").get_ydata() == pytest.approx(state["output"][0].tolist())
+    (band,) = [p for p in ax.patches if p.get_gid() == "feature"]
+    assert band.get_x() == pytest.approx(4.55)
+    assert ax.get_ylim() == AFFINE_YLIM
+    assert ax.get_title().startswith("feature 5: γ = 2, β = -1 for every token")
 
 
 @pytest.fixture
@@ -200,30 +200,30 @@ def affine_dashboard():
     return affine_demo(seed=0)
 
 
-def test_affine_demo_has_two_release_sliders_starting_at_one_and_zero(affine_dashboard):
-    assert set(affine_dashboard.controls) == {"gamma", "beta"}
+def test_affine_demo_has_three_release_controls_and_starts_where_y_and_x_hat_differ(affine_dashboard):
+    assert list(affine_dashboard.controls) == ["feature", "gamma", "beta"]
     for control in affine_dashboard.controls.values():
-        assert isinstance(control, widgets.FloatSlider) and control.continuous_update is False
-    assert affine_dashboard.controls["gamma"].value == 1.0
-    assert affine_dashboard.controls["beta"].value == 0.0
-    assert torch.equal(affine_dashboard.state["output"], affine_dashboard.state["normalised"])
+        assert isinstance(control, (widgets.FloatSlider, widgets.IntSlider)) and control.continuous_update is False
+    assert isinstance(affine_dashboard.controls["feature"], widgets.IntSlider)
+    assert (affine_dashboard.controls["feature"].min, affine_dashboard.controls["feature"].max) == (0, 15)
+    state = affine_dashboard.state
+    assert torch.equal(state["input"], TOKENS)
+    assert (state["output"] - state["normalised"]).abs().max() > 1.0  # the first picture shows both
 
 
-@pytest.mark.parametrize("name, value, column", [("gamma", 2.25, "std"), ("beta", -2.0, "mean")])
-def test_each_affine_slider_changes_what_is_shown(affine_dashboard, name, value, column):
+@pytest.mark.parametrize("name, value", [("feature", 11), ("gamma", 0.5), ("beta", -2.0)])
+def test_each_affine_control_changes_what_is_shown(affine_dashboard, name, value):
     fig, before_png = affine_dashboard.figure, affine_dashboard.image.value
-    before_html = affine_dashboard.table.value
-    counts_before = {p.get_gid(): p for p in fig.axes[0].patches}["output"].get_data()[0].copy()
+    before_html, title = affine_dashboard.table.value, fig.axes[0].get_title()
+    output_before = {c.get_gid(): c for c in fig.axes[0].collections}["output"].get_offsets().copy()
     affine_dashboard.controls[name].value = value
     state = affine_dashboard.state
     assert state[name] == value and affine_dashboard.figure is fig
     assert affine_dashboard.image.value != before_png and affine_dashboard.table.value != before_html
-    counts_after = {p.get_gid(): p for p in fig.axes[0].patches}["output"].get_data()[0]
-    assert (counts_before != counts_after).any()
-    # The readout follows the slider: std = gamma, mean = beta.
-    assert state[column] == pytest.approx(value, abs=1e-4)
-    shown = _table_row(affine_dashboard.table.value, "y = γ·x̂ + β")
-    assert shown[column] == pytest.approx(value, abs=1e-4)
-    # The normalised histogram does not move.
-    assert torch.equal(state["normalised_counts"],
-                       affine_state(TOKENS, 1.0, 0.0)["normalised_counts"])
+    assert fig.axes[0].get_title() != title
+    output_after = {c.get_gid(): c for c in fig.axes[0].collections}["output"].get_offsets()
+    assert abs(output_after - output_before).max() > 0.1
+    expected = affine_state(TOKENS, **{k: c.value for k, c in affine_dashboard.controls.items()})
+    assert torch.equal(state["output"], expected["output"])
+    # x̂ does not move: only y does
+    assert torch.equal(state["normalised"], affine_state(TOKENS, 0, 1.0, 0.0)["normalised"])

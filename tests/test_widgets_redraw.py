@@ -35,7 +35,7 @@ DASHBOARDS = {
                     [("shift", 3.5), ("scale", 2.5), ("shift", -2.0), ("scale", 0.5)]),
     "eps": (lambda runs: widgets.eps_demo(seed=0), [("eps", 1e-9), ("eps", 1e-3), ("eps", 1e-1)]),
     "affine": (lambda runs: widgets.affine_demo(seed=0),
-               [("gamma", 2.25), ("beta", -2.0), ("gamma", 0.0), ("beta", 1.5)]),
+               [("gamma", 2.25), ("beta", -2.0), ("feature", 12), ("gamma", 0.0), ("beta", 1.5)]),
     "norm_unit": (lambda runs: widgets.norm_unit_demo(
         torch.rand(2, 3, 4, generator=torch.Generator().manual_seed(42))),
         [("n_trailing", 2), ("scale", 5.0), ("n_trailing", 3), ("scale", 9.5), ("n_trailing", 1)]),

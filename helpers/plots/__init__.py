@@ -21,6 +21,7 @@ from helpers.plots.bn_vs_ln import (
 )
 from helpers.plots.core import DPI, HIGHLIGHT, OTHER, find_line
 from helpers.plots.formula import (
+    DRIFT_PANELS,
     affine_figure,
     drift_figure,
     eps_figure,
@@ -58,6 +59,7 @@ __all__ = [
     "batch_noise_figure",
     "batch_size_figure",
     "dependency_figure",
+    "DRIFT_PANELS",
     "drift_figure",
     "eps_figure",
     "evidence_figure",

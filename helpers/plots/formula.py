@@ -8,59 +8,88 @@ from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI, HIGHLIGHT, OTHER, find_line
 
-__all__ = ["affine_figure", "drift_figure", "eps_figure", "gamma_beta_fit_figure", "update_affine_figure",
+__all__ = ["DRIFT_PANELS", "affine_figure", "drift_figure", "eps_figure", "gamma_beta_fit_figure", "update_affine_figure",
            "update_eps_figure"]
 
 
 BAND = {"p05-p95": 0.2, "p25-p75": 0.45}  # the percentile bands of drift_figure, and their alpha
 
 
-def drift_figure(frame, *, figsize: tuple[float, float] = (10, 3), dpi: int = DPI) -> Figure:
-    """Per step, the distribution of what enters one hidden activation, for each model.
+#: The titles of :func:`drift_figure`'s distribution panels, by (model, site).
+DRIFT_PANELS = {("no norm", "Linear output"): "no norm: Linear output (enters the ReLU)",
+                ("LayerNorm", "Linear output"): "LayerNorm net: Linear output (enters LN)",
+                ("LayerNorm", "LayerNorm output"): "LayerNorm net: LN output (enters the ReLU)"}
+
+
+def drift_figure(frame, *, figsize: tuple[float, float] = (12, 6.4), dpi: int = DPI) -> Figure:
+    """Per step, the distributions recorded in one hidden block, the runs' spread, loss and token means.
 
     Args:
-        frame: what :func:`helpers.experiments.drift_runs` returns (columns ``model``,
-            ``step``, ``std``, ``p05`` ... ``p95``).
+        frame: what :func:`helpers.experiments.drift_runs` returns for one seed (columns
+            ``model``, ``site``, ``step``, ``loss``, ``loss_of_mean``, ``std``, ``p05`` ... ``p95``,
+            ``token_mean_absmax``).
 
     Returns:
-        A Figure with one axis per model (in the frame's order, sharing the y-axis): the
-        5-95 and 25-75 percentile bands (``gid`` ``"p05-p95"``, ``"p25-p75"``) and the
-        median (a line, ``gid`` ``"p50"``) against the step, titled with the std at the
-        first and last step, all on the same y-range (the finite percentiles'); and a last axis with each model's std divided by its std at
-        step 0 (one line per model, ``gid`` the model's name), with a dotted line at 1.
+        A Figure with two rows of three axes, every x-axis the training step on a symlog scale
+        (linear to step 10, so the first steps show). Top: one axis per (model, site) of
+        :data:`DRIFT_PANELS` present, sharing one y-range (the finite percentiles'): the 5-95 and
+        25-75 percentile bands (``gid`` ``"p05-p95"``, ``"p25-p75"``) and the median (a line,
+        ``gid`` ``"p50"``), titled with the panel's name and the std at the first and last step.
+        Bottom: each run's std divided by its std at step 0 (one line per panel, ``gid`` the
+        panel's title), a dotted line at 1; the probe loss of each model (``gid`` the model)
+        on a log scale, with the level of always answering the probe targets' mean dashed
+        (``gid`` ``"loss of the mean"``, the same for both models of a seed); and each run's largest token ``|mean|`` (``gid`` the panel's
+        title).
     """
-    models = list(dict.fromkeys(frame["model"]))
-    fig, axes = plt.subplots(1, len(models) + 1, figsize=figsize, dpi=dpi)
-    for k, (ax, model) in enumerate(zip(axes, models, strict=False)):
-        run = frame[frame["model"] == model].sort_values("step")
+    panels = [(key, title) for key, title in DRIFT_PANELS.items()
+              if ((frame["model"] == key[0]) & (frame["site"] == key[1])).any()]
+    fig, axes = plt.subplots(2, 3, figsize=figsize, dpi=dpi)
+    top, (ratio_ax, loss_ax, token_ax) = axes
+    runs = {key: frame[(frame["model"] == key[0]) & (frame["site"] == key[1])].sort_values("step")
+            for key, _ in panels}
+    for k, (ax, (key, title)) in enumerate(zip(top, panels, strict=False)):
+        run = runs[key]
         steps = run["step"].tolist()
         for band, alpha in BAND.items():
             low, high = band.split("-")
             ax.fill_between(steps, run[low].tolist(), run[high].tolist(), color=f"C{k}",
                             alpha=alpha, lw=0, gid=band, label=f"{low}–{high}")
         ax.plot(steps, run["p50"].tolist(), color=f"C{k}", lw=1.5, gid="p50", label="median")
-        ax.set_title(f"{model}: std {run['std'].iloc[0]:.2f} → {run['std'].iloc[-1]:.2f}",
-                     fontsize=10)
-        ax.set_xlabel("training step")
-        ax.grid(alpha=0.3)
+        ax.set_title(f"{title}\nstd {run['std'].iloc[0]:.2f} → {run['std'].iloc[-1]:.2f}", fontsize=9)
         ax.legend(loc="lower left", fontsize="x-small")
-    axes[0].set_ylabel("value entering the activation")
+    top[0].set_ylabel("recorded value")
     finite = frame[["p05", "p95"]].replace([float("inf"), float("-inf")], float("nan"))
     low, high = finite["p05"].min(), finite["p95"].max()
-    if low == low and high == high:  # the same y-range on every model's axis (not NaN)
+    if low == low and high == high:  # the same y-range on every distribution axis (not NaN)
         pad = 0.05 * (high - low)
-        for ax in axes[:-1]:
+        for ax in top[:len(panels)]:
             ax.set_ylim(low - pad, high + pad)
-    ratio_ax = axes[-1]
-    for k, model in enumerate(models):
-        run = frame[frame["model"] == model].sort_values("step")
+    for ax in top[len(panels):]:
+        ax.set_visible(False)
+    for k, (key, title) in enumerate(panels):
+        run = runs[key]
         ratio_ax.plot(run["step"].tolist(), (run["std"] / run["std"].iloc[0]).tolist(),
-                      color=f"C{k}", lw=1.5, gid=model, label=model)
+                      color=f"C{k}", lw=1.5, gid=title, label=title)
+        token_ax.plot(run["step"].tolist(), run["token_mean_absmax"].tolist(), color=f"C{k}", lw=1.5,
+                      gid=title, label=title)
     ratio_ax.axhline(1.0, color="0.5", ls=":", lw=1)
-    ratio_ax.set_title("std / std at step 0", fontsize=10)
-    ratio_ax.set_xlabel("training step")
-    ratio_ax.grid(alpha=0.3)
-    ratio_ax.legend(fontsize="x-small")
+    ratio_ax.set_title("std / std at step 0", fontsize=9)
+    token_ax.set_title("largest token |mean|", fontsize=9)
+    for k, model in enumerate(dict.fromkeys(frame["model"])):
+        run = frame[frame["model"] == model].drop_duplicates("step").sort_values("step")
+        loss_ax.plot(run["step"].tolist(), run["loss"].tolist(), color=f"C{2 * k}", lw=1.5, gid=model, label=model)
+    # the same seed gives both models the same probe batch, so one level serves both
+    loss_ax.axhline(frame["loss_of_mean"].iloc[0], color="0.3", ls="--", lw=1, gid="loss of the mean",
+                    label="answering the mean")
+    loss_ax.set_yscale("log")
+    loss_ax.set_title("probe loss (MSE)", fontsize=9)
+    for ax in [*top, ratio_ax, loss_ax, token_ax]:
+        ax.set_xscale("symlog", linthresh=10)
+        ax.set_xlim(0, frame["step"].max())
+        ax.set_xlabel("training step (linear to 10, then log)")
+        ax.grid(alpha=0.3)
+    for ax in (ratio_ax, loss_ax, token_ax):
+        ax.legend(fontsize=6)
     fig.tight_layout()
     return fig
 
@@ -113,57 +142,66 @@ def update_eps_figure(fig: Figure, state: dict) -> None:
                      fontsize=10)
 
 
-def affine_figure(state: dict, *, figsize: tuple[float, float] = (7, 3), dpi: int = DPI) -> Figure:
-    """Histograms of the normalised values and of ``gamma * x_hat + beta``, on a fixed axis.
+#: How far left (x̂) and right (y) of its feature each dot column of :func:`affine_figure` sits.
+AFFINE_OFFSET = 0.2
+
+
+def _affine_offsets(values, offset: float):
+    """``(n_tokens * dim, 2)`` points: feature index + offset, value (token-major)."""
+    n, dim = values.shape
+    xs = np.tile(np.arange(dim, dtype=float), n) + offset
+    return np.column_stack([xs, values.detach().double().numpy().reshape(-1)])
+
+
+def affine_figure(state: dict, *, figsize: tuple[float, float] = (8, 3.2), dpi: int = DPI) -> Figure:
+    """Every token's x̂ and y = gamma * x̂ + beta, feature by feature, on a fixed axis.
 
     Args:
-        state: what :func:`helpers.widgets.affine_state` returns (``edges``,
-            ``normalised_counts``, ``output_counts``, ``mean``, ``std``, ``gamma``, ``beta``).
+        state: what :func:`helpers.widgets.affine_state` returns (``normalised``, ``output``,
+            ``feature``, ``gamma``, ``beta``).
 
     Returns:
-        A Figure with one axis: two step histograms over ``state["edges"]`` (``gid``
-        ``"normalised"``, grey, and ``"output"``, blue), a vertical line at the output's
-        mean (``gid`` ``"mean"``) and two at mean ± std (``gid`` ``"mean - std"`` and
-        ``"mean + std"``). The x-axis is the edges' range whatever the sliders say.
+        A Figure with one axis, features on the x-axis: grey dots (``gid`` ``"normalised"``),
+        each token's x̂ at each feature, just left of it; blue dots (``gid`` ``"output"``), its
+        y, just right; token 0's y across the features as a line (``gid`` ``"token 0"``); a pale
+        band over the chosen feature (``gid`` ``"feature"``). The y-range is
+        ``helpers.widgets.AFFINE_YLIM`` whatever the sliders say.
     """
+    from helpers.widgets.formula import AFFINE_YLIM
+
     fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
-    edges = state["edges"].tolist()
-    ax.stairs(state["normalised_counts"].tolist(), edges, fill=True, color=OTHER, alpha=0.6,
-              gid="normalised", label="x̂: normalised (mean 0, std 1)")
-    ax.stairs(state["output_counts"].tolist(), edges, fill=True, color=HIGHLIGHT, alpha=0.5,
-              gid="output", label=_affine_label(state))
-    ax.axvline(state["mean"], color=HIGHLIGHT, lw=2, gid="mean")
-    for gid in ("mean - std", "mean + std"):
-        ax.axvline(state["mean"], color=HIGHLIGHT, lw=1, ls="--", gid=gid)
-    ax.set_xlim(edges[0], edges[-1])
-    ax.set_xlabel("value")
-    ax.set_ylabel("count")
-    ax.legend(loc="upper left", fontsize="x-small")
+    dim = state["normalised"].shape[1]
+    ax.axvspan(state["feature"] - 0.45, state["feature"] + 0.45, color=HIGHLIGHT, alpha=0.12, lw=0,
+               gid="feature")
+    ax.scatter(*_affine_offsets(state["normalised"], -AFFINE_OFFSET).T, s=4, color=OTHER, alpha=0.7,
+               gid="normalised", label="x̂: standardised (each token: mean 0, std 1)")
+    ax.scatter(*_affine_offsets(state["output"], AFFINE_OFFSET).T, s=4, color=HIGHLIGHT, alpha=0.7,
+               gid="output", label="y = γ·x̂ + β")
+    ax.plot(np.arange(dim) + AFFINE_OFFSET, state["output"][0].tolist(), color="k", lw=0.8, gid="token 0",
+            label="token 0's y")
+    ax.set_xticks(range(dim))
+    ax.set_xlim(-0.6, dim - 0.4)
+    ax.set_ylim(*AFFINE_YLIM)
+    ax.set_xlabel("feature")
+    ax.set_ylabel("value")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(loc="lower left", fontsize="x-small", ncols=3)
     update_affine_figure(fig, state)
     fig.tight_layout()
     return fig
 
 
-def _affine_label(state: dict) -> str:
-    return f"y = {state['gamma']:g}·x̂ {'-' if state['beta'] < 0 else '+'} {abs(state['beta']):g}"
-
-
 def update_affine_figure(fig: Figure, state: dict) -> None:
-    """Show ``state`` on a figure from :func:`affine_figure` (same edges): counts, lines, y-range, title."""
+    """Show ``state`` on a figure from :func:`affine_figure` (same tokens): dots, token 0, band, title."""
     ax = fig.axes[0]
-    patches = {p.get_gid(): p for p in ax.patches}
-    edges = state["edges"].tolist()
-    patches["normalised"].set_data(state["normalised_counts"].tolist(), edges)
-    patches["output"].set_data(state["output_counts"].tolist(), edges)
-    patches["output"].set_label(_affine_label(state))
-    ax.get_legend().get_texts()[1].set_text(_affine_label(state))
-    mean, std = state["mean"], state["std"]
-    for gid, x in (("mean", mean), ("mean - std", mean - std), ("mean + std", mean + std)):
-        find_line(ax, gid).set_xdata(np.asarray([x, x], dtype=float))
-    top = max(state["normalised_counts"].max().item(), state["output_counts"].max().item())
-    ax.set_ylim(0, 1.05 * top)  # what autoscaling gives a histogram: 5% over its tallest bin
-    ax.set_title(f"γ = {state['gamma']:g}, β = {state['beta']:g}: "
-                 f"output mean {mean:.3f}, std {std:.3f}", fontsize=10)
+    dots = {c.get_gid(): c for c in ax.collections}
+    dots["normalised"].set_offsets(_affine_offsets(state["normalised"], -AFFINE_OFFSET))
+    dots["output"].set_offsets(_affine_offsets(state["output"], AFFINE_OFFSET))
+    find_line(ax, "token 0").set_ydata(state["output"][0].tolist())
+    (band,) = [p for p in ax.patches if p.get_gid() == "feature"]
+    band.set_x(state["feature"] - 0.45)
+    ax.set_title(f"feature {state['feature']}: γ = {state['gamma']:g}, β = {state['beta']:g} for every token; "
+                 f"every other feature: γ = 1, β = 0", fontsize=10)
 
 
 def gamma_beta_fit_figure(frame, *, targets: dict | None = None,

@@ -31,7 +31,7 @@ in a module named for what they show. Everything is importable from here.
 
 from helpers.widgets.bn_vs_ln import other_samples_demo, other_samples_state
 from helpers.widgets.core import Dashboard, log_slider, png_bytes, shift_scale_sliders, slider
-from helpers.widgets.formula import AFFINE_EDGES, affine_demo, affine_state, eps_demo, eps_state
+from helpers.widgets.formula import AFFINE_YLIM, affine_demo, affine_state, eps_demo, eps_state
 from helpers.widgets.invariance import shift_scale_demo, shift_scale_state
 from helpers.widgets.numerics import DTYPES, stability_demo, stability_state
 from helpers.widgets.placement import DEPTHS, placement_demo, placement_table
@@ -39,7 +39,7 @@ from helpers.widgets.training_speed import speed_demo
 from helpers.widgets.units import NORM_UNITS, norm_unit_demo, norm_unit_state
 
 __all__ = [
-    "AFFINE_EDGES",
+    "AFFINE_YLIM",
     "DEPTHS",
     "DTYPES",
     "NORM_UNITS",

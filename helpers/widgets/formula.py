@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipywidgets as widgets
 import pandas as pd
 import torch
 
@@ -10,7 +11,7 @@ from helpers.functional import layer_norm
 from helpers.stats import group_stats, rounded
 from helpers.widgets.core import Dashboard, log_slider, slider
 
-__all__ = ["AFFINE_EDGES", "affine_demo", "affine_state", "eps_demo", "eps_state"]
+__all__ = ["AFFINE_YLIM", "affine_demo", "affine_state", "eps_demo", "eps_state"]
 
 
 def eps_state(x: torch.Tensor, eps: float) -> dict:
@@ -75,50 +76,56 @@ def eps_demo(seed: int = 0, *, n_features: int = 8, mean: float = 1.0,
     )
 
 
-AFFINE_EDGES = torch.linspace(-14.0, 14.0, 57)  # histogram bins of width 0.5
+#: The value range of :func:`helpers.plots.affine_figure` (fixed, so the axis never moves).
+AFFINE_YLIM = (-12.0, 12.0)
 
 
-def affine_state(x: torch.Tensor, gamma: float, beta: float, *, eps: float = 1e-5,
-                 edges: torch.Tensor = AFFINE_EDGES) -> dict:
-    """LayerNorm ``(n_tokens, dim)`` tokens with every gamma set to ``gamma``, every beta to ``beta``.
+def affine_state(x: torch.Tensor, feature: int, gamma: float, beta: float, *, eps: float = 1e-5) -> dict:
+    """LayerNorm of ``(n_tokens, dim)`` tokens with feature ``feature``'s gamma and beta set, the others 1 and 0.
+
+    gamma and beta are vectors with one entry per feature, shared by every token: setting
+    entry ``feature`` rescales and shifts that feature of *every* token, and no other.
 
     Args:
         x: the tokens, shape ``(n_tokens, dim)``.
-        gamma, beta: the value of every entry of LayerNorm's weight and bias.
+        feature: which entry of gamma and beta the sliders set, ``0 <= feature < dim``.
+        gamma, beta: its values; every other entry of gamma is 1 and of beta 0.
         eps: LayerNorm's eps.
-        edges: the histogram's bin edges (fixed, so the axis never moves).
 
     Returns:
-        A dict: ``input`` (``x``), ``normalised`` (LayerNorm without gamma and beta: x̂), ``output``
-        (``gamma * x̂ + beta``, via ``helpers.layer_norm`` with weight and bias), ``gamma``,
-        ``beta``, ``edges``, ``normalised_counts`` and ``output_counts`` (histograms over
-        ``edges``), the output's ``mean`` and biased ``std`` over all its values (float64),
-        and ``table``: the mean and std of x̂ and of y next to the sliders' beta and gamma.
+        A dict: ``input`` (``x``), ``normalised`` (LayerNorm without gamma and beta: x̂),
+        ``output`` (``helpers.layer_norm`` with ``weight`` and ``bias``), ``weight`` and ``bias``
+        (the vectors), ``feature``, ``gamma``, ``beta``; over the tokens, in float64, the
+        chosen feature's output ``mean`` and biased ``std`` and the largest change of any
+        other feature (``others_max_change``, ``|y - x̂|``); and ``table``: the mean and std
+        over the tokens of x̂ and y at the chosen feature, and ``γ · mean(x̂) + β`` and
+        ``|γ| · std(x̂)``, what y's must be.
     """
     if not isinstance(x, torch.Tensor) or x.ndim != 2:
         got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"affine_state(): argument 'x' must be a 2-D tensor (tokens, features), "
                          f"got {got}")
-    shape = (x.shape[1],)
-    normalised = layer_norm(x, shape, eps=eps)
-    output = layer_norm(x, shape, torch.full(shape, float(gamma)), torch.full(shape, float(beta)),
-                        eps=eps)
-    stats_hat = group_stats(normalised, (0, 1)).iloc[0]
-    stats_out = group_stats(output, (0, 1)).iloc[0]
+    dim = x.shape[1]
+    if not 0 <= feature < dim:
+        raise ValueError(f"affine_state(): argument 'feature' must be in [0, {dim - 1}], got {feature}")
+    weight, bias = torch.ones(dim), torch.zeros(dim)
+    weight[feature], bias[feature] = float(gamma), float(beta)
+    normalised = layer_norm(x, (dim,), eps=eps)
+    output = layer_norm(x, (dim,), weight, bias, eps=eps)
+    column_hat = group_stats(normalised[:, feature], 0).iloc[0]
+    column_out = group_stats(output[:, feature], 0).iloc[0]
+    others = [j for j in range(dim) if j != feature]
     table = pd.DataFrame(
-        {"mean": [stats_hat["mean"], stats_out["mean"], float(beta)],
-         "std": [stats_hat["std"], stats_out["std"], abs(float(gamma))]},
-        index=pd.Index(["x̂ (normalised)", "y = γ·x̂ + β", "sliders: β and |γ|"]),
+        {"mean over tokens": [column_hat["mean"], column_out["mean"], float(gamma) * column_hat["mean"] + float(beta)],
+         "std over tokens": [column_hat["std"], column_out["std"], abs(float(gamma)) * column_hat["std"]]},
+        index=pd.Index([f"x̂, feature {feature}", f"y, feature {feature}", "γ · x̂ + β: what y must have"]),
     )
-
-    def counts(values: torch.Tensor) -> torch.Tensor:
-        return torch.histogram(values.flatten().double(), edges.double()).hist
-
     return {
-        "input": x, "normalised": normalised, "output": output,
-        "gamma": float(gamma), "beta": float(beta),
-        "edges": edges, "normalised_counts": counts(normalised), "output_counts": counts(output),
-        "mean": stats_out["mean"], "std": stats_out["std"], "table": table,
+        "input": x, "normalised": normalised, "output": output, "weight": weight, "bias": bias,
+        "feature": int(feature), "gamma": float(gamma), "beta": float(beta),
+        "mean": column_out["mean"], "std": column_out["std"],
+        "others_max_change": (output[:, others] - normalised[:, others]).abs().max().item(),
+        "table": table,
     }
 
 
@@ -127,21 +134,25 @@ def _affine_table(state: dict) -> pd.DataFrame:
 
 
 def affine_demo(seed: int = 0, *, n_tokens: int = 64, dim: int = 16) -> Dashboard:
-    """Sliders for gamma and beta over LayerNorm's output of seeded tokens ``5 + 2 * randn``.
+    """A feature selector and its gamma and beta, over LayerNorm's output of seeded tokens ``5 + 2 * randn``.
 
-    The grey histogram is x̂ (mean 0, std 1), the blue one ``gamma * x̂ + beta``; the
-    table reads the blue one's mean and std, which follow beta and |gamma|.
+    Grey dots: x̂, every token's value at every feature; blue dots: ``y = gamma * x̂ + beta``
+    with the chosen feature's gamma and beta from the sliders and every other feature's at
+    1 and 0. The chosen feature's column of every token stretches and moves; the others stay.
+    Starts at feature 3, gamma 2.5, beta 3, so that y and x̂ differ from the first picture.
     """
     x = 5.0 + 2.0 * torch.randn(n_tokens, dim, generator=torch.Generator().manual_seed(seed))
     controls = {
-        "gamma": slider("γ (every weight)", 1.0, 0.0, 3.0, 0.25),
-        "beta": slider("β (every bias)", 0.0, -3.0, 3.0, 0.25),
+        "feature": widgets.IntSlider(value=3, min=0, max=dim - 1, step=1, description="feature j",
+                                     continuous_update=False, style={"description_width": "initial"}),
+        "gamma": slider("γ_j (its weight)", 2.5, 0.0, 3.0, 0.25),
+        "beta": slider("β_j (its bias)", 3.0, -3.0, 3.0, 0.25),
     }
     return Dashboard(
         controls,
-        lambda gamma, beta: affine_state(x, gamma, beta),
+        lambda feature, gamma, beta: affine_state(x, feature, gamma, beta),
         plots.affine_figure,
         update=plots.update_affine_figure,
         table=_affine_table,
-        title="<b>γ rescales and β shifts LayerNorm's standardised output.</b>",
+        title="<b>γ and β have one entry per feature, shared by every token.</b>",
     )
