@@ -33,6 +33,7 @@ __all__ = [
     "output_change",
     "pad_batch",
     "reduced_dims",
+    "token_jacobian_norm",
 ]
 
 
@@ -172,6 +173,40 @@ def dependency_matrix(fn: Callable[[Tensor], Tensor], sentence: Tensor) -> Tenso
         raise ValueError(f"dependency_matrix(): fn must keep the shape (seq_len, dim), but one "
                          f"sentence {list(sentence.shape)} gave a Jacobian {list(jac.shape)}")
     return (jac * jac).sum(dim=(1, 3)).sqrt()  # (out position, in position)
+
+
+def token_jacobian_norm(x: Tensor, eps: float = 1e-5) -> Tensor:
+    r"""The Frobenius norm of per-token LayerNorm's Jacobian for each token of ``x``, in closed form.
+
+    For one token of ``n`` features, with :math:`\sigma = \sqrt{\mathrm{Var}[x] + \epsilon}` and
+    :math:`y = (x - \mathrm{E}[x]) / \sigma` (no gamma or beta),
+
+    .. math::
+        \frac{\partial y}{\partial x} = \frac{1}{\sigma}\Big(I - \frac{1}{n}\mathbf{1}\mathbf{1}^\top
+        - \frac{1}{n} y y^\top\Big), \qquad
+        \Big\|\frac{\partial y}{\partial x}\Big\|_F = \frac{\sqrt{n - 2 + (1 - r)^2}}{\sigma},
+        \quad r = \frac{\mathrm{Var}[x]}{\mathrm{Var}[x] + \epsilon},
+
+    since :math:`I - \mathbf{1}\mathbf{1}^\top / n` is a projection of rank ``n - 1``, ``y`` is
+    orthogonal to :math:`\mathbf{1}` and :math:`y^\top y = n r`. With ``eps`` small next to the
+    variance (``r`` near 1) it is :math:`\sqrt{n - 2} / \sigma`: the diagonal of
+    :func:`dependency_matrix` for a per-token norm.
+
+    Args:
+        x: tokens, ``(..., n)``; computed in float64.
+        eps: LayerNorm's eps.
+
+    Returns:
+        ``x.shape[:-1]``, float64.
+    """
+    if not isinstance(x, Tensor) or x.dim() < 1 or x.shape[-1] < 2:
+        raise ValueError("token_jacobian_norm(): argument 'x' must be a tensor of tokens (..., n) with n >= 2, "
+                         f"got {getattr(x, 'shape', type(x).__name__)}")
+    x = x.double()
+    n = x.shape[-1]
+    var = (x - x.mean(-1, keepdim=True)).square().mean(-1)
+    r = var / (var + eps)
+    return torch.sqrt(n - 2 + (1 - r) ** 2) / torch.sqrt(var + eps)
 
 
 def future_leak(dependencies: Tensor) -> float:

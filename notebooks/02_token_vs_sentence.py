@@ -142,6 +142,7 @@ from helpers.sequence import (
     output_change,
     pad_batch,
     reduced_dims,
+    token_jacobian_norm,
 )
 from helpers.stats import group_stats, rounded
 from helpers.widgets import norm_unit_demo, norm_unit_state
@@ -377,12 +378,20 @@ table.drop(columns="exact").assign(max_abs_diff=[f"{diff.iloc[0]:.2f}", "< 2e-06
 # GPT-style models read left to right: the output at position $i$ may use tokens
 # $0, \dots, i$ only, because during training it predicts token $i + 1$ and must not see it,
 # and during generation the later tokens do not exist yet. Attention enforces this with a
-# causal mask. A norm must not undo it.
+# **causal mask**: before the softmax that turns position $i$'s scores into attention weights,
+# the scores of every later position $j > i$ are set to $-\infty$, so their weights are exactly
+# 0. A norm must not undo it.
 #
-# `dependency_matrix(fn, sentence)` measures it: entry $[i, j]$ is the size (Frobenius norm)
-# of the Jacobian block $\partial\,\text{out}_i / \partial\,\text{in}_j$, zero exactly when
-# output token $i$ does not depend on input token $j$ (to first order). Anything above the
-# diagonal (hatched) is the future leaking in. First the two norms alone, on sentence 0:
+# `dependency_matrix(fn, sentence)` measures it. The **Jacobian** of a function is the table of
+# all its partial derivatives: entry $(a, b)$ says how much output $a$ moves per small move of
+# input $b$. Its block $\partial\,\text{out}_i / \partial\,\text{in}_j$ is the `dim × dim` part
+# that links input token $j$ to output token $i$, and the **Frobenius norm** of that block, the
+# square root of the sum of its squared entries, is one number for its size: entry $[i, j]$ of
+# the matrix. It is zero exactly when output token $i$ does not depend on input token $j$ **to
+# first order**, that is, for changes small enough that the output moves linearly with them,
+# $\text{out}(\text{in} + \delta) \approx \text{out}(\text{in}) + J\,\delta$ (the replacement
+# test further down checks a large change too). Anything above the diagonal (hatched) is the
+# future leaking in. First the two norms alone, on sentence 0:
 
 # %%
 sentence0 = batch_inputs[0]  # 3 tokens x 4 features
@@ -400,9 +409,32 @@ plt.show()
 # Per token, each output depends on its own input only (a diagonal matrix, zeros exactly).
 # Per sentence, every output depends on every input, later ones included.
 #
-# Now the same inside a model: `CausalBlock` is the first half of a pre-LN GPT block,
+# **Where 6.05, 6.92 and 4.28 come from.** For one token of $n$ features, LN's Jacobian is
+# $\frac{1}{\sigma}\big(I - \frac{1}{n}\mathbf{1}\mathbf{1}^\top - \frac{1}{n} y y^\top\big)$ with
+# $\sigma = \sqrt{\mathrm{Var}[x] + \epsilon}$ and $y$ the token's output. The bracket removes two
+# directions (moving every feature by the same amount, and scaling the token), which LN cannot
+# see, so its Frobenius norm is $\sqrt{n - 2}$ when `eps` is negligible, and exactly
+# $\sqrt{n - 2 + (1 - r)^2}$ with $r = \mathrm{Var}/(\mathrm{Var} + \epsilon)$
+# (`helpers.sequence.token_jacobian_norm`). So the diagonal is about $\sqrt{2}/\sigma$ here: a
+# token with a small spread is made *more* sensitive to its inputs, by $1/\sigma$, and `eps`,
+# inside $\sigma$, is what caps that sensitivity for a token whose features are all nearly equal.
+# In float64, from each token's variance (the lesson's: 0.0546, 0.0418, 0.1090):
+
+# %%
+closed_form = token_jacobian_norm(sentence0)  # sqrt(n - 2 + (1 - r)^2) / sqrt(Var + eps), float64
+sqrt_2_over_sigma = 2**0.5 / torch.sqrt(sentence0.double().var(-1, unbiased=False) + 1e-5)
+diagonal = deps["LayerNorm(dim): per token"].diagonal().double()
+assert torch.allclose(diagonal, closed_form, rtol=1e-5) and torch.allclose(closed_form, sqrt_2_over_sigma, rtol=1e-6)
+pd.DataFrame({"autograd diagonal": diagonal.numpy(), "sqrt(n-2+(1-r)^2)/sigma": closed_form.numpy(),
+              "sqrt(2)/sigma": sqrt_2_over_sigma.numpy()}, index=pd.Index(range(seq_len), name="token")).round(3)
+
+# %% [markdown]
+# Now the same inside a model: `CausalBlock` is the first half of a **pre-LN** GPT block,
 # `x + attention(norm(x))`, with a causal mask that stops position $i$ from attending to
-# $j > i$. Two blocks with the same seeded weights, differing only in their norm:
+# $j > i$. Pre-LN means the norm sits at the input of each sub-block, inside the residual
+# branch, as in GPT-2 and LLaMA; the original Transformer normalised after the residual sum,
+# `norm(x + attention(x))` ("post-LN"); notebook 04 compares the two. Two blocks with the same
+# seeded weights, differing only in their norm:
 
 # %%
 blocks = {unit: CausalBlock(dim, seq_len, unit=unit, seed=0) for unit in ("token", "sentence")}
@@ -433,8 +465,11 @@ pd.DataFrame({k: v.numpy() for k, v in moves.items()},
 
 # %% [markdown]
 # A consequence for generation: with per-token LN, appending a token leaves every earlier
-# position's output as it was, so the keys and values computed for them can be cached and
-# reused (GPT-2's `past`, LLaMA's `cache_k`/`cache_v`). A per-sentence LN would change them
+# position's output as it was. In attention, every position computes a *key* and a *value*
+# vector from its (normalised) input; a model that generates one token at a time keeps the
+# earlier positions' keys and values in memory, the **KV cache**, and computes only the new
+# token's at each step (GPT-2's `past`, LLaMA's `cache_k`/`cache_v`). That is correct only if
+# appending a token does not change what the earlier positions computed. A per-sentence LN would change them
 # all at every step, and with a fixed `(seq_len, dim)` it cannot even run on the shorter
 # prefix.
 
@@ -459,6 +494,13 @@ print("per token: the first 2 positions' outputs are the same with or without to
 # `nn.LayerNorm(hidden_size)` for BERT and GPT-2 (Hugging Face `transformers`' `modeling_bert.py`
 # and `modeling_gpt2.py`) and keep LLaMA's RMSNorm over the last dim.
 # None normalizes per sentence.
+#
+# **RMSNorm differs from LN in two ways.** It does not centre: no mean is subtracted, and it
+# divides by the root mean square $\sqrt{\mathrm{mean}(x^2) + \epsilon}$ instead of the standard
+# deviation. And it has no $\beta$: only a per-feature gain, `weight`. Zhang and Sennrich (2019)
+# argue that LN's benefit comes from the re-scaling rather than the re-centring, and drop the
+# latter to save computation. On a token whose mean is 0 the two agree (up to their `eps`);
+# on any other token they differ. `llama_rms_norm` below has no mean and no `b`.
 #
 # Below, GPT-2's `norm` and LLaMA's `RMSNorm` are rewritten in PyTorch line for line (TensorFlow's
 # `reduce_mean(..., axis=-1, keepdims=True)` is `mean(-1, keepdim=True)`) and run on a batch
@@ -502,9 +544,28 @@ below(table, bound=1e-5)
 
 # %% [markdown]
 # All four are per token. In the lesson's words, the choice "depends on the task"; the
-# evidence above says which one: a task that needs sentences of different lengths, padding or
-# left-to-right generation needs per-token normalization, and the models that define the
-# field use it.
+# evidence above says which one for sequences: a task that needs sentences of different
+# lengths, padding or left-to-right generation needs per-token normalization, and the models
+# that define the field use it.
+#
+# **Where a whole sample is the right unit: images.** A convolutional network's activations
+# have shape `(N, C, H, W)`: no sequence to keep causal, and every image the same size. There
+# LN over a whole sample, `nn.LayerNorm((C, H, W))`, is legitimate: Ba et al. (2016, section 6.7)
+# tried it on convolutional networks (faster than no normalization, slower than BatchNorm in
+# their preliminary experiments). Its statistics are those of GroupNorm with one group,
+# `nn.GroupNorm(1, C)` (Wu & He 2018 describe LN as that special case), but the learned
+# parameters differ: GroupNorm's $\gamma$ and $\beta$ have one entry per channel, `(C,)`, LN's one
+# per element, `(C, H, W)`:
+
+# %%
+images = torch.randn(2, 3, 4, 4, generator=torch.Generator().manual_seed(0)) * 3 + 1  # (N, C, H, W)
+whole_ln, group_1 = nn.LayerNorm((3, 4, 4)), nn.GroupNorm(1, 3)
+with torch.no_grad():
+    same_stats = F.layer_norm(images, (3, 4, 4)), F.group_norm(images, 1)  # no gamma, beta
+assert torch.allclose(*same_stats, atol=1e-5)
+print("LayerNorm((C, H, W)) weight:", tuple(whole_ln.weight.shape), "  GroupNorm(1, C) weight:",
+      tuple(group_1.weight.shape))
+below(compare(*same_stats, name="F.layer_norm over (C, H, W) vs F.group_norm, 1 group"), bound=1e-5)
 #
 # ## Exercises
 #
@@ -604,6 +665,9 @@ check_masked_sentence_layer_norm(my_masked_layer_norm)
 # | Per-sentence LN makes every position depend on later tokens, even inside a causally masked block; per-token LN keeps the block causal | *Pitfall 3*: Jacobians (`dependency_matrix`) and replacing the last token (`output_change`) |
 # | Per-token LN lets a generator reuse earlier positions' outputs as tokens are appended | *Pitfall 3*, last cell |
 # | The Transformer, BERT and GPT-2 use per-token LayerNorm, LLaMA per-token RMSNorm, and their formulas equal `nn.LayerNorm(d)`, `nn.RMSNorm(d)` and the set's functions | *What real models do*, with the authors' code cited |
+# | RMSNorm differs from LN by not centring and having no beta | *What real models do*, the prose and `llama_rms_norm`; Zhang & Sennrich 2019 |
+# | Per-token LN's Jacobian has Frobenius norm $\sqrt{n - 2 + (1 - r)^2}/\sqrt{\mathrm{Var} + \epsilon}$: the diagonal 6.05, 6.92, 4.28 | *Pitfall 3*, `token_jacobian_norm` against autograd (tested in `tests/test_sequence.py`) |
+# | Over a whole sample `(C, H, W)`, as in CNNs, LN is legitimate; its statistics are GroupNorm(1, C)'s, its parameters per element rather than per channel | *What real models do*, the image cell; Ba et al. 2016 §6.7; Wu & He 2018 |
 #
 # ## Glossary: the lesson's words
 #
@@ -624,7 +688,7 @@ check_masked_sentence_layer_norm(my_masked_layer_norm)
 # ## References
 #
 # - J. L. Ba, J. R. Kiros, G. E. Hinton, *Layer Normalization*, 2016,
-#   [arXiv:1607.06450](https://arxiv.org/abs/1607.06450).
+#   [arXiv:1607.06450](https://arxiv.org/abs/1607.06450); section 6.7: LN on convolutional networks.
 # - A. Vaswani et al., *Attention Is All You Need*, NeurIPS 2017,
 #   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762), section 3.1: `LayerNorm(x + Sublayer(x))`;
 #   the authors' code: [tensor2tensor `layers/common_layers.py`](https://github.com/tensorflow/tensor2tensor/blob/master/tensor2tensor/layers/common_layers.py),
@@ -641,6 +705,8 @@ check_masked_sentence_layer_norm(my_masked_layer_norm)
 #   RMSNorm); code: [meta-llama/llama `llama/model.py`](https://github.com/meta-llama/llama/blob/main/llama/model.py), `RMSNorm`.
 # - B. Zhang, R. Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019,
 #   [arXiv:1910.07467](https://arxiv.org/abs/1910.07467).
+# - Y. Wu, K. He, *Group Normalization*, ECCV 2018, [arXiv:1803.08494](https://arxiv.org/abs/1803.08494):
+#   LayerNorm and InstanceNorm as GroupNorm with one group and with one channel per group.
 # - PyTorch, [`torch.nn.LayerNorm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.LayerNorm.html)
 #   (the mean and variance over the last `len(normalized_shape)` dims; `weight` and `bias` of
 #   shape `normalized_shape`) and [`torch.nn.RMSNorm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.RMSNorm.html).

@@ -244,3 +244,34 @@ def test_blocks_share_weights_by_seed_and_leave_the_global_rng_alone():
 def test_causal_block_refuses_an_unknown_unit():
     with pytest.raises(ValueError, match=r"'unit' must be 'token' or 'sentence', got 'batch'"):
         CausalBlock(4, 3, "batch")
+
+
+# ---------------------------------------------------------------- the closed-form Jacobian norm
+
+
+@pytest.mark.parametrize("n, scale, eps", [(4, 1.0, 1e-5), (4, 0.003, 1e-5), (7, 0.3, 1e-5), (16, 2.0, 0.1)])
+def test_token_jacobian_norm_is_the_diagonal_of_the_autograd_dependency_matrix(n, scale, eps):
+    from helpers.sequence import dependency_matrix, token_jacobian_norm
+
+    sentence = torch.randn(5, n, generator=torch.Generator().manual_seed(n), dtype=torch.float64) * scale + 1
+    deps = dependency_matrix(lambda x: F.layer_norm(x, (n,), eps=eps), sentence)
+    assert torch.allclose(token_jacobian_norm(sentence, eps), deps.diagonal(), rtol=1e-9)
+    assert torch.equal(deps - torch.diag(deps.diagonal()), torch.zeros(5, 5, dtype=torch.float64))
+
+
+def test_token_jacobian_norm_tends_to_sqrt_n_minus_2_over_sigma():
+    from helpers.sequence import token_jacobian_norm
+
+    x = torch.randn(3, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 5
+    var = x.var(-1, unbiased=False)
+    assert torch.allclose(token_jacobian_norm(x), math.sqrt(6) / torch.sqrt(var + 1e-5), rtol=1e-9)
+    constant = torch.full((1, 4), 3.0, dtype=torch.float64)  # var 0, r = 0: sqrt(n - 1) / sqrt(eps)
+    assert token_jacobian_norm(constant).item() == pytest.approx(math.sqrt(3) / math.sqrt(1e-5))
+
+
+def test_token_jacobian_norm_refuses_one_feature():
+    from helpers.sequence import token_jacobian_norm
+
+    with pytest.raises(ValueError, match=r"argument 'x' must be a tensor of tokens \(\.\.\., n\) with n >= 2, "
+                                         r"got torch.Size\(\[3, 1\]\)"):
+        token_jacobian_norm(torch.zeros(3, 1))
