@@ -18,6 +18,8 @@ tests can assert on them:
   experiment ``batch_size`` (``make experiments ONLY=batch_size``) stores them at 20 seeds;
   :func:`final_accuracy` and :func:`accuracy_gaps` read the stored table (paired differences
   with bootstrap intervals).
+- :func:`shift_robustness`: BN with trained statistics and LN on data shifted feature by
+  feature: neither is robust to it.
 - :func:`padding_pollution`: BN over padded sequences lets pad tokens into the real
   tokens' statistics; per-token LN does not.
 - :func:`invariance_table`: Table 1 of Ba, Kiros and Hinton (2016), measured.
@@ -58,6 +60,7 @@ __all__ = [
     "make_task",
     "padding_pollution",
     "pooling_groups",
+    "shift_robustness",
     "state_and_modes",
     "state_dict_diff",
     "two_sample_stats",
@@ -362,6 +365,54 @@ def state_dict_diff(a: nn.Module, b: nn.Module, names=("a", "b")) -> pd.DataFram
                         index=pd.Index(keys, name="key"))
 
 
+# ------------------------------------------------------------ a shift between training and deployment
+
+
+def shift_robustness(shift: torch.Tensor, scale: torch.Tensor, *, n: int = 4096, batches: int = 200,
+                     batch_size: int = 32, seed: int = 0) -> pd.DataFrame:
+    """BN with trained statistics and LN, on in-distribution data and on data shifted feature by feature.
+
+    Training data is standard normal, ``(*, C)`` with ``C = len(shift)``. BN's statistics are
+    trained on ``batches`` batches of ``batch_size`` with ``momentum=None`` (a cumulative average
+    of the batch statistics: converged, not one update), then BN runs in ``eval()``. The test
+    data are ``n`` fresh standard-normal samples, as they are (``"in distribution"``) and as
+    ``x * scale + shift`` (``"shifted"``, a different shift and scale per feature). LN is
+    ``nn.LayerNorm(C)`` (gamma 1, beta 0).
+
+    Returns:
+        One row per (norm, data), columns ``feature {j} mean`` and ``feature {j} std`` of the
+        outputs, feature by feature over the ``n`` samples (float64, biased std), and
+        ``largest change from in distribution``: the largest change of a feature's output mean
+        or std from the same norm on in-distribution data.
+    """
+    if shift.ndim != 1 or shift.shape != scale.shape:
+        raise ValueError(f"shift_robustness(): arguments 'shift' and 'scale' must be 1-D of one length, "
+                         f"got shapes {tuple(shift.shape)} and {tuple(scale.shape)}")
+    c = len(shift)
+    g = torch.Generator().manual_seed(seed)
+    bn = nn.BatchNorm1d(c, momentum=None)
+    with torch.no_grad():
+        for _ in range(batches):
+            bn(torch.randn(batch_size, c, generator=g))
+    bn.eval()
+    ln = nn.LayerNorm(c)
+    clean = torch.randn(n, c, generator=g)
+    data = {"in distribution": clean, "shifted": clean * scale + shift}
+    rows = {}
+    with torch.no_grad():
+        for name, module in (("BatchNorm1d, eval()", bn), ("LayerNorm", ln)):
+            for label, x in data.items():
+                y = module(x).double()
+                rows[name, label] = {**{f"feature {j} mean": y[:, j].mean().item() for j in range(c)},
+                                     **{f"feature {j} std": y[:, j].std(unbiased=False).item() for j in range(c)}}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index = pd.MultiIndex.from_tuples(table.index, names=["norm", "data"])
+    reference = table.xs("in distribution", level="data")
+    table["largest change from in distribution"] = [
+        (table.loc[key, reference.columns] - reference.loc[key[0]]).abs().max() for key in table.index]
+    return table
+
+
 # ------------------------------------------------------------ padding
 
 
@@ -401,19 +452,26 @@ def padding_pollution(lengths=(5, 2), dim: int = 4, *, seed: int = 0, extra_pads
 
 # ------------------------------------------------------------ invariances
 
-#: Table 1 of Ba, Kiros and Hinton (2016), arXiv:1607.06450 (RMSNorm is not in it).
+#: Table 1 of Ba, Kiros and Hinton (2016), arXiv:1607.06450 (batch, weight and layer
+#: normalization), and RMSNorm's row from Table 1 of Zhang and Sennrich (2019), arXiv:1910.07467.
 PAPER_TABLE = pd.DataFrame(
     {"BatchNorm": [True, False, True, True, True, False],
-     "LayerNorm": [True, True, False, True, False, True]},
+     "WeightNorm": [True, False, True, False, False, False],
+     "LayerNorm": [True, True, False, True, False, True],
+     "RMSNorm": [True, False, False, True, False, True]},
     index=pd.Index(["weight matrix re-scaling", "weight matrix re-centering", "weight vector re-scaling",
                     "dataset re-scaling", "dataset re-centering", "single training case re-scaling"],
                    name="transformation"),
 )
 
+#: Each norm as ``fn(x, W, eps)`` -> the normalized summed inputs: BN, LN and RMSNorm act on
+#: ``a = x @ W.T``; weight normalization (Salimans & Kingma 2016, gain 1) on the weights,
+#: ``x @ (W / ||W_i||).T``, each unit's weight vector divided by its length.
 _INVARIANCE_NORMS = {
-    "BatchNorm": lambda a, eps: batch_norm(a, None, None, training=True, eps=eps),
-    "LayerNorm": lambda a, eps: layer_norm(a, (a.shape[-1],), eps=eps),
-    "RMSNorm": lambda a, eps: rms_norm(a, (a.shape[-1],), eps=eps),
+    "BatchNorm": lambda x, w, eps: batch_norm(x @ w.T, None, None, training=True, eps=eps),
+    "WeightNorm": lambda x, w, eps: x @ (w / w.norm(dim=1, keepdim=True)).T,
+    "LayerNorm": lambda x, w, eps: layer_norm(x @ w.T, (w.shape[0],), eps=eps),
+    "RMSNorm": lambda x, w, eps: rms_norm(x @ w.T, (w.shape[0],), eps=eps),
 }
 
 
@@ -441,7 +499,7 @@ def _transformations(x: torch.Tensor, w: torch.Tensor, g: torch.Generator) -> di
 
 def invariance_table(*, cases: int = 16, in_features: int = 6, units: int = 5, seed: int = 0,
                      eps: float = 1e-10, tol: float = 1e-6) -> pd.DataFrame:
-    """Measure, for BN, LN and RMSNorm, which of Ba et al.'s transformations leave the output unchanged.
+    """Measure, for BN, WeightNorm, LN and RMSNorm, which of Ba et al.'s transformations leave the output unchanged.
 
     Definitions (the paper's, with ``a = x @ W.T`` the summed inputs of one layer, rows
     of ``W`` one unit's weight vector, rows of ``x`` the training cases):
@@ -455,9 +513,9 @@ def invariance_table(*, cases: int = 16, in_features: int = 6, units: int = 5, s
     threshold on the data. *Invariant* means the output moved by less than ``tol``.
 
     Returns:
-        One row per transformation; columns ``BatchNorm``, ``LayerNorm``, ``RMSNorm``
-        (measured, bool), ``... max change`` for each, and ``paper BatchNorm`` /
-        ``paper LayerNorm`` (:data:`PAPER_TABLE`).
+        One row per transformation; columns ``BatchNorm``, ``WeightNorm``, ``LayerNorm``,
+        ``RMSNorm`` (measured, bool), ``... max change`` for each, and ``paper ...`` for each
+        (:data:`PAPER_TABLE`: Ba et al.'s Table 1, RMSNorm's row from Zhang & Sennrich's).
     """
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(cases, in_features, generator=g, dtype=torch.float64)
@@ -466,7 +524,7 @@ def invariance_table(*, cases: int = 16, in_features: int = 6, units: int = 5, s
     for name, (x2, w2) in _transformations(x, w, g).items():
         row = {}
         for norm, fn in _INVARIANCE_NORMS.items():
-            row[f"{norm} max change"] = (fn(x2 @ w2.T, eps) - fn(x @ w.T, eps)).abs().max().item()
+            row[f"{norm} max change"] = (fn(x2, w2, eps) - fn(x, w, eps)).abs().max().item()
         for norm in _INVARIANCE_NORMS:
             row[norm] = row[f"{norm} max change"] < tol
         rows[name] = row

@@ -153,6 +153,31 @@ assert sizes.loc[("BatchNorm", 2)].tolist() == [4, 3] and sizes.loc[("BatchNorm"
 assert sizes.loc[("LayerNorm", 2)].tolist() == [3, 4] and sizes.loc[("LayerNorm", 3)].tolist() == [4, 6]
 
 # %% [markdown]
+# ### BN's home ground: images
+#
+# BN was made for convolutional networks (Ioffe & Szegedy 2015), whose activations have shape
+# `(N, C, H, W)`. `nn.BatchNorm2d(C)` pools each **channel** over the batch *and every pixel*:
+# `N × H × W` values per mean and variance. Even a batch of 2 images of 16 × 16 pixels gives 512
+# values per statistic, against 2 in the `(batch, features)` case above; that is why BN works
+# well there at batch sizes where it fails on an MLP (section 4).
+
+# %%
+images = torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(7)) * 2 + 1  # (N, C, H, W)
+by_hand = (images - images.mean(dim=(0, 2, 3), keepdim=True)) / torch.sqrt(
+    images.var(dim=(0, 2, 3), unbiased=False, keepdim=True) + 1e-5)
+bn2d = nn.BatchNorm2d(3)(images)
+assert torch.allclose(bn2d, by_hand, atol=1e-5)
+print("values per channel statistic:", images[:, 0].numel(), "(N x H x W);  channels:", images.shape[1])
+compare(bn2d, by_hand, name="nn.BatchNorm2d vs per-channel over (N, H, W)")[["close", "dtype"]]
+
+# %% [markdown]
+# BN's dependence on the batch is not only a cost. Ioffe and Szegedy (2015, section 3.4) note
+# that, in training, a sample's output depends on the other samples drawn with it, so the
+# network never sees the same value twice for one training example: a noise that **acts as a
+# regulariser**, and that let them reduce or remove Dropout. LN, which never looks at other
+# samples, has no such noise.
+
+# %% [markdown]
 # ## 3 · See it: BN's output for one sample depends on the others
 #
 # Because BN pools over the batch, a sample's output depends on which other samples share its
@@ -403,8 +428,10 @@ assert torch.allclose(cumulative.running_mean, batch_means.mean(0), atol=1e-6)
 bn_vs_ln.state_dict_diff(nn.LayerNorm(3), nn.BatchNorm1d(3), names=("LayerNorm(3)", "BatchNorm1d(3)"))
 
 # %% [markdown]
-# So LN computes the same function in `train()` and `eval()`; BN does not (its `eval()` uses the
-# running statistics after one update, far from this batch's):
+# So LN computes the same function in `train()` and `eval()`; BN does not. Here BN's `eval()`
+# uses running statistics after a single update, still close to their initial 0 and 1 and far
+# from this batch's; a trained BN's are much closer (below), but they are still an average over
+# past batches, not this batch's own:
 
 # %%
 ln = nn.LayerNorm(3)
@@ -422,31 +449,38 @@ assert not modes.loc["BatchNorm1d", "identical in train() and eval()"]
 rounded(modes, 4)
 
 # %% [markdown]
-# **When the running statistics do not match the data.** Train a BN layer's statistics on data
-# with mean 0 and standard deviation 1 (200 batches of 32), then feed it data with mean 3 and
-# standard deviation 2, as after a shift between training and deployment. In `eval()`, BN
-# applies the old statistics and its output is far from standardised; LN standardises each
-# sample with its own statistics, in any mode.
+# **When the deployment data are shifted.** Train a BN layer's statistics on standard-normal
+# data with 6 features (200 batches of 32, with `momentum=None`: a cumulative average, so the
+# running statistics have converged, not one update as above), then feed it data shifted and
+# rescaled **feature by feature**, as after a change between training and deployment.
+# (Shifting every feature by the *same* amount would be unfair to BN: LN removes a shift common
+# to a sample's features by construction.) `shift_robustness` measures each output feature's
+# mean and std over 4096 samples, on in-distribution data and on the shifted data, and how far
+# each norm's outputs moved from its own in-distribution ones:
 
 # %%
-g = torch.Generator().manual_seed(4)
-shifted_bn = nn.BatchNorm1d(3)
-for _ in range(200):
-    shifted_bn(torch.randn(32, 3, generator=g))
-shifted_bn.eval()
-new_data = torch.randn(256, 3, generator=g) * 2 + 3
-with torch.no_grad():
-    seen = {"BatchNorm1d, eval()": shifted_bn(new_data),
-            "BatchNorm1d, train()": shifted_bn.train()(new_data),
-            "LayerNorm": nn.LayerNorm(3)(new_data)}
-shift_table = pd.DataFrame({name: {"output mean": y.mean().item(), "output std": y.std(unbiased=False).item()}
-                            for name, y in seen.items()}).T
-rounded(shift_table, 3)
+shift = torch.tensor([3.0, -2.0, 0.0, 1.0, 0.0, -1.0])
+scale = torch.tensor([2.0, 0.5, 1.0, 1.0, 3.0, 1.0])
+robust = bn_vs_ln.shift_robustness(shift, scale, seed=0)
+rounded(robust, 2)
 
 # %%
-assert abs(shift_table.loc["BatchNorm1d, eval()", "output mean"] - 3) < 0.3  # mean 3 passes through
-assert abs(shift_table.loc["BatchNorm1d, train()", "output mean"]) < 1e-5
-assert abs(shift_table.loc["LayerNorm", "output mean"]) < 1e-5
+moved = robust["largest change from in distribution"]
+assert moved[("BatchNorm1d, eval()", "shifted")] > 2.5  # BN in eval(): the shift passes through
+assert moved[("LayerNorm", "shifted")] > 0.5  # LN: its outputs move too, by less
+common = bn_vs_ln.shift_robustness(torch.full((6,), 3.0), torch.full((6,), 2.0), seed=0)
+assert common.loc[("LayerNorm", "shifted"), "largest change from in distribution"] < 1e-3  # one shift for all: removed
+print("the same shift and scale on every feature: LN's outputs move by",
+      "< 1e-3" if common.loc[("LayerNorm", "shifted"), "largest change from in distribution"] < 1e-3 else "more")
+
+# %% [markdown]
+# BN in `eval()` lets a per-feature shift through: feature 0, shifted by 3 and scaled by 2,
+# comes out with mean about 3 and std about 2. LN is **not** robust either: it subtracts each
+# sample's mean over its features and divides by their spread, which removes only what is common
+# to a sample's features; a shift that differs per feature survives it (feature 0's output mean
+# moves from 0 to about 1.3). Only a shift and scale shared by all the features, the last line,
+# are removed by LN, exactly. So neither norm protects a network against a change in the data;
+# BN's running statistics could be re-estimated on the new data, LN has nothing to re-estimate.
 
 # %% [markdown]
 # The same mismatch appears without any shift in the data: a model whose BN statistics were
@@ -455,6 +489,33 @@ assert abs(shift_table.loc["LayerNorm", "output mean"]) < 1e-5
 
 # %% [markdown]
 # ## 6 · Sequences: padding and variable lengths
+#
+# ### First, the layout: `nn.BatchNorm1d` wants `(N, C, L)`
+#
+# A Transformer holds a batch as `(B, T, D)`: batch, positions, features. `nn.BatchNorm1d(C)`
+# reads a 3-D input as `(N, C, L)`: **channels in dim 1**. Given `(B, T, D)` with
+# `BatchNorm1d(D)`, it raises when `T ≠ D`, and when `T` happens to equal `D` it runs, silently,
+# over the wrong axis: it normalizes each *position* over the batch and the features. The fix is
+# to put the features in dim 1 and back: `bn(x.transpose(1, 2)).transpose(1, 2)`.
+
+# %%
+seq = torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(8)) * 3 + 1  # (B, T, D), T != D
+try:
+    nn.BatchNorm1d(4)(seq)
+except RuntimeError as err:
+    print("(B, T, D) = (2, 5, 4) into BatchNorm1d(4):", str(err).split("\n")[0])
+square = torch.randn(2, 4, 4, generator=torch.Generator().manual_seed(9)) * torch.tensor([1.0, 5.0, 0.2, 3.0])  # T == D
+wrong = nn.BatchNorm1d(4)(square)  # runs: but dim 1 is T here, not the features
+right = nn.BatchNorm1d(4)(square.transpose(1, 2)).transpose(1, 2)  # features in dim 1, and back
+per_feature = (square - square.mean(dim=(0, 1))) / torch.sqrt(square.var(dim=(0, 1), unbiased=False) + 1e-5)
+assert torch.allclose(right, per_feature, atol=1e-5) and not torch.allclose(wrong, per_feature, atol=0.1)
+layout = pd.DataFrame({"largest |output - per-feature BN|": [(wrong - per_feature).abs().max().item(),
+                                                             (right - per_feature).abs().max().item()]},
+                      index=["BatchNorm1d(D)(x), T == D", "BatchNorm1d(D)(x.transpose(1, 2)).transpose(1, 2)"])
+layout.map(lambda v: "< 1e-5" if v < 1e-5 else f"{v:.2f}")
+
+# %% [markdown]
+# ### Padding
 #
 # Sentences in a batch have different lengths, so the short ones are padded
 # (`helpers.sequence.pad_batch`). BN over `(batch, seq_len, features)` pools each feature over
@@ -476,8 +537,12 @@ assert pollution.iloc[0, 0] > 0.1 and pollution.iloc[1, 0] == 0.0
 # recurrent network has a worse problem: Ba, Kiros and Hinton (2016, section 1 and 3.1) note
 # that BN in an RNN needs separate statistics for each time step, which fails for a test
 # sequence longer than every training sequence. LN's statistics are per time step and per
-# sample by construction. That is why RNNs with normalization, and then the Transformer
-# (Vaswani et al., 2017), used LN; notebook 02 shows the per-token choice in their code.
+# sample by construction, which is why Ba et al. proposed it for RNNs. The Transformer (Vaswani
+# et al., 2017) used LN too, citing Ba et al. and giving no reason of its own. A measured reason
+# came later: Shen et al. (2020, *PowerNorm*) found that in Transformers trained on language, the
+# batch statistics BN relies on fluctuate much more from batch to batch than in vision models,
+# and that plain BN then trains worse than LN. Notebook 02 shows the per-token choice in the
+# models' code.
 
 # %% [markdown]
 # ## 7 · Invariances, measured: Table 1 of Ba, Kiros and Hinton (2016)
@@ -499,13 +564,17 @@ assert pollution.iloc[0, 0] > 0.1 and pollution.iloc[1, 0] == 0.0
 # by less than 1e-6. It uses `eps = 1e-10`, not the usual 1e-5: `eps` inside the square root
 # makes a re-scaling by 3 move the output by a relative amount of order `eps / Var` (about 1e-5
 # here, more for a case whose summed inputs barely vary), and "invariant up to eps" should not
-# hinge on a threshold. BN uses the batch's statistics. RMSNorm (Zhang and Sennrich, 2019) is
-# not in the paper; since it divides by the root mean square and subtracts no mean, we expect
-# it to share LN's re-scaling invariances and none of the re-centering ones.
+# hinge on a threshold. BN uses the batch's statistics. The paper's table also has a row for
+# **weight normalization** (WeightNorm; Salimans & Kingma, 2016), which normalizes the weights
+# instead of the activations: each unit's weight vector is divided by its length (gain 1 here),
+# `a_i = w_iᵀx / ‖w_i‖`. RMSNorm is not in Ba et al.'s table; Zhang and Sennrich (2019, Table 1)
+# give its row: it divides by the root mean square and subtracts no mean, so it shares LN's
+# re-scaling invariances and none of the re-centering ones.
 
 # %%
 invariance = bn_vs_ln.invariance_table(cases=16, in_features=6, units=5, seed=0)
-invariance[["BatchNorm", "LayerNorm", "RMSNorm", "paper BatchNorm", "paper LayerNorm"]]
+norms = ["BatchNorm", "WeightNorm", "LayerNorm", "RMSNorm"]
+invariance[norms + [f"paper {n}" for n in norms]]
 
 # %%
 def change(v):
@@ -513,12 +582,11 @@ def change(v):
     return "< 1e-14" if v < 1e-14 else f"{v:.1e}"
 
 
-invariance[["BatchNorm max change", "LayerNorm max change", "RMSNorm max change"]].map(change)
+invariance[[f"{n} max change" for n in norms]].map(change)
 
 # %%
-assert (invariance["BatchNorm"] == invariance["paper BatchNorm"]).all()
-assert (invariance["LayerNorm"] == invariance["paper LayerNorm"]).all()
-assert invariance["RMSNorm"].tolist() == [True, False, False, True, False, True]
+for n in norms:
+    assert (invariance[n] == invariance[f"paper {n}"]).all(), n
 
 # %% [markdown]
 # The measured columns agree with the paper's, row for row. The reasons: BN normalizes each
@@ -530,6 +598,33 @@ assert invariance["RMSNorm"].tolist() == [True, False, False, True, False, True]
 # re-centering adds `vᵀx` to every unit of case `x`) is undone, but re-scaling one unit changes
 # every row's statistics, and re-centering the data adds a *different* number `w_iᵀc` to each unit.
 # RMSNorm divides each row by its root mean square: the same scalings as LN, no shifts.
+# WeightNorm divides each weight vector by its length: re-scaling weights is undone, but the
+# data pass through unnormalized, so no change of the data is.
+#
+# **So what?** Ba et al. (2016, section 5) draw the consequence of the weight re-scaling
+# invariances: if the output does not change when $W$ becomes $cW$, the gradient with respect
+# to $W$ shrinks by $1/c$. A gradient step of a fixed learning rate then turns $W$'s direction
+# by less and less as the weights grow: the norm lowers the **effective learning rate**
+# automatically as training makes the weights larger, a form of implicit learning-rate decay
+# (their section 5.2, on the geometry of parameter space during learning). In numbers, for a
+# loss after LN:
+
+# %%
+g = torch.Generator().manual_seed(11)
+x_in = torch.randn(16, 6, generator=g, dtype=torch.float64)
+target = torch.randn(16, 5, generator=g, dtype=torch.float64)
+w0 = torch.randn(5, 6, generator=g, dtype=torch.float64)
+
+
+def weight_gradient(w):
+    w = w.clone().requires_grad_()
+    ((F.layer_norm(x_in @ w.T, (5,), eps=1e-10) - target) ** 2).sum().backward()
+    return w.grad
+
+
+ratios = {c: (weight_gradient(w0).norm() / weight_gradient(c * w0).norm()).item() for c in (2.0, 3.0, 10.0)}
+assert all(abs(r - c) < 1e-6 for c, r in ratios.items())
+{f"|grad at W| / |grad at {c:g} W|": round(r, 6) for c, r in ratios.items()}
 
 # %% [markdown]
 # ## Exercises
@@ -608,10 +703,12 @@ check_running_var_update(my_running_var)
 # | BN keeps `running_mean`, `running_var` (unbiased), `num_batches_tracked`; `momentum=None` is a cumulative average | §5 |
 # | the batch is normalized with the biased variance; the biased variance underestimates by (n−1)/n | §5 asserts, Monte Carlo |
 # | LN has no buffers and gives identical outputs in `train()` and `eval()`; BN does not | §5 `state_dict_diff`, asserts |
-# | BN in `eval()` with mismatched running statistics does not standardize | §5 shifted data |
+# | with per-feature shifted data, BN in `eval()` passes the shift through and LN's outputs move too; LN removes only a shift common to all features | §5 `shift_robustness` |
+# | BN pools each channel over `(N, H, W)` in images; its batch noise acts as a regulariser | §2 images; Ioffe & Szegedy (2015) §3.4 |
+# | `nn.BatchNorm1d` wants `(N, C, L)`: on `(B, T, D)` it raises, or with `T == D` normalizes the wrong axis; the transpose fixes it | §6 layout |
 # | pad tokens change real tokens' BN outputs; per-token LN is untouched | §6 `padding_pollution` |
-# | RNNs and Transformers took LN for variable-length sequences | Ba et al. (2016); Vaswani et al. (2017); notebook 02 |
-# | Table 1 of Ba et al. (2016), measured for BN and LN, plus RMSNorm | §7 |
+# | LN was proposed for RNNs (variable lengths, per-step statistics); the Transformer used it citing Ba et al.; batch statistics fluctuate strongly in NLP Transformers | Ba et al. (2016); Vaswani et al. (2017); Shen et al. (2020); notebook 02 |
+# | Table 1 of Ba et al. (2016), measured for BN, WeightNorm and LN, plus RMSNorm (Zhang & Sennrich's Table 1); weight re-scaling invariance makes the gradient shrink as the weights grow | §7 |
 #
 # ## Glossary
 #
@@ -627,14 +724,20 @@ check_running_var_update(my_running_var)
 # ## References
 #
 # - J. L. Ba, J. R. Kiros, G. E. Hinton, *Layer Normalization*, 2016,
-#   [arXiv:1607.06450](https://arxiv.org/abs/1607.06450) (Table 1: invariances; section 3.1: RNNs).
+#   [arXiv:1607.06450](https://arxiv.org/abs/1607.06450) (Table 1: invariances; section 3.1: RNNs;
+#   section 5: what the invariances imply for learning).
 # - S. Ioffe, C. Szegedy, *Batch Normalization: Accelerating Deep Network Training by Reducing
 #   Internal Covariate Shift*, ICML 2015, [arXiv:1502.03167](https://arxiv.org/abs/1502.03167)
-#   (Algorithm 2: the unbiased variance for inference).
+#   (Algorithm 2: the unbiased variance for inference; section 3.4: batch noise as a regulariser).
 # - Y. Wu, K. He, *Group Normalization*, ECCV 2018, [arXiv:1803.08494](https://arxiv.org/abs/1803.08494)
 #   (Table 1: BN, LN, IN and GN at batch 32; Figure 1 and Table 2: error against batch size).
 # - B. Zhang, R. Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019,
-#   [arXiv:1910.07467](https://arxiv.org/abs/1910.07467).
+#   [arXiv:1910.07467](https://arxiv.org/abs/1910.07467) (Table 1: RMSNorm's invariances).
+# - T. Salimans, D. P. Kingma, *Weight Normalization*, NeurIPS 2016,
+#   [arXiv:1602.07868](https://arxiv.org/abs/1602.07868).
+# - S. Shen, Z. Yao, A. Gholami, M. W. Mahoney, K. Keutzer, *PowerNorm: Rethinking Batch
+#   Normalization in Transformers*, ICML 2020, [arXiv:2003.07845](https://arxiv.org/abs/2003.07845):
+#   batch statistics fluctuate strongly in NLP Transformers, and plain BN trains worse than LN there.
 # - A. Vaswani et al., *Attention Is All You Need*, NeurIPS 2017,
 #   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762).
 # - PyTorch documentation, [`torch.nn.BatchNorm1d`](https://pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html)

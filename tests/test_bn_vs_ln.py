@@ -261,24 +261,40 @@ def test_padding_moves_real_tokens_under_bn_not_under_ln():
     assert (same["real_token_max_change"] == 0).all()
 
 
-def test_invariance_table_matches_the_paper_and_rmsnorm_is_ln_without_recentering():
+def test_invariance_table_matches_the_papers_for_every_norm():
     table = invariance_table()
     assert table.index.tolist() == PAPER_TABLE.index.tolist()
-    assert (table["BatchNorm"] == table["paper BatchNorm"]).all()
-    assert (table["LayerNorm"] == table["paper LayerNorm"]).all()
+    assert list(PAPER_TABLE) == ["BatchNorm", "WeightNorm", "LayerNorm", "RMSNorm"]
+    for norm in PAPER_TABLE:
+        assert (table[norm] == table[f"paper {norm}"]).all(), norm
     assert table["RMSNorm"].tolist() == [True, False, False, True, False, True]
     # "not invariant" is not a borderline call: the output moves by a lot
-    for norm in ("BatchNorm", "LayerNorm", "RMSNorm"):
+    for norm in PAPER_TABLE:
         moved = table.loc[~table[norm], f"{norm} max change"]
         kept = table.loc[table[norm], f"{norm} max change"]
         assert (moved > 0.1).all() and (kept < 1e-8).all()
 
 
+def test_weight_norm_divides_each_units_weight_vector_by_its_length():
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(7, 4, generator=g, dtype=torch.float64)
+    w = torch.randn(3, 4, generator=g, dtype=torch.float64)
+    fn = bn_vs_ln._INVARIANCE_NORMS["WeightNorm"]
+    # torch's own weight normalization (g = 1): the same summed inputs
+    linear = nn.Linear(4, 3, bias=False).double()
+    with torch.no_grad():
+        linear.weight.copy_(w)
+    wn = torch.nn.utils.parametrizations.weight_norm(linear)
+    with torch.no_grad():
+        wn.parametrizations.weight.original0.fill_(1.0)
+        torch.testing.assert_close(fn(x, w, 1e-10), wn(x))
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_invariance_table_holds_for_other_seeds(seed):
     table = invariance_table(seed=seed, cases=8, in_features=4, units=6)
-    assert (table["BatchNorm"] == table["paper BatchNorm"]).all()
-    assert (table["LayerNorm"] == table["paper LayerNorm"]).all()
+    for norm in PAPER_TABLE:
+        assert (table[norm] == table[f"paper {norm}"]).all(), norm
 
 
 # ---------------------------------------------------------------- exercises
