@@ -51,7 +51,9 @@ import helpers  # noqa: E402,F401
 #    `(batch, seq_len, features)`;
 # 3. move one sample in a widget and watch BN's output for the *other* samples move;
 # 4. see what the batch size does to BN: an error at one value per channel, a noisy batch mean,
-#    and a training experiment at batch sizes 2 to 128 over 20 seeds, with confidence intervals;
+#    two samples and a ReLU, and a training experiment at batch sizes 2 to 128 (the same samples
+#    seen at each, each norm's rate tuned, 10 seeds, BN measured three ways), with confidence
+#    intervals;
 # 5. read BN's running statistics (`running_mean`, `running_var`, `num_batches_tracked`,
 #    `momentum`), why LN has none, and what goes wrong in `eval()` when they do not match the data;
 # 6. see why padded, variable-length sequences favour LN;
@@ -263,6 +265,24 @@ print(f"batch of 2: the mean wanders by {noise['std_of_batch_mean'][1]:.2f} std;
       f"batch of 128: by {noise['std_of_batch_mean'][7]:.3f}")
 
 # %% [markdown]
+# ### Two samples and a ReLU: what BN's training sees at batch 2
+#
+# Section 1 showed that with two samples BN maps every feature to −1 or +1. Follow it with a
+# ReLU, as in the networks below: for every unit, exactly one of the two samples fires (at 1)
+# and the other gives 0. At batch 2, what the next layer sees in training is only *which of the
+# two samples is larger*, unit by unit, never how large; at test time, with running statistics,
+# it sees something else entirely.
+
+# %%
+pair = torch.randn(2, 32, generator=torch.Generator().manual_seed(12))  # 2 samples x 32 units
+fired = torch.relu(F.batch_norm(pair, None, None, training=True))
+assert ((fired > 0).sum(dim=0) == 1).all()  # every unit: one sample fires, the other does not
+top = fired.max(dim=0).values  # what the firing sample gives, per unit
+assert (top > 0.5).all() and (top > 0.99).sum() >= 30  # about 1: less only where the two values nearly tie (eps)
+print("units where exactly one of the two samples fires:", int(((fired > 0).sum(dim=0) == 1).sum()), "of 32;",
+      "at more than 0.99:", int((top > 0.99).sum()))
+
+# %% [markdown]
 # ### An experiment: BN, LN and no norm at batch sizes 2 to 128
 #
 # Wu and He (2018, *Group Normalization*, Figure 1 and Table 2) trained ResNet-50 on ImageNet with
@@ -271,97 +291,111 @@ print(f"batch of 2: the mean wanders by {noise['std_of_batch_mean'][1]:.2f} std;
 # (their Table 1); they did not sweep its batch size. Here is a toy version, small enough to run
 # hundreds of times.
 #
-# **The task** (`make_task`): 8 standard-normal inputs and a binary label,
+# **The task** (`make_task`): 8 standard-normal inputs and a binary label, about half of them 1
+# (so guessing gives 50 %):
 
 # %%
 print(bn_vs_ln.TASK_RULE)
 
 # %% [markdown]
 # **The models**: `Linear(8 → 32) → norm → ReLU → Linear(32 → 32) → norm → ReLU → Linear(32 → 1)`,
-# norm being `BatchNorm`, `LayerNorm` or nothing. For each seed, all three start from the **same**
-# weights, see the same 2048 training samples in the same minibatch order, and are trained with
-# Adam for 100 steps at learning rate 0.02 (one rate for all three, not tuned per norm); accuracy
-# is measured on 1024 new samples in `eval()` mode (BN then uses its running statistics).
-# `StackedMLP` trains the three models of a seed, and of several seeds, at once, each on its own
-# minibatch. A fixed number of steps means larger batches see more data: compare the norms **at**
-# a batch size, not across batch sizes.
+# norm being `BatchNorm`, `LayerNorm` or nothing, **without** `gamma` and `beta` (both norms
+# output exactly standardised values; the Linear layers around them can still rescale). For
+# each seed, all three start from the **same** He-initialised weights and see the same 2048
+# training samples.
 #
-# `batch_size_runs` does all of it. One seed at batch sizes 2 and 64, with the test accuracy
-# measured at the end of steps 0, 49 and 99 (counted from 0, so step 99 is after 100 updates):
+# **The same data at every batch size.** Every batch size sees 12,800 training samples: 6400
+# Adam steps at batch 2, 100 at batch 128. A larger batch averages more samples per step, so it
+# can take larger steps: the learning rate scales with the square root of the batch size,
+# $\text{lr}_B = \text{lr}_{128} \sqrt{B / 128}$, the rule Malladi et al. (2022) derive for Adam.
+# $\text{lr}_{128}$ is **tuned for each norm at batch 128**: 6 rates from 0.001 to 0.3 on 3 pilot
+# seeds (100 to 102), the rate with the lowest mean final test loss wins, and it must lie
+# strictly inside the grid. The reported runs then use 10 fresh seeds (0 to 9).
+#
+# **Three ways to measure BN.** In `eval()` mode with its running statistics (as deployed); in
+# **train mode**, each test minibatch of the training batch size normalized with its own
+# statistics; and with **precise statistics** (Wu & Johnson 2021): after training, each BN
+# layer's mean and variance recomputed over the whole training set with the final weights, in
+# place of the running averages of past minibatches. LN and no norm compute the same in each.
+#
+# `batch_size_runs` does all of it. A small live version, a quarter of the data at batch 4 and
+# 128, one seed, every norm at rate 0.03 at batch 128:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 # (a live training run: its digits depend on the CPU; the table and verdicts below read stored results)
-live = bn_vs_ln.batch_size_runs(batch_sizes=(2, 64), seeds=(0,), steps=100, lr=0.02, record=(0, 49, 99))
-rounded(live.pivot_table(index=["batch_size", "step"], columns="norm", values="test_accuracy"), 3)
-
-# %%
-start = live[live["step"] == 0].set_index(["batch_size", "norm"])["test_accuracy"]
-end = live[live["step"] == 99].set_index(["batch_size", "norm"])["test_accuracy"]
-assert (start[64] < 0.6).all() and (end[64] > 0.7).all()  # batch 64: every norm goes from chance to over 70 %
+live = bn_vs_ln.batch_size_runs(batch_sizes=(4, 128), seeds=(0,), samples=3200, lr=0.03)
+assert (live["samples_seen"] == 3200).all() and live["test_accuracy"].between(0, 1).all()
+rounded(live.set_index(["batch_size", "norm"])[["lr", "step", "test_accuracy", "train_mode_accuracy",
+                                                "precise_accuracy"]], 3)
 
 # %% [markdown]
-# One seed decides nothing: two seeds of the same arm can differ by several points (the bands
-# below). The experiment `batch_size`, declared in `helpers/bn_vs_ln.py`, runs the same toy at
-# **20 seeds** × 7 batch sizes × 3 norms = 420 runs, ahead of time (`make experiments
-# ONLY=batch_size`, about 20 s on one core), and stores every run's test accuracy with the
-# package. The notebook reads those stored runs, so its numbers are the same on every computer.
+# One seed decides nothing. The experiment `batch_size`, declared in `helpers/bn_vs_ln.py`, ran
+# the protocol above ahead of time (`make experiments ONLY=batch_size`: 92 s on one core) and
+# stored every run with the package. The notebook reads those stored runs, so its numbers are the
+# same on every computer. First the tuned rates, then each arm's mean final accuracy:
 
 # %%
 stored = runner.load("batch_size")
-final = bn_vs_ln.final_accuracy(stored.frame)  # each run's last recorded step: after 100 updates
-config = stored.meta["config"]
-print(f"{final['seed'].nunique()} seeds x {final['batch_size'].nunique()} batch sizes x "
-      f"{final['norm'].nunique()} norms = {len(final)} runs; Adam at {config['fixed']['lr']} "
-      f"for {config['steps']} steps")
+for norm in bn_vs_ln.NORMS:
+    print(f"{norm}: {stored.verdicts[f'best rate, {norm}']}")
+final = bn_vs_ln.final_accuracy(stored.frame)  # each reported run's last step: 12,800 samples seen
+assert (final["samples_seen"] == bn_vs_ln.BATCH_SIZE_SAMPLES).all()
+n_seeds = final["seed"].nunique()
+print(f"{n_seeds} seeds x {final['batch_size'].nunique()} batch sizes x {final['norm'].nunique()} norms "
+      f"= {len(final)} reported runs")
 accuracy = bn_vs_ln.batch_size_summary(final)
-rounded(accuracy, 3)
+rounded(accuracy.xs("mean", axis=1, level=1), 3)
 
 # %%
-fig = plots.batch_size_figure(accuracy)
+fig = plots.batch_size_figure(accuracy, seeds=n_seeds, samples=bn_vs_ln.BATCH_SIZE_SAMPLES)
 plt.show()
 
 # %% [markdown]
-# Means alone do not say whether a gap is more than seed-to-seed noise. The three runs of one
-# seed share data, initial weights and minibatches, so each seed gives one **paired difference**
-# (BN's accuracy minus LN's, say). `accuracy_gaps` takes the mean of the 20 differences, in
-# percentage points, with a 95 % bootstrap confidence interval
-# (`helpers.inference.paired_difference_ci`: it resamples the seeds). The words follow the
-# interval: a gap is claimed only when the whole interval is on one side of 0. These verdicts
-# were computed from the stored runs when they were made:
+# Means alone do not say whether a gap is more than seed-to-seed noise. The runs of one seed share
+# data, initial weights and minibatch order, so each seed gives one **paired difference** (BN's
+# accuracy minus LN's, say). `accuracy_gaps` takes the mean of the 10 differences, in percentage
+# points, with a 95 % bootstrap confidence interval (`helpers.inference.paired_difference_ci`: it
+# resamples the seeds). The words follow the interval: a gap is claimed only when the whole
+# interval is on one side of 0. These verdicts were computed from the stored runs when they were
+# made:
 
 # %%
-for pair in ("BatchNorm vs LayerNorm", "BatchNorm vs no norm", "LayerNorm vs no norm"):
-    print(pair)
-    for b in bn_vs_ln.BATCH_SIZES:
-        print(f"  batch {b:>3}: {stored.verdicts[f'batch {b}: {pair}']}")
+for a, b in bn_vs_ln.GAP_PAIRS:
+    print(f"{a} vs {b}")
+    for size in bn_vs_ln.BATCH_SIZES:
+        print(f"  batch {size:>3}: {stored.verdicts[f'batch {size}: {a} vs {b}']}")
 
 # %%
 gaps = bn_vs_ln.accuracy_gaps(stored.frame).set_index(["a", "b", "batch_size"]).sort_index()  # same intervals
-bn_ln, bn_none = gaps.loc[("BatchNorm", "LayerNorm")], gaps.loc[("BatchNorm", "no norm")]
-assert (bn_ln.loc[[2, 4, 8], "high"] < 0).all()  # batch 2, 4, 8: BN below LN, the whole interval
-assert (bn_none.loc[[2, 4, 8], "high"] < 0).all()  # ... and below no norm
-assert (bn_ln.loc[[16, 32, 64, 128], ["low", "high"]].abs() < 2).all().all()  # from 16 on: within 2 points
-ln_none = gaps.loc[("LayerNorm", "no norm")]
-assert (ln_none.loc[[2, 4, 8], "high"] < 0).all() and (ln_none.loc[[64, 128], "low"] > 0).all()  # LN vs no norm
+for arm in ("BatchNorm", "BatchNorm, precise statistics", "BatchNorm, train mode"):
+    assert (gaps.loc[(arm, "LayerNorm"), "high"].loc[[2, 4, 8]] < -5).all()  # batch 2-8: BN far below LN, every way
+assert (gaps.loc[("BatchNorm", "LayerNorm"), "high"].loc[2] < -30)  # batch 2: more than 30 points
+assert gaps.loc[("BatchNorm", "LayerNorm", 128), "low"] < 0 < gaps.loc[("BatchNorm", "LayerNorm", 128), "high"]
+assert (gaps.loc[("LayerNorm", "no norm"), "low"] > 0).all()  # LN above no norm at every batch size
+arms = accuracy.xs("mean", axis=1, level=1)
+assert (arms.loc[[2, 4, 8], "BatchNorm, train mode"] < arms.loc[[2, 4, 8], "BatchNorm"]).all()
 
 # %% [markdown]
-# **What the 20 seeds show.** At batch 2, BN is at chance (51 % on a balanced task): about 7
-# points below LN and 10 below no norm, each interval far from 0. At batch 4 it still trails both
-# (by about 6 and 10 points), at batch 8 by about 2 and 3. From batch 16 on, BN and LN agree
-# within 2 points, the whole interval inside ±2: no difference is detectable at 16, 64 and 128,
-# and at 32 BN is ahead by about half a point. That is the *direction* of Wu and He's finding: BN
-# degrades as the batch shrinks, while a norm without batch statistics does not collapse.
+# **What the 10 seeds show.** At batch 2, BN is at chance however it is measured: 51 % in
+# `eval()` mode, 52 % with precise statistics, 50 % in train mode, about 36 points below LN
+# (87 %) and 31 below no norm, each interval far from 0. Recomputing the statistics does not help,
+# so the damage is not (only) the running averages: the network *trained* on what section 1 and
+# the cell above show, two samples mapped to ±1 and one unit in two firing, and what it learned
+# there does not carry over to single test samples. At batch 4 and 8 BN still trails LN by about
+# 17 and 11 points (precise statistics: the same), at batch 32 by 3 (95 % CI 1.4 to 4.5), and at
+# batch 128 no difference is detectable. In train mode, on test minibatches of its own batch
+# size, BN is worse still at every small batch: its output for a sample then depends on the
+# other samples of the test minibatch. That is the *direction* of Wu and He's finding: BN
+# degrades as the batch shrinks, while a norm without batch statistics does not.
 #
-# Part of why: with two samples, BN in training maps every feature to ±1 (section 1), so the next
-# layer learns only which of the two samples is larger, feature by feature; and in `eval()` BN
-# uses running statistics averaged over very noisy batch statistics, which section 5 looks at.
+# LN is 2.9 to 4.9 points above no norm at every batch size (each interval above 0); BN above no norm
+# only at batch 32 (1.9 points, CI 0.5 to 3.2). Since every batch size saw the same samples, the
+# gaps come from the batch size, not from more data.
 #
-# What it does **not** show: that LN helps this shallow network. At batch 2, 4 and 8 LN is
-# *below* no norm (by about 3, 4 and 1.5 points); only at batch 64 and 128 do both norms lead no
-# norm, by 1 to 3 points. Nor does it say anything about large models, longer training, or other
-# learning rates: one rate for every norm and batch size, and a rate tuned per norm could move
-# these gaps.
+# What it does **not** show: anything about large models or longer training; and the rates were
+# tuned at batch 128 only and scaled from there, so a rate tuned at each small batch could narrow
+# BN's gaps.
 
 # %% [markdown]
 # ## 5 · Train vs eval: BN's running statistics, and why LN has none
@@ -484,7 +518,8 @@ print("the same shift and scale on every feature: LN's outputs move by",
 
 # %% [markdown]
 # The same mismatch appears without any shift in the data: a model whose BN statistics were
-# averaged over tiny, noisy batches (section 4), or a model left in `train()` by mistake at test
+# averaged over tiny, noisy batches (in section 4, recomputing them did not rescue BN: its
+# training had gone wrong first), or a model left in `train()` by mistake at test
 # time, whose predictions then depend on the rest of the test batch.
 
 # %% [markdown]
@@ -697,9 +732,9 @@ check_running_var_update(my_running_var)
 # | moving one sample changes BN's output for the other samples; LN's not at all | §3 widget and table |
 # | BN refuses one value per channel in training; LN takes one sample | §4 try/except |
 # | the batch mean's noise shrinks like 1/√B | §4 `batch_mean_noise`, figure |
-# | small batches hurt BN: at batch 2, 4 and 8 its test accuracy is below LN's by 7.3, 6.1 and 1.8 points (95 % CIs 6.0 to 8.5, 3.9 to 8.3, 0.4 to 3.0) and below no norm's; at batch 2 it is at chance | §4 stored experiment `batch_size` (20 seeds, paired bootstrap); Wu and He (2018) for ImageNet |
-# | from batch 16 on, BN and LN agree within 2 points: every 95 % CI inside ±2, no difference detectable at 16, 64 and 128, BN ahead by 0.6 at 32 (CI 0.1 to 1.3) | §4 stored experiment `batch_size` |
-# | LN beats no norm on this shallow network: **not shown**; LN is below no norm at batch 2 to 8 (CIs exclude 0) and above it at 64 and 128 (by 1.0 and 2.3 points) | §4 stored experiment `batch_size` |
+# | with the same samples seen at every batch size and each norm's rate tuned at batch 128, small batches hurt BN: at batch 2, 4 and 8 its test accuracy is 35.7, 16.8 and 11.1 points below LN's (95 % CIs 34.0 to 37.8, 15.2 to 18.6, 10.0 to 13.0), at chance at batch 2; precise statistics do not help, train mode is worse | §4 stored experiment `batch_size` (10 fresh seeds), `accuracy_gaps` |
+# | at batch 32 BN is 3.0 points below LN (CI 1.4 to 4.5); at 128 no difference is detectable | §4 stored experiment `batch_size` |
+# | LN is above no norm at every batch size, by 2.9 to 4.9 points (every CI above 0) | §4 stored experiment `batch_size` |
 # | BN keeps `running_mean`, `running_var` (unbiased), `num_batches_tracked`; `momentum=None` is a cumulative average | §5 |
 # | the batch is normalized with the biased variance; the biased variance underestimates by (n−1)/n | §5 asserts, Monte Carlo |
 # | LN has no buffers and gives identical outputs in `train()` and `eval()`; BN does not | §5 `state_dict_diff`, asserts |
@@ -738,6 +773,12 @@ check_running_var_update(my_running_var)
 # - S. Shen, Z. Yao, A. Gholami, M. W. Mahoney, K. Keutzer, *PowerNorm: Rethinking Batch
 #   Normalization in Transformers*, ICML 2020, [arXiv:2003.07845](https://arxiv.org/abs/2003.07845):
 #   batch statistics fluctuate strongly in NLP Transformers, and plain BN trains worse than LN there.
+# - S. Malladi, K. Lyu, A. Panigrahi, S. Arora, *On the SDEs and Scaling Rules for Adaptive
+#   Gradient Algorithms*, NeurIPS 2022, [arXiv:2205.10287](https://arxiv.org/abs/2205.10287): the
+#   square-root rule for Adam's learning rate against the batch size.
+# - Y. Wu, J. Johnson, *Rethinking "Batch" in BatchNorm*, 2021,
+#   [arXiv:2105.07576](https://arxiv.org/abs/2105.07576): precise BN, population statistics
+#   recomputed with the final weights.
 # - A. Vaswani et al., *Attention Is All You Need*, NeurIPS 2017,
 #   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762).
 # - PyTorch documentation, [`torch.nn.BatchNorm1d`](https://pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html)

@@ -144,51 +144,125 @@ def test_stacked_models_gradients_are_independent():
     assert grads[3] > 0 and (grads[[0, 1, 2, 4, 5]] == 0).all()
 
 
+def test_a_stacked_mlp_of_one_norm_is_that_norms_slice_of_the_full_one():
+    gens = lambda: [torch.Generator().manual_seed(s) for s in (0, 1)]  # noqa: E731
+    full, bn_only = StackedMLP(2, generators=gens(), width=8), StackedMLP(2, generators=gens(), width=8,
+                                                                         norms=("BatchNorm",))
+    x = torch.randn(6, 5, 8, generator=torch.Generator().manual_seed(3))
+    torch.testing.assert_close(bn_only(x[:2]), full(x)[:2])
+    ln_only = StackedMLP(2, generators=gens(), width=8, norms=("LayerNorm",))
+    torch.testing.assert_close(ln_only(x[2:4]), full(x)[2:4])
+    with pytest.raises(ValueError, match=r"argument 'norms' must be a non-empty tuple of .*got \('GroupNorm',\)"):
+        StackedMLP(2, generators=gens(), norms=("GroupNorm",))
+
+
+def test_grouped_forward_is_training_mode_bn_on_each_group_and_leaves_the_buffers_alone():
+    gens = [torch.Generator().manual_seed(s) for s in (0, 1)]
+    model = StackedMLP(2, generators=gens, width=8, norms=("BatchNorm",)).eval()
+    x = torch.randn(2, 12, 8, generator=torch.Generator().manual_seed(4))
+    buffers = {k: v.clone() for k, v in model.named_buffers()}
+    out = model(x, group=4)
+    for k, v in model.named_buffers():
+        assert torch.equal(v, buffers[k])
+    expected = torch.cat([StackedMLP(2, generators=[torch.Generator().manual_seed(s) for s in (0, 1)], width=8,
+                                     norms=("BatchNorm",)).train()(x[:, 4 * i:4 * i + 4]) for i in range(3)], dim=1)
+    torch.testing.assert_close(out, expected)
+
+
+def test_with_two_samples_each_bn_unit_fires_for_exactly_one_of_them():
+    gens = [torch.Generator().manual_seed(0)]
+    model = StackedMLP(1, generators=gens, width=16, norms=("BatchNorm",))
+    h = torch.randn(1, 2, 16, generator=torch.Generator().manual_seed(1))
+    fired = torch.relu(model._batch_norm(h, 0, group=2)) > 0.5
+    assert (fired.sum(dim=1) == 1).all()  # every unit: one sample at ~1, the other at 0
+
+
+def test_precise_statistics_are_each_bn_inputs_population_statistics_layer_by_layer():
+    gens = [torch.Generator().manual_seed(s) for s in (0, 1)]
+    model = StackedMLP(2, generators=gens, width=8, norms=("BatchNorm", "no norm"))
+    x = torch.randn(4, 300, 8, generator=torch.Generator().manual_seed(5))
+    model.train()(x[:, :16])  # one update: running statistics far from the population's
+    model.set_precise_statistics(x)
+    assert model.training  # the mode is restored
+    pre0 = torch.baddbmm(model.biases[0], x, model.weights[0])[:2]  # (seeds, n, width), BN models
+    torch.testing.assert_close(model.running_mean0, pre0.mean(1).reshape(-1))
+    torch.testing.assert_close(model.running_var0, pre0.var(1, unbiased=True).reshape(-1))
+    h = torch.relu(F.batch_norm(pre0.transpose(0, 1).reshape(300, 16), model.running_mean0, model.running_var0))
+    pre1 = torch.baddbmm(model.biases[1][:2], h.reshape(300, 2, 8).transpose(0, 1), model.weights[1][:2])
+    torch.testing.assert_close(model.running_mean1, pre1.mean(1).reshape(-1), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(model.running_var1, pre1.var(1, unbiased=True).reshape(-1), atol=1e-5, rtol=1e-5)
+
+
 @pytest.fixture(scope="module")
 def small_runs():
-    return batch_size_runs(batch_sizes=(2, 64), seeds=(0, 1, 2), steps=100, lr=0.02)  # as notebook 03
+    return batch_size_runs(batch_sizes=(2, 64), seeds=(0, 1, 2), samples=6400, lr=0.03, lr_batch=64)
 
 
-def test_batch_size_runs_has_a_row_per_run_and_is_seeded(small_runs):
+def test_batch_size_runs_see_the_same_samples_at_every_batch_size_with_a_scaled_rate(small_runs):
     assert len(small_runs) == 2 * 3 * 3
     assert set(small_runs["norm"]) == set(NORMS) and set(small_runs["batch_size"]) == {2, 64}
-    assert small_runs["test_accuracy"].between(0, 1).all()
-    again = batch_size_runs(batch_sizes=(2,), seeds=(0, 1, 2), steps=100, lr=0.02)
-    pd.testing.assert_frame_equal(again, small_runs[small_runs["batch_size"] == 2].reset_index(drop=True))
+    assert (small_runs["samples_seen"] == 6400).all()
+    assert small_runs.groupby("batch_size")["step"].first().to_dict() == {2: 3199, 64: 99}
+    rates = small_runs.groupby("batch_size")["lr"].first()
+    assert rates[64] == 0.03 and rates[2] == pytest.approx(0.03 * (2 / 64) ** 0.5)
+    for column in ("test_accuracy", "train_mode_accuracy", "precise_accuracy"):
+        assert small_runs[column].between(0, 1).all()
+    # without BN, the three ways of measuring are one
+    others = small_runs[small_runs["norm"] != "BatchNorm"]
+    assert (others["train_mode_accuracy"] == others["test_accuracy"]).all()
+    assert (others["precise_accuracy"] == others["test_accuracy"]).all()
 
 
-def test_bn_is_worst_at_batch_2_and_learns_at_batch_64(small_runs):
-    acc = small_runs.groupby(["batch_size", "norm"])["test_accuracy"].mean()
-    assert acc[(2, "BatchNorm")] < acc[(2, "LayerNorm")] - 0.05
-    assert acc[(64, "BatchNorm")] > 0.7
+def test_batch_size_runs_are_seeded_and_a_step_cap_trains_the_same_first_steps(small_runs):
+    again = batch_size_runs(batch_sizes=(64,), seeds=(0, 1, 2), samples=6400, lr=0.03, lr_batch=64)
+    pd.testing.assert_frame_equal(again, small_runs[small_runs["batch_size"] == 64].reset_index(drop=True))
+    capped = batch_size_runs(batch_sizes=(64,), seeds=(0, 1, 2), samples=6400, lr=0.03, lr_batch=64, steps=100,
+                             record=range(0, 100, 33))
+    assert sorted(capped["step"].unique()) == [0, 33, 66, 99]
+    pd.testing.assert_frame_equal(capped[capped["step"] == 99].reset_index(drop=True), again)
+    with pytest.raises(ValueError, match=r"'record' must hold steps in \[0, 9\] at batch size 2, got \[10\]"):
+        batch_size_runs(batch_sizes=(2,), seeds=(0,), samples=20, record=(10,))
+    with pytest.raises(ValueError, match=r"'n_test' must be a multiple of every batch size, got 100 and \(64,\)"):
+        batch_size_runs(batch_sizes=(64,), seeds=(0,), n_test=100)
+
+
+def test_bn_fails_at_batch_2_in_every_mode_and_learns_at_batch_64(small_runs):
+    arms = bn_vs_ln.arm_accuracy(small_runs).groupby(level="batch_size").mean()
+    assert arms.loc[2, "BatchNorm"] < arms.loc[2, "LayerNorm"] - 0.05
+    assert arms.loc[2, "BatchNorm, train mode"] < 0.55 and arms.loc[2, "BatchNorm, precise statistics"] < 0.6
+    assert arms.loc[64, "BatchNorm"] > 0.7
 
 
 def test_batch_size_summary_and_figure(small_runs):
     summary = batch_size_summary(small_runs)
-    assert list(summary.columns.get_level_values(0).unique()) == list(NORMS)
+    assert list(summary.columns.get_level_values(0).unique()) == list(bn_vs_ln.ARMS)
     assert summary.index.tolist() == [2, 64]
     ln = small_runs[small_runs["norm"] == "LayerNorm"].groupby("batch_size")["test_accuracy"]
     assert summary[("LayerNorm", "mean")].tolist() == pytest.approx(ln.mean().tolist())
     assert summary[("LayerNorm", "min")].tolist() == pytest.approx(ln.min().tolist())
-    fig = plots.batch_size_figure(summary)
-    for norm in NORMS:
-        assert list(find_line(fig.axes[0], norm).get_ydata()) == pytest.approx(summary[(norm, "mean")].tolist())
+    bn = small_runs[small_runs["norm"] == "BatchNorm"].groupby("batch_size")["precise_accuracy"]
+    assert summary[("BatchNorm, precise statistics", "max")].tolist() == pytest.approx(bn.max().tolist())
+    fig = plots.batch_size_figure(summary, seeds=3, samples=6400)
+    ax = fig.axes[0]
+    for arm in bn_vs_ln.ARMS:
+        assert list(find_line(ax, arm).get_ydata()) == pytest.approx(summary[(arm, "mean")].tolist())
+    assert list(find_line(ax, "chance").get_ydata()) == [0.5, 0.5]
+    assert ax.get_title().startswith("3 seeds, 6400 training samples each")
 
 
-def test_batch_size_runs_records_the_steps_asked_for_without_changing_the_training(small_runs):
-    curve = batch_size_runs(batch_sizes=(2,), seeds=(0, 1, 2), steps=100, lr=0.02, record=(0, 49, 99))
-    assert sorted(curve["step"].unique()) == [0, 49, 99]
-    last = curve[curve["step"] == 99].reset_index(drop=True)
-    pd.testing.assert_frame_equal(last, small_runs[small_runs["batch_size"] == 2].reset_index(drop=True))
-    assert (small_runs["step"] == 99).all()  # by default only the last step, counted from 0
-    with pytest.raises(ValueError, match=r"'record' must hold steps in \[0, steps - 1 = 9\], got \[10\]"):
-        batch_size_runs(batch_sizes=(2,), seeds=(0,), steps=10, record=(10,))
+def test_recorded_steps_cover_the_first_20_and_the_last():
+    from helpers.bn_vs_ln import _recorded_steps
+
+    steps = _recorded_steps(6400)
+    assert steps[:20] == list(range(20)) and steps[-1] == 6399 and len(steps) <= 32
+    assert _recorded_steps(100)[-1] == 99 and _recorded_steps(10) == list(range(10))
 
 
 def _gap_frame(bn, ln, none=None):
     """A stored-experiment-like table at batch 2: one row per (norm, seed) at the last step."""
     none = ln if none is None else none
-    rows = [{"norm": norm, "batch_size": 2, "seed": s, "step": 99, "test_accuracy": acc}
+    rows = [{"norm": norm, "batch_size": 2, "seed": s, "step": 99, "test_accuracy": acc,
+             "train_mode_accuracy": acc, "precise_accuracy": acc}
             for norm, accs in (("BatchNorm", bn), ("LayerNorm", ln), ("no norm", none))
             for s, acc in enumerate(accs)]
     early = [{**r, "step": 0, "test_accuracy": 0.5} for r in rows]  # earlier steps are ignored
@@ -203,6 +277,7 @@ def test_accuracy_gaps_pair_seeds_and_let_the_interval_pick_the_words():
     assert lower["estimate"] == pytest.approx(-10) and lower["high"] == pytest.approx(-10)
     assert lower["outcome"] == "a lower" and lower["n_seeds"] == 5
     assert lower["words"] == "BatchNorm has 10.0 points lower test accuracy than LayerNorm (95% CI 10.0 to 10.0)"
+    assert gaps.loc[("BatchNorm, precise statistics", "LayerNorm"), "estimate"] == pytest.approx(-10)
     same = gaps.loc[("LayerNorm", "no norm")]
     assert same["outcome"] == "no difference detectable" and same["estimate"] == 0  # identical arms
     noisy = bn_vs_ln.accuracy_gaps(_gap_frame([a + d for a, d in zip(ln, [0.01, -0.01, 0.02, -0.02, 0.0], strict=True)], ln))
@@ -217,24 +292,31 @@ def test_accuracy_gaps_pair_seeds_and_let_the_interval_pick_the_words():
 
 def test_the_stored_batch_size_experiment_is_the_notebooks_and_its_verdicts_follow_from_its_rows():
     stored = runner.load("batch_size")
+    exp = runner.experiment("batch_size")
     config = stored.meta["config"]
-    assert config["steps"] == 100 and config["fixed"] == {"lr": 0.02} and len(stored.meta["seeds"]) == 20
+    assert config["steps"] == bn_vs_ln.BATCH_SIZE_SAMPLES // 2 and len(exp.seeds) >= 10
+    assert config["tuning"]["pilot_seeds"] == [100, 101, 102] and len(config["tuning"]["rates"]) >= 5
     final = bn_vs_ln.final_accuracy(stored.frame)
-    assert len(final) == 20 * 7 * 3 and (final["step"] == 99).all()
-    assert final.groupby(["batch_size", "norm"]).size().eq(20).all()
-    assert stored.verdicts == runner.experiment("batch_size").summarize(stored.frame)
-    assert stored.frame.groupby("unit")["step"].apply(lambda s: set(range(20)) <= set(s)).all()
+    assert len(final) == len(exp.seeds) * len(bn_vs_ln.BATCH_SIZES) * 3
+    assert (final["samples_seen"] == bn_vs_ln.BATCH_SIZE_SAMPLES).all()
+    assert final.groupby(["batch_size", "norm"]).size().eq(len(exp.seeds)).all()
+    assert stored.verdicts == exp.summarize(stored.frame)
+    for row in stored.meta["best_rates"]:  # each norm's best rate strictly inside the grid
+        assert min(bn_vs_ln.BATCH_SIZE_RATES) < row["best_lr"] < max(bn_vs_ln.BATCH_SIZE_RATES)
+    report = stored.frame[stored.frame["stage"] == "report"]
+    assert report.groupby(["norm", "batch_size", "seed"])["step"].apply(lambda s: set(range(20)) <= set(s)).all()
 
 
 def test_a_stored_batch_size_unit_reruns_to_its_stored_rows():
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the runner trains
     try:
-        fresh, stored = runner.rerun_unit("batch_size", 0)
+        fresh, stored = runner.rerun_unit("batch_size")  # BatchNorm's report unit, 20 steps per batch size
         same_machine = runner.load("batch_size").meta["fingerprint"] == runner.fingerprint()
     finally:
         torch.set_num_threads(threads)
-    assert len(fresh) == 20 * 3 * 3 and fresh["step"].max() == 19
+    assert len(fresh) == 20 * len(bn_vs_ln.BATCH_SIZES) * 10 and fresh["step"].max() == 19
+    assert set(fresh["norm"]) == {"BatchNorm"}
     if same_machine:
         pd.testing.assert_frame_equal(fresh, stored)
     else:  # another CPU's kernels: 20 Adam steps at batch 2 grow last-bit differences to about 0.01

@@ -13,8 +13,6 @@ from helpers.plots.core import DPI, HIGHLIGHT, OTHER
 __all__ = ["batch_noise_figure", "batch_size_figure", "other_samples_figure", "pooling_figure",
            "update_other_samples_figure"]
 
-_NORM_COLOURS = {"BatchNorm": "C3", "LayerNorm": "C0", "no norm": "0.45"}
-
 
 def _groups_panel(ax, groups: torch.Tensor, title: str) -> None:
     """One coloured, numbered cell per entry; ``groups`` is 2-D (rows x features)."""
@@ -126,26 +124,34 @@ def batch_noise_figure(frame: pd.DataFrame, *, figsize: tuple[float, float] = (5
     return fig
 
 
-def batch_size_figure(summary: pd.DataFrame, *, column: str = "test accuracy",
-                      figsize: tuple[float, float] = (6, 3.4), dpi: int = DPI) -> Figure:
-    """Mean over seeds (line, ``gid`` = the norm) and min-max band per norm, against batch size.
+_ARM_STYLES = {"BatchNorm": ("C3", "o-"), "BatchNorm, precise statistics": ("C1", "s--"),
+               "BatchNorm, train mode": ("C4", "^:"), "LayerNorm": ("C0", "o-"), "no norm": ("0.45", "o-")}
+
+
+def batch_size_figure(summary: pd.DataFrame, *, seeds: int, samples: int, chance: float = 0.5,
+                      figsize: tuple[float, float] = (7, 3.8), dpi: int = DPI) -> Figure:
+    """Mean final test accuracy over seeds (line, ``gid`` = the arm) and min-max band per arm, against batch size.
 
     Args:
         summary: :func:`helpers.bn_vs_ln.batch_size_summary`'s table: index ``batch_size``,
-            columns ``(norm, "mean" | "min" | "max")``.
+            columns ``(arm, "mean" | "min" | "max")``.
+        seeds, samples: named in the title (how many seeds; the training samples every batch size saw).
+        chance: the accuracy of a guess, drawn dotted (``gid`` ``"chance"``).
     """
     fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
     x = summary.index.to_numpy()
-    for norm in summary.columns.get_level_values(0).unique():
-        colour = _NORM_COLOURS.get(norm)
-        ax.plot(x, summary[(norm, "mean")], "o-", color=colour, gid=norm, label=norm)
-        ax.fill_between(x, summary[(norm, "min")], summary[(norm, "max")], color=colour, alpha=0.2)
+    for arm in summary.columns.get_level_values(0).unique():
+        colour, style = _ARM_STYLES.get(arm, (None, "o-"))
+        ax.plot(x, summary[(arm, "mean")], style, color=colour, gid=arm, label=arm)
+        ax.fill_between(x, summary[(arm, "min")], summary[(arm, "max")], color=colour, alpha=0.12)
+    ax.axhline(chance, color="k", ls=":", lw=1, gid="chance", label=f"chance ({chance:.0%})")
     ax.set_xscale("log", base=2)
     ax.set_xticks(x, [str(v) for v in x])
-    ax.set_xlabel("batch size")
-    ax.set_ylabel(column)
-    ax.set_title("mean over seeds; band: min to max", fontsize=10)
+    ax.set_xlabel("batch size (every batch size sees the same samples; rate ∝ √batch)")
+    ax.set_ylabel("test accuracy")
+    ax.set_title(f"{seeds} seeds, {samples} training samples each, each norm at its tuned rate;\n"
+                 f"eval() mode unless named; mean over seeds, band: min to max", fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="x-small", loc="lower right")
     fig.tight_layout()
     return fig
