@@ -61,8 +61,15 @@ and, with :math:`x_j - \mu = \hat{x}_j / r`,
 Three readable terms: the gradient itself, minus its mean (the centring removed
 any shift of the row, so a shift cannot change the loss), minus its component along
 :math:`\hat{x}` (the scaling removed any rescaling of the row). As a consequence
-:math:`\sum_i dx_i = 0` for every row. That is one pass for the two row means and
-one for :math:`dx`.
+:math:`\sum_i dx_i = 0` for every row.
+
+The formula needs two row sums (:math:`\sum_j g_j` and :math:`\sum_j g_j \hat{x}_j`)
+before :math:`dx` can be formed, so a fused kernel can do it in two sweeps over each
+row. This module's backward is eager PyTorch, one operation at a time, and each
+operation is its own full pass over the ``(M, N)`` data: 12 of them with all three
+gradients (two to recompute :math:`\hat{x}`, one product, two column sums, two
+matrix-vector products, five in-place updates that build :math:`dx`), counted by
+:func:`helpers.speed.count_full_passes`.
 
 Half-precision inputs are handled as torch does: the statistics, the cache and the
 backward arithmetic are float32, and each gradient is cast back to the dtype of the

@@ -26,6 +26,7 @@ __all__ = [
     "IMPLEMENTATIONS",
     "RESULTS_NAME",
     "bytes_moved",
+    "count_full_passes",
     "load_results",
     "naive_layer_norm",
     "saved_bytes",
@@ -98,6 +99,48 @@ def saved_bytes_table(rows: int = 64, width: int = 256, seed: int = 0) -> pd.Dat
                           for name, fn in _implementations().items()}).T
     frame["new / x size"] = (frame["new bytes"] / (x.numel() * x.element_size())).round(3)
     return frame
+
+
+_VIEWS = frozenset({"view", "_unsafe_view", "reshape", "alias", "detach", "t", "expand", "unsqueeze",
+                    "squeeze", "as_strided", "_to_copy_view"})
+
+
+def count_full_passes(fn, rows: int = 64, width: int = 32, seed: int = 0) -> list[str]:
+    """The eager operations over ``(rows, width)`` data in ``fn``'s backward: each one a full
+    pass through memory.
+
+    ``fn(x, normalized_shape, weight, bias, eps)`` runs forward on float32 inputs with weight
+    and bias; then, under a ``TorchDispatchMode`` that sees every ATen operation autograd
+    runs, the backward for all three gradients. An operation counts when one of its tensor
+    arguments or its result has ``rows * width`` elements and it is not a view (views move
+    no data). Returns the operations' names, in order.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    numel = rows * width
+
+    class _Passes(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            name = func.overloadpacket.__name__
+            tensors = [a for a in (*args, out) if isinstance(a, Tensor)]
+            if name not in _VIEWS and any(t.numel() == numel for t in tensors):
+                self.ops.append(name)
+            return out
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(rows, width, generator=g).requires_grad_()
+    weight = torch.randn(width, generator=g).requires_grad_()
+    bias = torch.randn(width, generator=g).requires_grad_()
+    dy = torch.randn(rows, width, generator=g)
+    y = fn(x, (width,), weight, bias, 1e-5)
+    with _Passes() as mode:
+        torch.autograd.grad(y, (x, weight, bias), dy)
+    return mode.ops
 
 
 def bytes_moved(rows: int, width: int, itemsize: int, direction: str) -> int:

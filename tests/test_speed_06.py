@@ -91,3 +91,40 @@ def test_dashboard_redraws_on_every_control():
 def test_unknown_dtype_is_rejected():
     with pytest.raises(ValueError, match="'dtype'"):
         stability_state(dtype="int8")
+
+
+def test_bandwidth_figure_says_fastest_and_keeps_the_legend_off_the_data():
+    frame, _ = load_results(CSV)
+    fig = bandwidth_figure(frame)
+    left, right = fig.axes
+    assert "fastest" in left.get_ylabel() and "median" not in left.get_ylabel()
+    expected = frame[(frame.width == 1024) & (frame.direction == "forward+backward")
+                     & (frame.implementation == "LayerNormFunction")].sort_values("MiB").time_ms
+    assert list(find_line(left, "LayerNormFunction").get_ydata()) == pytest.approx(list(expected))
+    assert left.get_legend() is None and right.get_legend() is None  # one legend, on the figure
+    fig.canvas.draw()
+    legend = fig.legends[0].get_window_extent()
+    assert not any(legend.overlaps(ax.get_window_extent()) for ax in fig.axes)
+
+
+def test_saved_bytes_figure_is_linear_and_states_the_ratios():
+    table = saved_bytes_table()
+    fig = saved_bytes_figure(table)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "linear"
+    new = table["new bytes"].astype(float)
+    ratios = [f"({v / new[new > 0].min():.0f}x)" for v in new]
+    assert [t.get_text().split()[-1] for t in ax.texts] == ratios
+
+
+def test_count_full_passes_lists_the_eager_backward_and_torchs_single_kernel():
+    import torch.nn.functional as F
+
+    from helpers import LayerNormFunction
+    from helpers.speed import count_full_passes
+
+    ops = count_full_passes(LayerNormFunction.apply)
+    assert len(ops) == 12  # the number helpers/autograd.py's docstring states
+    assert ops[:2] == ["sub", "mul_"] and ops.count("mv") == 2 and ops.count("sum") == 2
+    assert count_full_passes(F.layer_norm) == ["native_layer_norm_backward"]
+    assert count_full_passes(LayerNormFunction.apply, rows=8, width=16) == ops  # the same ops at any shape

@@ -147,3 +147,14 @@ def test_exercises_accept_the_right_answer_and_name_each_mistake():
         for hint, wrong in _REGISTRY[name].mistakes.items():
             verdict = check_fn(wrong)
             assert not verdict and hint in verdict.message
+
+
+def test_welford_is_stable_but_less_accurate_than_two_pass_on_offset_float32_rows():
+    # what welford_var's docstring and notebook 06 say: both far from the one-pass error, and
+    # Welford's running mean, rounded at every update, costs it accuracy against two-pass
+    errors = error_table(dtypes=(torch.float32,)).loc[("offset", "float32")]
+    assert errors["Welford + Chan"] < 0.05 and errors["two-pass"] < 0.05
+    assert errors["Welford + Chan"] > 4 * errors["two-pass"]
+    doc = " ".join(welford_var.__doc__.split())
+    assert f"{errors['Welford + Chan']:.1e}".replace("e-0", "e-") + " against two-pass's" in doc
+    assert f"two-pass's {errors['two-pass']:.1e}".replace("e-0", "e-") in doc
