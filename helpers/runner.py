@@ -70,7 +70,8 @@ __all__ = [
 #: The modules that declare experiments: one per notebook topic. The runner imports them
 #: to find every :class:`Experiment` they :func:`register`.
 TOPIC_MODULES = ("helpers.experiments", "helpers.bn_vs_ln", "helpers.placement", "helpers.lstm",
-                 "helpers.rnn_regimes", "helpers.small_transformer", "helpers.step_times")
+                 "helpers.rnn_regimes", "helpers.small_transformer", "helpers.step_times",
+                 "helpers.placement_evidence")
 
 #: Where results ship: inside the package, so ``pip install`` carries them.
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
