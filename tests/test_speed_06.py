@@ -128,3 +128,18 @@ def test_count_full_passes_lists_the_eager_backward_and_torchs_single_kernel():
     assert ops[:2] == ["sub", "mul_"] and ops.count("mv") == 2 and ops.count("sum") == 2
     assert count_full_passes(F.layer_norm) == ["native_layer_norm_backward"]
     assert count_full_passes(LayerNormFunction.apply, rows=8, width=16) == ops  # the same ops at any shape
+
+
+def test_partial_sums_figure_outlines_the_blocks_and_shows_both_stages():
+    import torch
+
+    from helpers.param_grad_reduction import block_partial_sums
+    from helpers.plots.speed import partial_sums_figure
+
+    values = torch.randn(12, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    fig = partial_sums_figure(values, block_rows=4)
+    left, middle, right = fig.axes
+    assert len([line for line in left.get_lines() if line.get_gid() == "block edge"]) == 2
+    assert middle.images[0].get_array().shape == (3, 8)
+    assert (middle.images[0].get_array() == block_partial_sums(values, 4).numpy()).all()
+    assert right.images[0].get_array().shape == (1, 8)

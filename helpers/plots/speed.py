@@ -84,3 +84,29 @@ def bandwidth_figure(results: pd.DataFrame, width: int = 1024, direction: str = 
     fig.legend(*right.get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize=7, frameon=False)
     fig.suptitle(f"{direction}, rows of width {width}: the fastest of each implementation's rounds", fontsize=10)
     return fig
+
+
+def partial_sums_figure(values, block_rows: int) -> Figure:
+    """Three panels for a small ``(rows, columns)`` tensor: the values with the row blocks outlined,
+    each block's partial column sums (stage 1), and the final column sums (stage 2)."""
+    from helpers.param_grad_reduction import block_partial_sums, two_stage_column_sum
+
+    partials = block_partial_sums(values, block_rows)
+    total = two_stage_column_sum(values, block_rows)
+    rows = values.shape[0]
+    fig, axes = plt.subplots(1, 3, figsize=(9, 3.2), dpi=DPI, gridspec_kw={"width_ratios": [1, 1, 1]},
+                             layout="constrained")
+    panels = [(values, f"dy·x̂: {rows} rows, blocks of {block_rows}", "row"),
+              (partials, f"stage 1: {partials.shape[0]} partial sums", "block"),
+              (total.reshape(1, -1), "stage 2: their sum = dγ", "")]
+    for ax, (data, title, ylabel) in zip(axes, panels, strict=True):
+        limit = float(data.abs().max())
+        ax.imshow(data, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto")
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("column (feature)")
+        ax.set_ylabel(ylabel)
+        ax.set_yticks(range(data.shape[0]) if data.shape[0] <= 16 else [])
+    for edge in range(block_rows, rows, block_rows):
+        axes[0].axhline(edge - 0.5, color="k", lw=1.5, gid="block edge")
+    axes[2].set_yticks([])
+    return fig
