@@ -101,7 +101,7 @@ def partial_sums_figure(values, block_rows: int) -> Figure:
               (total.reshape(1, -1), "stage 2: their sum = dγ", "")]
     for ax, (data, title, ylabel) in zip(axes, panels, strict=True):
         limit = float(data.abs().max())
-        ax.imshow(data, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto")
+        ax.imshow(data.detach().double().numpy(), cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto")
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("column (feature)")
         ax.set_ylabel(ylabel)
