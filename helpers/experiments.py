@@ -20,7 +20,7 @@ summarises it per seed with :func:`drift_by_seed` and prints the verdicts of
 :func:`drift_verdicts`, so that its numbers are the same on every CPU.
 
 The other notebooks' runs live in the modules named for their topic, with the same
-conventions: :mod:`helpers.bn_vs_ln` (03), :mod:`helpers.placement` (04), and for 05 :mod:`helpers.lstm`,
+conventions: :mod:`helpers.bn_vs_ln` (03), :mod:`helpers.placement_evidence` (04), and for 05 :mod:`helpers.lstm`,
 :mod:`helpers.rnn_regimes`, :mod:`helpers.small_transformer` and :mod:`helpers.step_times`.
 """
 

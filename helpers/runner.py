@@ -69,7 +69,7 @@ __all__ = [
 
 #: The modules that declare experiments: one per notebook topic. The runner imports them
 #: to find every :class:`Experiment` they :func:`register`.
-TOPIC_MODULES = ("helpers.experiments", "helpers.bn_vs_ln", "helpers.placement", "helpers.lstm",
+TOPIC_MODULES = ("helpers.experiments", "helpers.bn_vs_ln", "helpers.lstm",
                  "helpers.rnn_regimes", "helpers.small_transformer", "helpers.step_times",
                  "helpers.placement_evidence")
 

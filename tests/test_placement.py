@@ -1,11 +1,24 @@
-"""Notebook 04: the stacked placement MLPs, their diagnostics, the Transformer forms, the widget."""
+"""Notebook 04: the stacked placement MLPs at initialisation, the dashboard and its figure, the
+exercises and the table of where well-known models put the norm."""
 
+import math
+
+import matplotlib.pyplot as plt
 import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import layer_norm, placement, plots, runner, widgets
+from helpers import layer_norm, placement, plots, widgets
+from helpers.placement_evidence import init_gain
 from helpers.plots import find_line
+from helpers.plots.placement import layer_colours
+from helpers.widgets.placement import placement_table
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
 
 
 def test_saturated_and_dead_fractions_on_known_values():
@@ -38,50 +51,44 @@ def test_stacked_model_equals_the_plain_mlp(config):
 def test_seeds_share_weights_across_configs_and_models_are_independent():
     model = placement.PlacementMLP(3, 2, width=8)
     w = model.weights[1]
-    # tanh (gain 5/3) and relu (gain sqrt 2) models of seed 0 differ only by the gain
-    torch.testing.assert_close(w[0] / (5 / 3), w[6] / 2 ** 0.5)
+    # tanh without a norm (gain 5/3) and relu with act -> LN (gain 1) models of seed 0 differ only by the gain
+    tanh_plain, relu_after = model.configs.index(("tanh", "no norm")) * 2, model.configs.index(("relu", "act -> LN")) * 2
+    torch.testing.assert_close(w[tanh_plain] / init_gain("tanh", "no norm"), w[relu_after] / init_gain("relu", "act -> LN"))
     x = torch.randn(len(model.configs) * 2, 4, 8)
     model(x)[3].sum().backward()
     grads = model.weights[0].grad.flatten(1).norm(dim=1)
     assert grads[3] > 0 and (grads[torch.arange(len(grads)) != 3] == 0).all()
 
 
-def test_placement_runs_rows_and_histograms():
-    runs = placement.placement_runs(depths=(3,), seeds=(0, 1, 2), steps=2, n_train=64, n_probe=32)
-    train = runs[runs.stage == "train"]
-    assert len(train) == 9 * 3 * 2 and set(train.step) == {0, 1}  # configs x seeds x steps: the training losses
-    assert train.loss.notna().all() and train[list(placement.HIST_COLUMNS) + ["layer"]].isna().all().all()
-    rows = runs[runs.stage != "train"]
-    assert len(rows) == 2 * 9 * 3 * 3  # stages x configs x seeds x layers
-    assert set(rows.stage) == {"init", "trained"} and set(rows.step) == {0, 2}
-    counts = rows[list(placement.HIST_COLUMNS)].sum(axis=1)
-    assert (counts == 32 * 32).all()  # every probe sample x unit falls in one bin
-    summary = placement.placement_summary(rows, 3)
-    assert list(summary.index) == [(a, p) for a in placement.ACTIVATIONS for p in placement.PLACEMENTS]
-    assert (summary["loss min"] <= summary["loss mean"]).all() and (summary["loss mean"] <= summary["loss max"]).all()
-    state = placement.trained_state(rows, "relu", "no norm", 3, seed=2)
-    assert state["hist"].shape == (3, len(placement.BINS) - 1)
-    torch.testing.assert_close(state["hist"].sum(1), torch.ones(3, dtype=torch.float64))
-    with pytest.raises(ValueError, match="depths"):
-        placement.trained_state(rows, "relu", "no norm", 8)
+def test_one_config_alone_is_the_same_model_as_in_the_full_stack():
+    full = placement.PlacementMLP(3, 2, width=8)
+    alone = placement.PlacementMLP(3, 2, width=8, configs=[("gelu", "act -> LN")])
+    m = full.configs.index(("gelu", "act -> LN")) * 2
+    x = torch.randn(len(full.configs) * 2, 5, 8)
+    for w_full, w_alone in zip(full.weights, alone.weights, strict=True):
+        torch.testing.assert_close(w_full[m:m + 2], w_alone)
+    torch.testing.assert_close(full(x)[m:m + 2], alone(x[m:m + 2]))
+    with pytest.raises(ValueError, match="configs"):
+        placement.PlacementMLP(3, configs=[("gelu", "LN")])
 
 
-def test_a_seed_gets_the_same_models_whichever_seeds_it_is_stacked_with():
-    both = placement.placement_runs(depths=(3,), seeds=(4, 7), steps=3, n_train=64, n_probe=32, hist_seeds=(7,))
-    alone = placement.placement_runs(depths=(3,), seeds=(7,), steps=3, n_train=64, n_probe=32)
-    mine = both[both.seed == 7].reset_index(drop=True)
-    torch.testing.assert_close(torch.tensor(mine.loss.to_numpy()), torch.tensor(alone.loss.to_numpy()))
-    probed = both.stage != "train"
-    assert both[probed & (both.seed == 4)][list(placement.HIST_COLUMNS)].isna().all().all()
-    assert mine[mine.stage != "train"][list(placement.HIST_COLUMNS)].notna().all().all()
+def test_hidden_weights_have_the_init_gain_of_their_arrangement():
+    model = placement.PlacementMLP(3, 4, width=64)
+    for c, (activation, where) in enumerate(model.configs):
+        models = slice(4 * c, 4 * c + 4)
+        for layer, w in enumerate(model.weights):
+            fan_in = w.shape[1]
+            gain = 1.0 if layer == len(model.weights) - 1 else init_gain(activation, where)  # read-out: 1
+            assert w[models].std().item() == pytest.approx(gain / math.sqrt(fan_in), rel=0.1), (activation, where, layer)
+    assert (torch.cat([b.flatten() for b in model.biases]) == 0).all()
 
 
 def test_placement_state_and_every_widget_control_changes_the_figure():
     state = placement.placement_state("tanh", "act -> LN", 8)
     assert len(state["saturated"]) == len(state["grad_norm"]) == 8
     torch.testing.assert_close(state["hist"].sum(1), torch.ones(8))
-    # LN after tanh feeds variance-1 inputs to the next tanh: more saturation than LN before it
-    assert placement.placement_state("tanh", "LN -> act", 8)["saturated"][-1] < state["saturated"][-1]
+    # with gain 1 after LN, tanh's inputs have unit variance: few saturate (the standard 5/3 gave about 21%)
+    assert sum(state["saturated"]) / 8 < 0.1
     demo = widgets.placement_demo()
     for name, value in (("activation", "relu"), ("placement", "no norm"), ("depth", 16)):
         before = [find_line(demo.figure.axes[0], "layer 1").get_ydata().tolist(),
@@ -91,72 +98,44 @@ def test_placement_state_and_every_widget_control_changes_the_figure():
                  find_line(demo.figure.axes[1], "grad_norm").get_ydata().tolist()]
         assert before != after, name
     assert len(demo.figure.axes[1].get_lines()[0].get_xdata()) == 16
-    assert "relu" in demo.figure.axes[0].get_title()
+    assert "relu" in demo.figure.get_suptitle()
     with pytest.raises(ValueError, match="activation"):
         placement.placement_state("sigmoid", "no norm", 4)
 
 
-def test_post_ln_block_output_is_normalised_and_pre_ln_is_not():
-    torch.manual_seed(0)
-    x = 3 * torch.randn(2, 5, 16) + 1
-    post = placement.Block(16, 2, pre_ln=False)(x)
-    pre = placement.Block(16, 2, pre_ln=True)(x)
-    torch.testing.assert_close(post.mean(-1), torch.zeros(2, 5), atol=1e-5, rtol=0)
-    assert pre.std(-1).mean() > 2  # the residual stream keeps x's scale
+@pytest.mark.parametrize("activation", placement.ACTIVATIONS)
+def test_histogram_range_fits_the_activation_and_layers_are_coloured_by_depth(activation):
+    depth = 8
+    state = placement.placement_state(activation, "no norm", depth)
+    edges = placement.BINS[activation]
+    assert state["hist"].shape == (depth, len(edges) - 1)
+    expected = (-1.0, 1.0) if activation == "tanh" else (-0.3, 4.1)
+    assert edges[0] >= expected[0] and edges[-1] <= expected[1]
+    if activation == "tanh":
+        assert (edges[0], edges[-1]) == (-1.0, 1.0)
+    else:  # ReLU's exact zeros get a bin centred on 0
+        assert ((edges[:-1] + edges[1:]) / 2).abs().min() < 1e-6
+    fig = plots.layer_histograms_figure(state)
+    hist, grad, bar = fig.axes
+    assert hist.get_xlim() == pytest.approx((edges[0].item(), edges[-1].item()))
+    colours = [find_line(hist, f"layer {i}").get_color() for i in range(1, depth + 1)]
+    assert colours == layer_colours(depth) and len(set(colours)) == depth
+    luminance = [0.2126 * r + 0.7152 * g + 0.0722 * b for r, g, b, _ in colours]
+    assert luminance == sorted(luminance)  # sequential: the first layer darkest, the last lightest
+    assert bar.get_ylim() == pytest.approx((0.5, depth + 0.5)) and "layer" in bar.get_ylabel()
+    values = find_line(grad, "grad_norm").get_ydata()
+    low, high = grad.get_ylim()
+    assert grad.get_yscale() == "log" and "log" in grad.get_ylabel() and "gradient" in grad.get_ylabel()
+    assert low < values.min() and values.max() < high and high / low >= 10
 
 
-def test_transformer_grad_norms_profile():
-    grads = placement.transformer_grad_norms(layers=(6,), seeds=(0,))
-    assert len(grads) == 2 * 6 and (grads.grad_norm > 0).all()
-    fig = plots.transformer_grad_figure(grads)
-    assert len(find_line(fig.axes[0], "Post-LN 6").get_ydata()) == 6
-
-
-def test_warmup_runs_shape_and_first_steps_do_not_depend_on_the_step_count():
-    runs = placement.warmup_runs(n_layers=1, steps=3)
-    assert len(runs) == 2 * 2 * 1 * 3 and runs.loss.notna().all() and list(runs.step[:3]) == [0, 1, 2]
-    state = torch.get_rng_state()
-    short = placement.warmup_runs(seeds=(2,), forms=("Post-LN",), n_layers=1, steps=5)
-    assert torch.equal(torch.get_rng_state(), state)  # the global generator is left alone
-    longer = placement.warmup_runs(seeds=(2,), forms=("Post-LN",), n_layers=1, steps=8)
-    assert longer[longer.step < 5].reset_index(drop=True).equals(short)
-    with pytest.raises(ValueError, match="forms"):
-        placement.warmup_runs(forms=("Sandwich",))
-
-
-def test_compare_words_follow_the_interval():
-    low, high = [1.0, 1.1, 0.9, 1.05, 0.95], [2.0, 2.2, 1.9, 2.1, 1.8]
-    ci, words = placement.compare(low, high, a="A", b="B", quantity="loss")
-    assert ci.high < 0 and words.startswith("A has 1.0000 lower loss than B (95% CI")
-    _, words = placement.compare(high, low, a="A", b="B", quantity="loss")
-    assert words.startswith("the opposite of the claim: A has 1.0000 higher loss than B")
-    _, words = placement.compare(high, low, a="A", b="B", quantity="loss", claim="higher")
-    assert words.startswith("A has 1.0000 higher loss")
-    _, words = placement.compare(low, [1.05, 1.0, 1.0, 0.95, 1.0], a="A", b="B", quantity="loss")
-    assert words.startswith("no difference detectable with 5 seeds: A vs B, ")
-    with pytest.raises(ValueError, match="claim"):
-        placement.compare(low, high, a="A", b="B", quantity="loss", claim="fewer")
-
-
-@pytest.mark.parametrize("name", ["placement", "transformer_grad_norms", "warmup"])
-def test_stored_experiments_are_declared_and_their_verdicts_recompute(name):
-    exp = runner.experiment(name)
-    assert exp.notebook == "04_before_the_activation" and len(exp.seeds) >= 10
-    stored = runner.load(name)
-    assert set(stored.frame.seed) == set(exp.seeds)
-    assert exp.summarize(stored.frame) == stored.verdicts
-
-
-def test_comparison_tables_on_the_stored_results():
-    verdicts = placement.placement_comparisons(runner.load("placement").frame)
-    assert len(verdicts) == 2 * 3 + 2 and (verdicts.low <= verdicts.estimate).all()
-    assert (verdicts.estimate <= verdicts.high).all()
-    grads = runner.load("transformer_grad_norms").frame
-    ratios = placement.grad_ratios(grads)
-    assert list(ratios.columns) == list(placement.FORMS) and len(ratios) == 2 * 10
-    assert len(placement.grad_comparisons(grads)) == 2 * 3
-    final = placement.final_losses(runner.load("warmup").frame)
-    assert final.shape == (2 * 10, 2)
+def test_the_table_shows_the_count_of_its_activation_only():
+    expected = {"tanh": ["% saturated (|tanh| > 0.97)", "weight-gradient norm"],
+                "relu": ["% dead (0 on every sample)", "weight-gradient norm"],
+                "gelu": ["weight-gradient norm"]}
+    for activation, rows in expected.items():
+        table = placement_table(placement.placement_state(activation, "LN -> act", 4))
+        assert list(table.index) == rows and list(table.columns) == [1, 2, 3, 4], activation
 
 
 def test_exercises_accept_the_reference_and_hint_the_mistakes():
@@ -180,4 +159,5 @@ def test_exercises_accept_the_reference_and_hint_the_mistakes():
 def test_norm_placement_table_has_a_reference_per_row():
     table = placement.NORM_PLACEMENT
     assert {"Transformer (2017)", "BERT (2018)", "GPT-2 (2019)", "LLaMA (2023)"} <= set(table.index)
-    assert table.reference.str.contains("20").all()
+    assert table.reference.str.contains(r"\b(?:19|20)\d\d\b").all()
+    assert table["why there"].str.len().gt(0).all() and set(table["final norm"]) <= {"yes", "no"}

@@ -30,11 +30,7 @@ from helpers.plots.formula import (
     update_eps_figure,
 )
 from helpers.plots.invariance import shift_scale_figure, update_shift_scale_figure
-from helpers.plots.placement import (
-    layer_histograms_figure,
-    transformer_grad_figure,
-    update_layer_histograms_figure,
-)
+from helpers.plots.placement import layer_histograms_figure, update_layer_histograms_figure
 from helpers.plots.speed import (
     bandwidth_figure,
     saved_bytes_figure,
@@ -72,7 +68,6 @@ __all__ = [
     "pooling_figure",
     "shift_scale_figure",
     "stability_figure",
-    "transformer_grad_figure",
     "tuning_figure",
     "update_affine_figure",
     "update_eps_figure",

@@ -1,76 +1,103 @@
-"""Notebook 04's figures: per-layer activation histograms and gradient norms."""
+"""Notebook 04's figure: per-layer activation histograms and weight-gradient norms at initialisation."""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+from mpl_toolkits.axes_grid1 import make_axes_locatable
 
 from helpers.plots.core import DPI
 
-__all__ = ["layer_histograms_figure", "transformer_grad_figure", "update_layer_histograms_figure"]
+__all__ = ["DEPTH_CMAP", "layer_colours", "layer_histograms_figure", "update_layer_histograms_figure"]
+
+#: The sequential colormap over depth: layer 1 dark, the last layer light (viridis without its
+#: palest yellow, which is hard to see on white).
+DEPTH_CMAP = ListedColormap(plt.get_cmap("viridis")(np.linspace(0.0, 0.9, 256)), name="depth")
+# the histogram's x label per activation
+_XLABEL = {"tanh": "tanh output", "relu": "ReLU output (values above 4 counted at 4)",
+           "gelu": "GELU output (values above 4 counted at 4)"}
+
+
+def layer_colours(depth: int) -> list:
+    """The colour of each layer ``1 .. depth``, from :data:`DEPTH_CMAP` (first layer dark, last light)."""
+    return [DEPTH_CMAP(i / max(depth - 1, 1)) for i in range(depth)]
 
 
 def layer_histograms_figure(state: dict) -> Figure:
-    """Left: one histogram line per layer (gid ``"layer N"``); right: the gradient norm per layer (gid ``"grad_norm"``).
+    """Left: one histogram line per layer (gid ``"layer N"``), coloured by depth, with a colourbar
+    naming the layers; right: the weight-gradient norm per layer on a log axis (gid ``"grad_norm"``).
 
-    ``state`` is :func:`helpers.placement.placement_state`'s dict (or one with the same keys).
+    ``state`` is :func:`helpers.placement.placement_state`'s dict (or one with the same keys). The
+    axes are, in order: histograms, gradient norms, colourbar.
     """
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3), dpi=DPI, gridspec_kw={"width_ratios": [2, 1]})
-    left.set_xlabel("activation value (clamped to [-3, 3])")
-    left.set_ylabel("fraction")
-    right.plot([], [], "o-", gid="grad_norm")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.3), dpi=DPI, gridspec_kw={"width_ratios": [2, 1]})
+    make_axes_locatable(left).append_axes("right", size="3%", pad=0.08)  # the colourbar's, filled by the update
+    left.set_ylabel("fraction of values")
+    right.plot([], [], "o-", color="0.3", gid="grad_norm")
     right.set_yscale("log")
-    right.set_xlabel("layer")
-    right.set_title("weight-gradient norm", fontsize=9)
+    # plain numbers at 1, 2, 5 x 10^k: fewer, cheaper labels than the default mathtext ones
+    right.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    right.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    right.yaxis.set_minor_formatter(NullFormatter())
+    right.xaxis.set_major_locator(MaxNLocator(6, integer=True, steps=[1, 2, 4, 5, 10]))
+    left.xaxis.set_major_locator(MaxNLocator(6, steps=[1, 2, 5, 10]))
+    right.set_xlabel("layer (input -> output)")
+    right.set_ylabel("weight-gradient norm (log scale)")
+    right.set_title("gradient norm of each layer's weights", fontsize=9)
     update_layer_histograms_figure(fig, state)
     fig.tight_layout()
     return fig
 
 
 def update_layer_histograms_figure(fig: Figure, state: dict) -> None:
-    """Show ``state`` (any depth) on a figure from :func:`layer_histograms_figure`: one line per
-    layer (re-made: their number and colours follow the depth), the gradient norms, the title."""
+    """Show ``state`` (any activation and depth) on a figure from :func:`layer_histograms_figure`:
+    one line per layer over the activation's bins (re-made when the depth changes, with the
+    colourbar), the x range and label, the gradient norms, the title."""
     from helpers.placement import BINS
 
-    left, right = fig.axes
+    left, right, cax = fig.axes
     depth = len(state["hist"])
-    if len(left.get_lines()) == depth:  # same depth: same lines, colours and legend; new heights
-        for line, h in zip(left.get_lines(), state["hist"], strict=True):
-            line.set_ydata(np.asarray(h.tolist(), dtype=float))
+    edges = BINS[state["activation"]]
+    centres = ((edges[1:] + edges[:-1]) / 2).numpy().astype(float)
+    hists = np.asarray(state["hist"].tolist(), dtype=float)
+    if len(left.get_lines()) == depth:  # same depth: same lines and colours; new bins and heights
+        for line, h in zip(left.get_lines(), hists, strict=True):
+            line.set_data(centres, h)
     else:
         for line in list(left.get_lines()):
             line.remove()
-        centres = ((BINS[1:] + BINS[:-1]) / 2).tolist()
-        cmap = plt.get_cmap("viridis")
-        for i, h in enumerate(state["hist"]):
-            left.plot(centres, h.tolist(), color=cmap(i / max(depth - 1, 1)), gid=f"layer {i + 1}",
-                      label=f"{i + 1}")
-        if left.get_legend() is not None:
-            left.get_legend().remove()
-        if depth <= 8:
-            left.legend(title="layer", fontsize=7, ncol=2)
-    left.relim()
-    left.autoscale_view()
-    left.set_title(state["readout"], fontsize=9)
-    grad = right.get_lines()[0]
-    grad.set_data(np.arange(1, depth + 1), np.asarray(state["grad_norm"], dtype=float))
-    right.relim()
-    right.autoscale_view()
+        for i, (h, colour) in enumerate(zip(hists, layer_colours(depth), strict=True)):
+            left.plot(centres, h, color=colour, lw=1.2, gid=f"layer {i + 1}", label=f"{i + 1}")
+        cax.clear()
+        colours = ListedColormap(layer_colours(depth))
+        norm = BoundaryNorm(np.arange(0.5, depth + 1.5), depth)
+        ticks = [1, depth] if depth <= 4 else [1, (depth + 1) // 2, depth]
+        bar = fig.colorbar(ScalarMappable(norm, colours), cax=cax, ticks=ticks)
+        bar.set_label("layer (1 = input side)", fontsize=8)
+        bar.ax.tick_params(labelsize=8)
+    left.set_xlim(float(edges[0]), float(edges[-1]))
+    left.set_ylim(0.0, 1.05 * float(hists.max()))
+    left.set_xlabel(_XLABEL[state["activation"]])
+    left.set_title("activations of each layer on a probe batch", fontsize=9)
+    fig.suptitle(state["readout"].replace("; ", "\n"), fontsize=9)
+    grad = np.asarray(state["grad_norm"], dtype=float)
+    right.get_lines()[0].set_data(np.arange(1, depth + 1), grad)
+    right.set_xlim(0.5, depth + 0.5)
+    right.set_ylim(*_log_range(grad))
 
 
-def transformer_grad_figure(frame: pd.DataFrame) -> Figure:
-    """Mean gradient norm per layer (over seeds) of Post-LN and Pre-LN, one panel per depth; gid ``"<form> <n>"``."""
-    depths = sorted(frame.n_layers.unique())
-    fig, axes = plt.subplots(1, len(depths), figsize=(4 * len(depths), 3), dpi=DPI, squeeze=False)
-    for ax, n in zip(axes[0], depths, strict=True):
-        part = frame[frame.n_layers == n].groupby(["form", "layer"]).grad_norm.mean()
-        for form in ("Post-LN", "Pre-LN"):
-            series = part[form]
-            ax.plot(series.index, series.values, "o-", gid=f"{form} {n}", label=form)
-        ax.set_title(f"{n} layers: |grad fc2.weight| at init", fontsize=9)
-        ax.set_xlabel("layer (input -> output)")
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+def _log_range(values: np.ndarray) -> tuple[float, float]:
+    """y limits for positive ``values`` on a log axis: a margin either side, and at least one decade,
+    so that a few percent between layers is not drawn as a steep profile."""
+    positive = values[values > 0]
+    if len(positive) == 0:
+        return 1e-3, 1.0
+    lo, hi = float(positive.min()) / 1.3, float(positive.max()) * 1.3
+    if hi / lo < 10:
+        middle = np.sqrt(lo * hi)
+        lo, hi = middle / np.sqrt(10), middle * np.sqrt(10)
+    return lo, hi

@@ -16,7 +16,7 @@ __all__ = ["ARM_COLOURS", "evidence_figure", "tuning_figure", "update_evidence_f
 ARM_COLOURS = {"no norm": "0.35", "LSTM": "0.35", "LayerNorm": "C0", "LN-LSTM": "C0", "Pre-LN": "C0",
                "Post-LN": "C3", "Pre-LN + warm-up": "C9", "Post-LN + warm-up": "C1",
                "noisy LayerNorm 0.1": "C2", "noisy LayerNorm 0.25": "C8", "noisy LayerNorm 0.5": "C6",
-               "noisy LayerNorm 1": "C4"}
+               "noisy LayerNorm 1": "C4", "LN -> act": "C0", "act -> LN": "C3"}
 
 
 def evidence_figure(state: dict, *, figsize: tuple[float, float] = (7, 3.4), dpi: int = DPI) -> Figure:
@@ -73,10 +73,14 @@ def update_evidence_figure(fig: Figure, state: dict) -> None:
         ax.legend(fontsize="x-small", loc="upper right")
 
 
-def tuning_figure(scores: pd.DataFrame, *, columns: int = 4, dpi: int = DPI) -> Figure:
+def tuning_figure(scores: pd.DataFrame, *, columns: int = 4, dpi: int = DPI,
+                  ylabel: str = "steps to threshold\n(restricted mean, pilot)", cap: str = "the cap",
+                  log: bool = False) -> Figure:
     """:func:`helpers.speed_evidence.tuning_table` as small multiples: per setting, each arm's pilot
-    score against the rate (log axis), its best rate ringed, the step cap dotted. A best rate
-    strictly inside the grid is what makes "each arm at its own best rate" a fair comparison."""
+    score against the rate (log axis), its best rate ringed, the ``cap`` column dotted (the step cap,
+    or whatever level means "learned nothing"). A best rate strictly inside the grid is what makes
+    "each arm at its own best rate" a fair comparison. ``ylabel`` names the score; ``log`` puts it
+    on a log axis."""
     names = list(dict.fromkeys(scores["setting"]))
     rows = -(-len(names) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(2.6 * columns, 2.2 * rows), dpi=dpi, sharex=True,
@@ -91,6 +95,8 @@ def tuning_figure(scores: pd.DataFrame, *, columns: int = 4, dpi: int = DPI) -> 
             ax.plot(best["lr"], best["score"], "o", ms=9, mfc="none", mec=colour, mew=1.5)
         ax.axhline(part["cap"].iloc[0], color="k", ls=":", lw=0.8)
         ax.set_xscale("log")
+        if log:
+            ax.set_yscale("log")
         ax.set_title(name, fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
@@ -98,10 +104,10 @@ def tuning_figure(scores: pd.DataFrame, *, columns: int = 4, dpi: int = DPI) -> 
     for ax in axes.flat[len(names):]:
         ax.set_visible(False)
     for ax in axes[:, 0]:
-        ax.set_ylabel("steps to threshold\n(restricted mean, pilot)", fontsize=7)
+        ax.set_ylabel(ylabel, fontsize=7)
     for ax in axes[-1]:
         ax.set_xlabel("learning rate (Adam)", fontsize=7)
-    fig.suptitle("Tuning: each arm's score at every rate of the grid; ringed: its best rate; dotted: the cap",
+    fig.suptitle(f"Tuning: each arm's score at every rate of the grid; ringed: its best rate; dotted: {cap}",
                  fontsize=9)
     fig.tight_layout()
     return fig

@@ -16,16 +16,22 @@ DEPTHS = (4, 8, 12, 16)
 
 
 def placement_table(state: dict) -> pd.DataFrame:
-    """Per layer: % saturated, % dead and the gradient norm, rounded for display."""
-    frame = pd.DataFrame({"% saturated": [100 * v for v in state["saturated"]],
-                          "% dead": [100 * v for v in state["dead"]],
-                          "grad norm": state["grad_norm"]},
-                         index=pd.RangeIndex(1, state["depth"] + 1, name="layer"))
+    """Per layer (columns), rounded for display: % saturated (tanh only), % dead (ReLU only) and the
+    gradient norm of the layer's weights. GELU gets neither count: it is never flat like tanh's
+    tails and never exactly 0 like ReLU, so it has nothing to count."""
+    rows = {}
+    if state["activation"] == "tanh":
+        rows["% saturated (|tanh| > 0.97)"] = [100 * v for v in state["saturated"]]
+    if state["activation"] == "relu":
+        rows["% dead (0 on every sample)"] = [100 * v for v in state["dead"]]
+    rows["weight-gradient norm"] = state["grad_norm"]
+    frame = pd.DataFrame(rows, index=pd.RangeIndex(1, state["depth"] + 1, name="layer"))
     return frame.round(3).T
 
 
 def placement_demo(activation: str = "tanh", placement: str = "LN -> act", depth: int = 8) -> Dashboard:
-    """Dropdowns for the activation, the placement and the depth, on a freshly initialised MLP."""
+    """Dropdowns for the activation, the placement and the depth, on a freshly initialised MLP
+    (:func:`helpers.placement.placement_state`, with the stored ``placement_tuned`` experiment's init)."""
     controls = {
         "activation": widgets.Dropdown(options=list(ACTIVATIONS), value=activation, description="activation"),
         "placement": widgets.Dropdown(options=list(PLACEMENTS), value=placement, description="placement"),
