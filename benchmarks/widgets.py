@@ -40,6 +40,11 @@ def dashboards() -> dict:
 
     from helpers import widgets
 
+    def placement_runs():
+        from helpers import runner
+
+        return widgets.stored_runs_demo(runner.load("placement_tuned").frame)
+
     def speed():
         from helpers.speed_evidence import evidence_table
 
@@ -65,6 +70,9 @@ def dashboards() -> dict:
         "04 placement_demo": (widgets.placement_demo,
                               {"activation": ["relu", "tanh"], "placement": ["no norm", "act -> LN", "LN -> act"],
                                "depth": [16, 4, 8]}),
+        "04 stored_runs_demo": (placement_runs, {"activation": ["relu", "gelu", "tanh"],
+                                                 "arrangement": ["act -> LN", "no norm", "all"],
+                                                 "rate": [0.01, 0.001, "tuned"]}),
         "05 speed_demo": (speed, speed_values),
         "06 stability_demo": (widgets.stability_demo,
                               {"offset": [1.0, 1e6, 1e4], "scale": [1.0, 1e-4, 1e-2],

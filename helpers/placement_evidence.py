@@ -77,6 +77,7 @@ __all__ = [
     "placement_verdicts",
     "standard_gain",
     "step_seconds",
+    "stored_runs_state",
     "task_levels",
     "xiong_grad_norms",
     "xiong_verdicts",
@@ -826,3 +827,51 @@ runner.register(runner.Experiment(
     # torch's plain kernel path its gradient norms agree with the AVX-512 ones to 3.3e-7 relative.
     repro_rtol=1e-5,
     repro_unit=-1))
+
+
+# ------------------------------------------------------------------ the notebook's dashboard over the stored runs
+
+
+def stored_runs_state(frame: pd.DataFrame, activation: str, arrangement: str, rate) -> dict:
+    """What notebook 04's dashboard over ``placement_tuned`` shows for one choice of its controls.
+
+    Args:
+        frame: the stored table (``runner.load("placement_tuned").frame``).
+        activation: one of :data:`ACTIVATIONS`.
+        arrangement: one of :data:`ARRANGEMENTS`, or ``"all"``.
+        rate: ``"tuned"`` (the reported runs, each arm at its best rate) or a rate of the pilot
+            grid (the pilot runs at that rate).
+
+    Returns:
+        A dict: ``activation``, ``rate``, ``curves`` (rows ``arrangement, seed, step, eval_loss``:
+        the evaluations), ``table`` (per arrangement: its rate, seeds, converged runs, median loss
+        at step 0 and at the end) and ``notes`` (in words, what the choice could not show).
+    """
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"stored_runs_state(): argument 'activation' must be one of {ACTIVATIONS}, "
+                         f"got {activation!r}")
+    if arrangement != "all" and arrangement not in ARRANGEMENTS:
+        raise ValueError(f"stored_runs_state(): argument 'arrangement' must be 'all' or one of {ARRANGEMENTS}, "
+                         f"got {arrangement!r}")
+    part = frame[(frame["activation"] == activation) & frame["eval_loss"].notna()]
+    notes = []
+    if rate == "tuned":
+        part = part[part["stage"] == "report"]
+    else:
+        part = part[(part["stage"] == "pilot") & (part["lr"] == rate)]
+        notes.append("pilot seeds")
+        if part.empty:
+            notes.append(f"no runs at rate {rate:g}")
+    if arrangement != "all":
+        part = part[part["arrangement"] == arrangement]
+    rows = []
+    for arr, runs in part.groupby("arrangement", sort=False):
+        finals = final_rows(runs)
+        rows.append({"arrangement": arr, "lr": ", ".join(f"{r:g}" for r in sorted(runs["lr"].unique())),
+                     "seeds": runs["seed"].nunique(), "converged": f"{int(finals['converged'].sum())}/{len(finals)}",
+                     "loss at step 0": f"{finals['start'].median():.3g}",
+                     "final loss (median)": f"{finals['final'].median():.4f}"})
+    table = pd.DataFrame(rows, columns=["arrangement", "lr", "seeds", "converged", "loss at step 0",
+                                        "final loss (median)"]).set_index("arrangement")
+    return {"activation": activation, "rate": rate, "notes": notes, "table": table,
+            "curves": part[["arrangement", "seed", "step", "eval_loss"]]}

@@ -217,6 +217,27 @@ show_verdicts("placement_tuned", *(f"{what}, {a}, LN -> act vs {b}" for a in pe.
 # part of the evidence.
 
 # %% [markdown]
+# **Explore the stored runs**: an activation, one arrangement or all, and a rate: each arrangement's
+# tuned one, or any rate of the pilot grid (then you see the 3 pilot seeds).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+# displays a widget
+runs_demo = widgets.stored_runs_demo(frame)
+runs_demo
+
+# %% [markdown]
+# The same dashboard for a reader without a kernel: ReLU at the pilot rate 0.03, three times its
+# best. There `LN -> act` learns nothing (it sits at the learned-nothing level, and so counts as
+# "converged": the rule says a run stopped moving, not that it learned), while the other two still
+# learn: a reminder that each arrangement needs its own rate.
+
+# %%
+runs_demo.snapshot(activation="relu", rate=0.03)
+plt.show()
+print(pe.stored_runs_state(frame, "relu", "all", 0.03)["table"].to_string())
+
+# %% [markdown]
 # ## 3. Inside a fresh network: activation, placement and depth
 #
 # The widget builds a freshly initialised MLP (seed 0) and shows each layer's activation histogram,
@@ -278,6 +299,10 @@ fig.tight_layout()
 plt.show()
 for key, words in runner.load("xiong_grad_norms").verdicts.items():
     print(f"{key}: {words}")
+deepest = grads[(grads["blocks"] == 24) & (grads["weight"] == "W_2")]
+print("\nper block, 24 blocks deep: median |dLoss/dW_2| over 20 seeds (context for the last block's)")
+print(deepest.pivot_table(index="form", columns="block", values="grad_norm", aggfunc="median").iloc[:, ::4]
+      .round(3).to_string())
 
 # %% [markdown]
 # **What the data say.** Xiong et al.'s direction shows, but not their rates. At initialisation
@@ -289,13 +314,17 @@ for key, words in runner.load("xiong_grad_norms").verdicts.items():
 # dominate it and each block adds little at initialisation. The mechanism is there: Pre-LN's gradient
 # times the stream's root mean square has a slope of only 0.08, so the gradient shrinks nearly as
 # fast as the stream grows. Its size depends on the initialisation, and the theorem's assumptions
-# are not this model's.
+# are not this model's. Across the blocks of one 24-block model (the table under the verdicts),
+# Post-LN's gradient grows toward the output and Pre-LN's shrinks a little: the per-layer picture
+# Xiong et al. draw, at a smaller scale.
 #
 # **Training the shared Transformer.** The same code, 4 blocks of width 32, trained on a copy task
 # whose floor is computed (notebook 05, section 6, has the details): each arm at its tuned rate,
 # 10 fresh seeds (stored `small_transformer`).
 
 # %%
+print(f"no-copy level {st.NO_COPY:.3f}, floor {st.FLOOR:.3f}, threshold {st.THRESHOLD:.3f}")
+assert abs(st.NO_COPY - np.log(16)) < 1e-9 and abs(st.FLOOR - 7 / 15 * np.log(16)) < 1e-9
 show_verdicts("small_transformer", "steps, Pre-LN vs no norm", "steps, Post-LN vs no norm",
               "steps, Post-LN + warm-up vs Post-LN", "steps, Pre-LN + warm-up vs Pre-LN",
               "final loss, Pre-LN vs no norm", "final loss, Post-LN vs no norm",

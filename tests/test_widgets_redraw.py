@@ -29,6 +29,12 @@ def stored_runs() -> pd.DataFrame:
     return evidence_table()
 
 
+def _placement_frame():
+    from helpers import runner
+
+    return runner.load("placement_tuned").frame
+
+
 # name -> (build, [(control, value), ...] in order); each value differs from the one before it.
 DASHBOARDS = {
     "shift_scale": (lambda runs: widgets.shift_scale_demo(seed=0),
@@ -49,6 +55,9 @@ DASHBOARDS = {
                ("measure", "ICS (Santurkar)"), ("arm", "LayerNorm"), ("setting", "tiny RNN, T 50, hidden 128"),
                ("rate", "tuned"), ("measure", "held-out loss"), ("arm", "all arms"),
                ("setting", "4-block Transformer, copy task"), ("rate", 0.001)]),
+    "stored_placement": (lambda runs: widgets.stored_runs_demo(_placement_frame()),
+                         [("activation", "relu"), ("arrangement", "act -> LN"), ("rate", 0.01),
+                          ("arrangement", "all"), ("rate", "tuned"), ("activation", "gelu")]),
     "stability": (lambda runs: widgets.stability_demo(),
                   [("offset", 1.0), ("scale", 1.0), ("dtype", "float16"), ("eps", 1e-2),
                    ("dtype", "bfloat16"), ("offset", 1e6)]),
@@ -150,3 +159,19 @@ def test_every_control_of_the_speed_dashboard_changes_what_it_selects(stored_run
     assert tuned["table"]["seeds"].eq(10).all()
     with pytest.raises(ValueError, match="argument 'setting' must be one of"):
         evidence_state(stored_runs, "nowhere", "tuned", "all arms", 0.0, "held-out loss")
+
+
+def test_every_control_of_the_stored_placement_dashboard_changes_what_it_selects():
+    from helpers.placement_evidence import stored_runs_state
+
+    frame = _placement_frame()
+    base = stored_runs_state(frame, "tanh", "all", "tuned")
+    assert set(base["curves"]["arrangement"]) == {"no norm", "LN -> act", "act -> LN"}
+    assert base["table"]["seeds"].eq(10).all() and base["notes"] == []
+    for changed in (("relu", "all", "tuned"), ("tanh", "LN -> act", "tuned"), ("tanh", "all", 0.01)):
+        other = stored_runs_state(frame, *changed)
+        assert not other["curves"].equals(base["curves"]), changed
+    pilot = stored_runs_state(frame, "tanh", "all", 0.01)
+    assert pilot["notes"] == ["pilot seeds"] and pilot["table"]["seeds"].eq(3).all()
+    with pytest.raises(ValueError, match="argument 'arrangement' must be 'all' or one of"):
+        stored_runs_state(frame, "tanh", "LN after", "tuned")

@@ -30,7 +30,12 @@ from helpers.plots.formula import (
     update_eps_figure,
 )
 from helpers.plots.invariance import shift_scale_figure, update_shift_scale_figure
-from helpers.plots.placement import layer_histograms_figure, update_layer_histograms_figure
+from helpers.plots.placement import (
+    layer_histograms_figure,
+    stored_runs_figure,
+    update_layer_histograms_figure,
+    update_stored_runs_figure,
+)
 from helpers.plots.speed import (
     bandwidth_figure,
     saved_bytes_figure,
@@ -68,6 +73,7 @@ __all__ = [
     "pooling_figure",
     "shift_scale_figure",
     "stability_figure",
+    "stored_runs_figure",
     "tuning_figure",
     "update_affine_figure",
     "update_eps_figure",
@@ -77,4 +83,5 @@ __all__ = [
     "update_other_samples_figure",
     "update_shift_scale_figure",
     "update_stability_figure",
+    "update_stored_runs_figure",
 ]

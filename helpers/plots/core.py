@@ -1,8 +1,8 @@
-"""What every figure builder shares: sizes, colours, and finding a tagged line."""
+"""What every figure builder shares: sizes, colours, finding a tagged line, and training curves."""
 
 from __future__ import annotations
 
-__all__ = ["DPI", "HIGHLIGHT", "OTHER", "find_line"]
+__all__ = ["DPI", "HIGHLIGHT", "OTHER", "clear_curves", "curves_figure", "find_line", "seed_curves"]
 
 DPI = 80
 HIGHLIGHT = "C0"  # the sample a widget moves
@@ -15,3 +15,34 @@ def find_line(ax, gid: str):
     if len(lines) != 1:
         raise LookupError(f"find_line(): expected one line with gid {gid!r}, found {len(lines)}")
     return lines[0]
+
+
+def curves_figure(update, state, *, figsize: tuple[float, float], dpi: int):
+    """A one-axes figure of training curves (x: training step, a light grid), drawn by
+    ``update(fig, state)`` so that a dashboard can redraw it in place with the same function."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
+    ax.set_xlabel("training step")
+    ax.grid(alpha=0.3)
+    update(fig, state)
+    fig.tight_layout()
+    return fig
+
+
+def clear_curves(ax) -> None:
+    """Remove what a curves update drew (lines, bands, texts, the legend) and forget its extent."""
+    for artist in [*ax.get_lines(), *ax.collections, *ax.texts]:
+        artist.remove()
+    if ax.get_legend() is not None:
+        ax.get_legend().remove()
+    ax.relim()
+
+
+def seed_curves(ax, runs, column: str, *, colour, label: str, by=("seed",)) -> None:
+    """One thin line per run of ``runs`` (a frame with ``step`` and ``column``; runs told apart by
+    the columns ``by``) and their median over runs at each step in bold, ``gid`` and legend ``label``."""
+    for _, run in runs.groupby(list(by)):
+        ax.plot(run["step"].to_numpy(), run[column].to_numpy(), color=colour, lw=0.6, alpha=0.35)
+    median = runs.groupby("step")[column].median()
+    ax.plot(median.index.to_numpy(), median.to_numpy(), color=colour, lw=2.2, gid=label, label=f"{label} (median)")

@@ -10,9 +10,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 from mpl_toolkits.axes_grid1 import make_axes_locatable
 
-from helpers.plots.core import DPI
+from helpers.plots.core import DPI, clear_curves, curves_figure, seed_curves
 
-__all__ = ["DEPTH_CMAP", "layer_colours", "layer_histograms_figure", "update_layer_histograms_figure"]
+__all__ = ["DEPTH_CMAP", "layer_colours", "layer_histograms_figure", "stored_runs_figure", "update_layer_histograms_figure",
+           "update_stored_runs_figure"]
 
 #: The sequential colormap over depth: layer 1 dark, the last layer light (viridis without its
 #: palest yellow, which is hard to see on white).
@@ -101,3 +102,36 @@ def _log_range(values: np.ndarray) -> tuple[float, float]:
         middle = np.sqrt(lo * hi)
         lo, hi = middle / np.sqrt(10), middle * np.sqrt(10)
     return lo, hi
+
+
+def stored_runs_figure(state: dict, *, figsize: tuple[float, float] = (7, 3.4), dpi: int = DPI) -> Figure:
+    """:func:`helpers.placement_evidence.stored_runs_state` drawn: one thin line per seed, the median
+    in bold (``gid`` = the arrangement), the learned-nothing level dotted, log loss axis."""
+    return curves_figure(update_stored_runs_figure, state, figsize=figsize, dpi=dpi)
+
+
+def update_stored_runs_figure(fig: Figure, state: dict) -> None:
+    """Draw ``state`` on a figure from :func:`stored_runs_figure`, in place of what it showed."""
+    from helpers.plots.training_speed import ARM_COLOURS
+
+    ax = fig.axes[0]
+    clear_curves(ax)
+    ax.set_ylabel("mean squared error (evaluation sample)")
+    ax.set_yscale("log")
+    curves = state["curves"]
+    for arr, runs in curves.groupby("arrangement", sort=False):
+        seed_curves(ax, runs, "eval_loss", colour=ARM_COLOURS.get(arr, "C7"), label=arr)
+    ax.axhline(1.0, color="k", ls=":", lw=0.8, gid="nothing", label="learned nothing")
+    if curves.empty:  # fixed axes, so that an updated figure and a fresh one agree
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0.1, 10)
+        ax.text(0.5, 0.5, "nothing to show for this choice", ha="center", va="center", transform=ax.transAxes)
+    else:
+        ax.autoscale(True)
+        ax.autoscale_view()
+    rate = "each arrangement at its tuned rate" if state["rate"] == "tuned" else f"rate {state['rate']:g}"
+    title = f"{state['activation']}, {rate}"
+    if state["notes"]:
+        title += " (" + "; ".join(state["notes"]) + ")"
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize="x-small", loc="upper right")

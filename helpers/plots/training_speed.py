@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from helpers.plots.core import DPI
+from helpers.plots.core import DPI, clear_curves, curves_figure, seed_curves
 
 __all__ = ["ARM_COLOURS", "evidence_figure", "tuning_figure", "update_evidence_figure"]
 
@@ -23,32 +23,19 @@ def evidence_figure(state: dict, *, figsize: tuple[float, float] = (7, 3.4), dpi
     """:func:`helpers.speed_evidence.evidence_state` drawn: one thin line per seed, the median over
     seeds in bold (``gid`` = the arm), and for the loss the threshold, the learned-nothing level
     and the task's floor as horizontal lines."""
-    fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
-    ax.set_xlabel("training step")
-    ax.grid(alpha=0.3)
-    update_evidence_figure(fig, state)
-    fig.tight_layout()
-    return fig
+    return curves_figure(update_evidence_figure, state, figsize=figsize, dpi=dpi)
 
 
 def update_evidence_figure(fig: Figure, state: dict) -> None:
     """Draw ``state`` on a figure from :func:`evidence_figure`, in place of what it showed."""
     ax = fig.axes[0]
-    for artist in [*ax.get_lines(), *ax.collections, *ax.texts]:
-        artist.remove()
-    if ax.get_legend() is not None:
-        ax.get_legend().remove()
-    ax.relim()
+    clear_curves(ax)
     setting, column, curves = state["setting"], state["column"], state["curves"]
     is_loss = column == "eval_loss"
     ax.set_yscale("log" if is_loss and setting.log else "linear")
     finite = curves[np.isfinite(curves[column])]
     for arm, runs in finite.groupby("arm", sort=False):
-        colour = ARM_COLOURS.get(arm, "C7")
-        for _, run in runs.groupby(["lr", "seed"]):
-            ax.plot(run["step"].to_numpy(), run[column].to_numpy(), color=colour, lw=0.6, alpha=0.35)
-        median = runs.groupby("step")[column].median()
-        ax.plot(median.index.to_numpy(), median.to_numpy(), color=colour, lw=2.2, gid=arm, label=f"{arm} (median)")
+        seed_curves(ax, runs, column, colour=ARM_COLOURS.get(arm, "C7"), label=arm, by=("lr", "seed"))
     if is_loss:
         for level, style, name in ((setting.threshold, "--", "threshold"),
                                    (setting.learned_nothing, ":", "learned nothing"),

@@ -34,7 +34,7 @@ from helpers.widgets.core import Dashboard, log_slider, png_bytes, shift_scale_s
 from helpers.widgets.formula import AFFINE_YLIM, affine_demo, affine_state, eps_demo, eps_state
 from helpers.widgets.invariance import shift_scale_demo, shift_scale_state
 from helpers.widgets.numerics import DTYPES, stability_demo, stability_state
-from helpers.widgets.placement import DEPTHS, placement_demo, placement_table
+from helpers.widgets.placement import DEPTHS, placement_demo, placement_table, stored_runs_demo
 from helpers.widgets.training_speed import speed_demo
 from helpers.widgets.units import NORM_UNITS, norm_unit_demo, norm_unit_state
 
@@ -62,5 +62,6 @@ __all__ = [
     "slider",
     "speed_demo",
     "stability_demo",
+    "stored_runs_demo",
     "stability_state",
 ]

@@ -9,7 +9,7 @@ from helpers import plots
 from helpers.placement import ACTIVATIONS, PLACEMENTS, placement_state
 from helpers.widgets.core import Dashboard
 
-__all__ = ["DEPTHS", "placement_demo", "placement_table"]
+__all__ = ["DEPTHS", "placement_demo", "placement_table", "stored_runs_demo"]
 
 #: The depths the dashboard offers.
 DEPTHS = (4, 8, 12, 16)
@@ -40,3 +40,26 @@ def placement_demo(activation: str = "tanh", placement: str = "LN -> act", depth
     return Dashboard(controls, placement_state, plots.layer_histograms_figure,
                      update=plots.update_layer_histograms_figure, table=placement_table,
                      title="<b>At initialisation: per-layer activations and gradient norms.</b>")
+
+
+def stored_runs_demo(frame: pd.DataFrame) -> Dashboard:
+    """The stored ``placement_tuned`` runs: an activation, one arrangement or all, and a rate (each
+    arrangement's tuned one, or one of the pilot grid) -> every seed's curve and a table."""
+    from helpers.placement_evidence import ARRANGEMENTS, stored_runs_state
+
+    rates = sorted(set(frame.loc[frame["stage"] == "pilot", "lr"]))
+    style = {"description_width": "initial"}
+    controls = {
+        "activation": widgets.Dropdown(options=list(ACTIVATIONS), value=ACTIVATIONS[0], description="activation"),
+        "arrangement": widgets.Dropdown(options=["all", *ARRANGEMENTS], value="all", description="arrangement"),
+        "rate": widgets.SelectionSlider(options=[("tuned", "tuned"), *((f"{r:g}", r) for r in rates)],
+                                        value="tuned", description="learning rate", continuous_update=False,
+                                        style=style),
+    }
+
+    def compute(activation, arrangement, rate):
+        return stored_runs_state(frame, activation, arrangement, rate)
+
+    return Dashboard(controls, compute, plots.stored_runs_figure, update=plots.update_stored_runs_figure,
+                     table=lambda state: state["table"],
+                     title="<b>The stored runs: thin lines are seeds, bold the median.</b>")
