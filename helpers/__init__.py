@@ -11,17 +11,39 @@ True
 """
 
 from helpers.autograd import LayerNormFunction
-from helpers.functional import batch_norm, group_norm, layer_norm, rms_norm
-from helpers.modules import BatchNorm1d, GroupNorm, LayerNorm, RMSNorm
+from helpers.functional import (
+    batch_norm,
+    group_norm,
+    instance_norm,
+    layer_norm,
+    normalize,
+    rms_norm,
+)
+from helpers.modules import (
+    BatchNorm1d,
+    BatchNorm2d,
+    DyT,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+    RMSNorm,
+)
 
 __all__ = [
     "BatchNorm1d",
+    "BatchNorm2d",
+    "DyT",
     "GroupNorm",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
     "LayerNorm",
     "LayerNormFunction",
     "RMSNorm",
     "batch_norm",
     "group_norm",
+    "instance_norm",
     "layer_norm",
+    "normalize",
     "rms_norm",
 ]

@@ -1,4 +1,4 @@
-r"""Layer, RMS, Batch and Group Normalization as plain tensor operations.
+r"""Layer, RMS, Batch, Group and Instance Normalization as plain tensor operations.
 
 Each function has exactly the signature, defaults, results and errors of its
 ``torch.nn.functional`` twin, but is written so a learner can read it: a mean, the
@@ -6,7 +6,7 @@ variance of the centred values, ``rsqrt``, a scale and a shift. Autograd
 differentiates these few operations for us; :mod:`helpers.autograd` derives the
 LayerNorm backward by hand.
 
-All four share one idea. Pick the dimensions to take statistics over, then
+They share one idea, :func:`normalize`. Pick the dimensions to take statistics over, then
 
 .. math::
     \hat{x} = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}}, \qquad
@@ -21,6 +21,8 @@ and only the dimensions differ:
   have shape ``(C,)``.
 - ``group_norm``: over each sample's group of ``C / G`` channels; :math:`\gamma, \beta`
   have shape ``(C,)``.
+- ``instance_norm``: over each sample's channel alone (GroupNorm with ``G = C``);
+  :math:`\gamma, \beta` have shape ``(C,)``.
 
 Two numerical rules hold throughout, as in torch's kernels:
 
@@ -33,6 +35,8 @@ Two numerical rules hold throughout, as in torch's kernels:
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import Tensor
@@ -50,7 +54,7 @@ from helpers._validation import (
     verify_batch_size,
 )
 
-__all__ = ["batch_norm", "group_norm", "layer_norm", "rms_norm"]
+__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "normalize", "rms_norm"]
 
 
 def _standardize(x: Tensor, dims: tuple[int, ...], eps: float) -> tuple[Tensor, Tensor, Tensor]:
@@ -300,6 +304,23 @@ def batch_norm(
             f"but got input of shape {list(input.shape)}"
         )
 
+    return _batch_norm_unchecked(
+        input, running_mean, running_var, weight, bias, training, momentum, eps
+    )
+
+
+def _batch_norm_unchecked(
+    input: Tensor,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+) -> Tensor:
+    """batch_norm's arithmetic on arguments already checked (by batch_norm or instance_norm)."""
+    num_channels = input.shape[1]
     acc = accumulation_dtype(input.dtype)
     x = input.to(acc)
     channel_shape = _channel_shape(input)
@@ -414,3 +435,182 @@ def group_norm(
     x_hat, _, _ = _standardize(grouped, tuple(range(2, grouped.dim())), eps)
     x_hat = x_hat.reshape(input.shape)
     return _affine(x_hat, weight, bias, _channel_shape(input)).to(input.dtype)
+
+
+def instance_norm(
+    input: Tensor,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    r"""Apply Instance Normalization to each channel of each sample of an ``(N, C, *)`` input.
+
+    .. math::
+        y = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}} * \gamma + \beta
+
+    With ``use_input_stats=True`` the mean and biased variance are taken over the
+    spatial dimensions ``*`` of one channel of one sample: BatchNorm applied to each
+    sample alone. That is how torch computes it, and how we do: the ``(N, C, *)``
+    input is viewed as one sample with ``N * C`` channels, :math:`\gamma, \beta` and
+    the running statistics are repeated ``N`` times, and batch normalization runs on
+    that. Given running statistics are then updated with the *average over the batch*
+    of the per-sample updates:
+
+    .. math::
+        \hat{\mu} \leftarrow (1 - m)\,\hat{\mu} + m\,\frac{1}{N}\sum_{n} \mu_{n}, \qquad
+        \hat{\sigma}^2 \leftarrow (1 - m)\,\hat{\sigma}^2
+            + m\,\frac{1}{N}\sum_{n} \frac{k}{k - 1}\,\sigma_{n}^2
+
+    with :math:`k` values per channel and sample. With ``use_input_stats=False`` the
+    running statistics normalize instead (both are then required).
+
+    Args:
+        input: of shape ``(N, C, *)``.
+        running_mean, running_var: of shape ``(C,)``, or ``None``. Default: ``None``
+        weight: :math:`\gamma`, of shape ``(C,)``, or ``None`` for 1.
+        bias: :math:`\beta`, of shape ``(C,)``, or ``None`` for 0.
+        use_input_stats: normalize with each instance's statistics (and update the
+            running ones) rather than with the running ones. Default: ``True``
+        momentum: the update factor :math:`m` of the running statistics. Default: 0.1
+        eps: added to the variance inside the square root. Default: 1e-5
+
+    Shape:
+        - Input: :math:`(N, C, *)`
+        - Output: same shape as input, same dtype as input
+
+    Examples::
+
+        >>> x = torch.tensor([[[1.0, 3.0], [10.0, 30.0]]])  # N=1, C=2, L=2
+        >>> instance_norm(x)
+        tensor([[[-1.0000,  1.0000],
+                 [-1.0000,  1.0000]]])
+    """
+    op = "instance_norm"
+    if momentum is None:
+        raise TypeError("instance_norm(): argument 'momentum' must be float, but got None")
+    if use_input_stats and math.prod(input.shape[2:]) == 1:  # torch's _verify_spatial_size
+        raise ValueError(
+            f"Expected more than 1 spatial element when training, got input size {input.size()}"
+        )
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError(
+            "instance_norm(): expected running_mean and running_var to be defined when "
+            f"use_input_stats=False, but got running_mean={_describe(running_mean)} and "
+            f"running_var={_describe(running_var)}"
+        )
+    if input.dim() < 2:
+        raise IndexError(
+            f"instance_norm(): expected input of shape (N, C, *) with at least 2 dimensions, "
+            f"but got input of shape {list(input.shape)}"
+        )
+    batch, channels = input.shape[:2]
+    stats = {
+        "weight": weight,
+        "bias": bias,
+        "running_mean": running_mean,
+        "running_var": running_var,
+    }
+    for name, param in stats.items():
+        check_channel_vector(op, name, param, channels, strict_1d=True)
+    if (running_mean is None) != (running_var is None):
+        raise ValueError(
+            "instance_norm(): running_mean and running_var must either both be None or neither "
+            f"be None, but got running_mean={_describe(running_mean)} and "
+            f"running_var={_describe(running_var)}"
+        )
+    check_param_dtypes(op, input, stats)
+    check_running_stats_not_differentiable(op, running_mean, running_var)
+    check_floating_input(op, input)
+    if input.numel() == 0:
+        return input.clone()
+
+    def repeat(t: Tensor | None) -> Tensor | None:  # one copy per sample: (C,) -> (N * C,)
+        return None if t is None else t.repeat(batch)
+
+    # (N, C, *) -> (1, N * C, *): each (sample, channel) pair becomes a channel of its own.
+    as_channels = input.reshape(1, batch * channels, *input.shape[2:])
+    mean_, var_ = repeat(running_mean), repeat(running_var)
+    out = _batch_norm_unchecked(
+        as_channels, mean_, var_, repeat(weight), repeat(bias), use_input_stats, momentum, eps
+    )
+    if use_input_stats and running_mean is not None:
+        with torch.no_grad():  # the N per-sample updates, averaged back into one per channel
+            running_mean.copy_(mean_.view(batch, channels).mean(0))
+            running_var.copy_(var_.view(batch, channels).mean(0))
+    return out.reshape(input.shape)
+
+
+def normalize(x: Tensor, dims: int | tuple[int, ...], eps: float = 1e-5) -> Tensor:
+    r"""Standardize ``x`` over ``dims``: the one idea behind every norm layer here.
+
+    .. math::
+        \hat{x} = \frac{x - \mathrm{E}_{\text{dims}}[x]}{\sqrt{\mathrm{Var}_{\text{dims}}[x] + \epsilon}}
+
+    with the mean and the biased variance taken over ``dims`` (one value of each
+    for every index of the other dimensions), and no :math:`\gamma, \beta`. Each norm
+    is this on its own dims, for an ``(N, C, H, W)`` input:
+
+    - BatchNorm (training): ``dims=(0, 2, 3)``, statistics per channel;
+    - LayerNorm over ``(C, H, W)``: ``dims=(1, 2, 3)``, per sample;
+    - InstanceNorm: ``dims=(2, 3)``, per sample and channel;
+    - GroupNorm with ``G`` groups: ``dims=(2, 3, 4)`` of ``x.reshape(N, G, C // G, H, W)``.
+
+    RMSNorm is the exception: it divides by the root mean square without centring.
+
+    Args:
+        x: a floating-point tensor of any shape.
+        dims (int or tuple of ints): the dimensions the statistics are taken over;
+            negative values count from the end.
+        eps: added to the variance inside the square root. Default: 1e-5
+
+    Shape:
+        - Input: any
+        - Output: same shape as input, same dtype as input
+
+    Examples::
+
+        >>> x = torch.tensor([[1.0, 3.0], [10.0, 30.0]])
+        >>> normalize(x, 1)  # per row
+        tensor([[-1.0000,  1.0000],
+                [-1.0000,  1.0000]])
+        >>> normalize(x, 0)  # per column
+        tensor([[-1.0000, -1.0000],
+                [ 1.0000,  1.0000]])
+    """
+    dims = _check_dims("normalize", x, dims)
+    check_floating_input("normalize", x)
+    x_hat, _, _ = _standardize(x.to(accumulation_dtype(x.dtype)), dims, eps)
+    return x_hat.to(x.dtype)
+
+
+def _check_dims(op: str, x: Tensor, dims: object) -> tuple[int, ...]:
+    """``dims`` as a tuple of distinct dimensions of ``x``, each non-negative."""
+    given = (dims,) if isinstance(dims, int) else dims
+    if (
+        isinstance(dims, bool)
+        or not isinstance(given, (tuple, list))
+        or not all(isinstance(d, int) and not isinstance(d, bool) for d in given)
+    ):
+        raise TypeError(
+            f"{op}(): argument 'dims' must be an int or a tuple of ints such as (1, 2), "
+            f"but got {type(dims).__name__} {dims!r}"
+        )
+    if len(given) == 0:
+        raise ValueError(f"{op}(): expected at least one dimension in dims, but got dims={dims!r}")
+    for d in given:
+        if not -x.dim() <= d < x.dim():
+            raise IndexError(
+                f"{op}(): expected each of dims in [{-x.dim()}, {x.dim() - 1}] for input of "
+                f"shape {list(x.shape)}, but got dims={dims!r}"
+            )
+    resolved = tuple(d % x.dim() for d in given)
+    if len(set(resolved)) != len(resolved):
+        raise ValueError(
+            f"{op}(): expected distinct dimensions in dims, but got dims={dims!r} "
+            f"(dimensions {list(resolved)})"
+        )
+    return resolved

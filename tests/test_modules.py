@@ -12,7 +12,15 @@ from torch import nn
 import helpers
 from helpers import modules as HM
 
-MODULES = ["LayerNorm", "RMSNorm", "BatchNorm1d", "GroupNorm"]
+MODULES = [
+    "LayerNorm",
+    "RMSNorm",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "GroupNorm",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+]
 
 # (class name, positional args, keyword args, input shape)
 CASES = [
@@ -35,6 +43,24 @@ CASES = [
     ("GroupNorm", (1, 4), {"affine": False}, (3, 4)),
     ("GroupNorm", (4, 4), {"bias": False}, (3, 4, 2)),
     ("GroupNorm", (3, 6, 1e-3), {}, (2, 6, 3, 3)),
+    ("BatchNorm2d", (3,), {}, (4, 3, 5, 5)),
+    ("BatchNorm2d", (3,), {"momentum": None}, (4, 3, 2, 3)),
+    ("BatchNorm2d", (3,), {"affine": False, "track_running_stats": False}, (4, 3, 2, 3)),
+    ("InstanceNorm1d", (3,), {}, (4, 3, 7)),
+    ("InstanceNorm1d", (3,), {"affine": True}, (4, 3, 7)),
+    ("InstanceNorm1d", (3,), {"track_running_stats": True}, (4, 3, 7)),
+    (
+        "InstanceNorm1d",
+        (3,),
+        {"affine": True, "track_running_stats": True, "momentum": 0.5},
+        (4, 3, 7),
+    ),
+    ("InstanceNorm1d", (3,), {"affine": True, "track_running_stats": True}, (3, 7)),
+    ("InstanceNorm2d", (3,), {}, (2, 3, 4, 5)),
+    ("InstanceNorm2d", (3,), {"affine": True, "bias": False}, (2, 3, 4, 5)),
+    ("InstanceNorm2d", (3,), {"track_running_stats": True, "momentum": None}, (2, 3, 4, 5)),
+    ("InstanceNorm2d", (3, 1e-3, 0.2, True, True), {}, (2, 3, 4, 5)),
+    ("InstanceNorm2d", (3,), {"affine": True, "track_running_stats": True}, (3, 4, 5)),
 ]
 CASE_IDS = [f"{name}{args}{kwargs}" for name, args, kwargs, _ in CASES]
 
