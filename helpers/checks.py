@@ -193,6 +193,8 @@ ALWAYS_FORBIDDEN = (
     "helpers.functional.layer_norm", "helpers.functional.batch_norm", "helpers.functional.group_norm",
     "helpers.functional.rms_norm", "helpers.layer_norm", "helpers.batch_norm", "helpers.group_norm",
     "helpers.rms_norm", "helpers.autograd.LayerNormFunction.apply", "helpers.sequence.masked_layer_norm",
+    "helpers.functional.instance_norm", "helpers.functional.normalize", "helpers.instance_norm",
+    "helpers.normalize",
 )
 
 
