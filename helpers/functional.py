@@ -525,8 +525,14 @@ def instance_norm(
     check_param_dtypes(op, input, stats)
     check_running_stats_not_differentiable(op, running_mean, running_var)
     check_floating_input(op, input)
-    if input.numel() == 0:
-        return input.clone()
+    if input.numel() == 0:  # as torch's kernel: a copy, scaled and shifted by gamma[0], beta[0]
+        if batch == 0 and (weight is not None or bias is not None):
+            raise IndexError(
+                "instance_norm(): expected at least one sample to apply weight and bias to "
+                "(torch repeats them N = 0 times and reads the first), but got input of "
+                f"shape {list(input.shape)}"
+            )
+        return _empty_batch_norm(input, weight, bias)
 
     def repeat(t: Tensor | None) -> Tensor | None:  # one copy per sample: (C,) -> (N * C,)
         return None if t is None else t.repeat(batch)

@@ -191,11 +191,6 @@ def test_instance_norm_accepts_the_eps_torch_accepts(assert_close, eps):
     assert_close(HF.instance_norm(x, eps=eps), F.instance_norm(x, eps=eps))
 
 
-def test_instance_norm_empty_batch_like_torch():
-    x = randn(0, 3, 4)
-    assert HF.instance_norm(x).shape == F.instance_norm(x).shape
-
-
 # --- normalize: the one idea ----------------------------------------------------------
 
 
@@ -390,3 +385,58 @@ def test_no_warnings_from_matching_modules():
         warnings.simplefilter("error")
         helpers.InstanceNorm2d(3)(randn(2, 3, 4, 4))
         helpers.BatchNorm2d(3)(randn(2, 3, 4, 4))
+
+
+# --- PyTorch's own sample inputs for instance_norm (OpInfo's sample_inputs_instance_norm) --
+
+S = 5
+TORCH_SAMPLES = [
+    ((S, S, S), {"momentum": 0.5, "eps": 0.6}, True, True),
+    ((S, S, S), {"momentum": 0.5, "eps": 0.6, "use_input_stats": True}, True, True),
+    ((3, 2, 4), {"momentum": -1.2}, True, True),
+    ((3, 2, 4), {"momentum": 0.0}, True, True),
+    ((3, 2, 3, 4), {"momentum": -1.0, "eps": 0.5}, True, True),
+    ((3, 2, 3, 4), {}, True, False),  # weight without bias
+    ((3, 2, 3, 4), {}, False, False),
+    ((1, 2, 3), None, False, False),  # no optional arguments at all
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("sample", range(len(TORCH_SAMPLES)))
+def test_instance_norm_on_pytorchs_sample_inputs(assert_close, sample, dtype):
+    shape, kwargs, has_weight, has_bias = TORCH_SAMPLES[sample]
+    gen = torch.Generator().manual_seed(sample)
+    make = lambda *s, low=None: torch.testing.make_tensor(  # noqa: E731
+        s, dtype=dtype, device="cpu", low=low
+    ).copy_(torch.empty(s).uniform_(-9 if low is None else low, 9, generator=gen))
+    channels = shape[1]
+    x = make(*shape)
+    weight = make(channels) if has_weight else None
+    bias = make(channels) if has_bias else None
+    if kwargs is None:
+        assert_close(HF.instance_norm(x), F.instance_norm(x))
+        return
+    stats = make(channels, low=0), make(channels, low=0)
+    ours, theirs = [s.clone() for s in stats], [s.clone() for s in stats]
+    y_ours = HF.instance_norm(x, *ours, weight=weight, bias=bias, **kwargs)
+    y_theirs = F.instance_norm(x, *theirs, weight=weight, bias=bias, **kwargs)
+    assert_close(y_ours, y_theirs)
+    assert_close(ours[0], theirs[0], msg="running_mean")
+    assert_close(ours[1], theirs[1], msg="running_var")
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 4), (2, 3, 0)], ids=["empty-batch", "empty-length"])
+@pytest.mark.parametrize("affine", [False, True])
+def test_instance_norm_empty_inputs_like_torch(assert_close, shape, affine):
+    x = randn(*shape).requires_grad_()
+    w, b = (torch.full((3,), 3.0), torch.full((3,), 0.5)) if affine else (None, None)
+    try:
+        expected = F.instance_norm(x, weight=w, bias=b)
+    except IndexError:  # torch indexes the first of the N * C = 0 repeated weights
+        with pytest.raises(IndexError, match=r"weight and bias.*shape \[0, 3, 4\]"):
+            HF.instance_norm(x, weight=w, bias=b)
+        return
+    result = HF.instance_norm(x, weight=w, bias=b)
+    assert_close(result, expected)
+    assert result.requires_grad == expected.requires_grad
