@@ -463,6 +463,31 @@ class _InstanceNorm(_NormBase):
         )
         return y.squeeze(0) if input.dim() == unbatched else y
 
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ) -> None:
+        # Checkpoints from before torch 0.4 (no version) stored running statistics that
+        # InstanceNorm no longer tracks by default: report them, and drop them, as torch does.
+        version = local_metadata.get("version", None)
+        stale = [prefix + name for name in ("running_mean", "running_var")]
+        stale = [key for key in stale if key in state_dict]
+        if version is None and not self.track_running_stats and stale:
+            klass = type(self).__name__
+            names = " and ".join(f'"{key}"' for key in stale)
+            error_msgs.append(
+                f"Unexpected running stats buffer(s) {names} for "
+                f"{klass} with track_running_stats=False. If state_dict is a checkpoint saved "
+                f"before 0.4.0, this may be expected because {klass} does not track running "
+                "stats by default since 0.4.0. Please remove these keys from state_dict. If the "
+                f"running stats are actually needed, instead set track_running_stats=True in "
+                f"{klass} to enable them. See the documentation of {klass} for details."
+            )
+            for key in stale:
+                state_dict.pop(key)
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+
 
 class InstanceNorm1d(_InstanceNorm):
     r"""Applies Instance Normalization over a ``(N, C, L)`` or ``(C, L)`` input.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -440,3 +441,18 @@ def test_instance_norm_empty_inputs_like_torch(assert_close, shape, affine):
     result = HF.instance_norm(x, weight=w, bias=b)
     assert_close(result, expected)
     assert result.requires_grad == expected.requires_grad
+
+
+@pytest.mark.parametrize("name", ["InstanceNorm1d", "InstanceNorm2d"])
+def test_instance_norm_refuses_running_stats_of_a_checkpoint_from_before_0_4(name):
+    """A checkpoint without version metadata that holds running statistics an
+    InstanceNorm without them cannot use: torch reports the keys, and so do we."""
+    old = OrderedDict(running_mean=torch.zeros(3), running_var=torch.ones(3))
+    old._metadata = OrderedDict()  # no "version": saved before BatchNorm's version 2
+    messages = []
+    for lib in (nn, helpers):
+        with pytest.raises(RuntimeError) as error:
+            getattr(lib, name)(3).load_state_dict(old.copy())
+        messages.append(str(error.value))
+    assert "Unexpected running stats buffer(s)" in messages[1]
+    assert messages[1] == messages[0]
