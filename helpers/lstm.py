@@ -54,6 +54,7 @@ __all__ = [
     "THRESHOLD",
     "VARIANTS",
     "StackedLSTM",
+    "best_rate_words",
     "clip_per_model",
     "heldout_batch",
     "heldout_loss",
@@ -62,6 +63,7 @@ __all__ = [
     "lstm_steps_to_threshold",
     "lstm_verdicts",
     "pilot_scores",
+    "time_words",
 ]
 
 #: The arms, in the order :class:`StackedLSTM` stacks them.
@@ -376,6 +378,38 @@ def pilot_scores(frame: pd.DataFrame, arm_keys=("variant",), threshold: float = 
     return pd.DataFrame(rows, columns=[*keys, "score"])
 
 
+def best_rate_words(scores: pd.DataFrame, cap: int, pilot: pd.DataFrame) -> dict[str, str]:
+    """``{arm: words}``: each arm's best rate on the pilot grid, as the runner picked it from
+    ``scores`` (columns ``arm``, ``lr``, ``score``: restricted mean steps, :func:`pilot_scores`), and
+    whether it is inside the grid; ``pilot`` is the pilot rows, for the seeds they name."""
+    from helpers.inference import best_rates
+
+    grid = sorted(scores["lr"].unique())
+    seeds = ", ".join(str(s) for s in sorted(pilot["seed"].unique()))
+    out = {}
+    for row in best_rates(scores, learned_below=cap).itertuples():
+        if not row.learned:
+            out[row.arm] = f"none: no pilot run reached the threshold within {cap} steps at any rate"
+            continue
+        where = "on the grid's edge: a better rate may lie beyond it" if row.on_edge else "inside the grid"
+        out[row.arm] = (f"{row.best_lr:g}, {where} ({grid[0]:g} to {grid[-1]:g}); restricted mean "
+                        f"{row.best_score:.0f} steps to the threshold over pilot seeds {seeds}")
+    return out
+
+
+def time_words(reached: pd.DataFrame, cap: int, variants) -> dict[str, str]:
+    """``{variant: words}``: the runs' steps to the threshold (:func:`lstm_steps_to_threshold`'s
+    table) as :func:`helpers.inference.time_to_threshold` says them, and the rates they ran at."""
+    from helpers.inference import time_to_threshold
+
+    out = {}
+    for variant in variants:
+        at = reached[reached["variant"] == variant]
+        rates = ", ".join(f"{r:g}" for r in sorted(at["lr"].unique()))
+        out[variant] = f"{time_to_threshold(at['steps'], cap)} at lr {rates}"
+    return out
+
+
 def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     """The verdicts of ``lstm_adding``, in words, from the stored table.
 
@@ -391,28 +425,12 @@ def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     The claim tested is Ba et al.'s: the LN-LSTM needs fewer steps and ends lower. Intervals are
     95% BCa bootstrap intervals over the seeds (:func:`helpers.inference.paired_difference_ci`).
     """
-    from helpers.inference import best_rates, time_to_threshold
-
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
-    out = {}
     scores = pilot_scores(pilot).rename(columns={"variant": "arm"})
-    grid = sorted(scores["lr"].unique())
-    pilot_seeds = ", ".join(str(s) for s in sorted(pilot["seed"].unique()))
-    for row in best_rates(scores, learned_below=cap).itertuples():
-        if not row.learned:
-            said = f"none: no pilot run reached the threshold within {cap} steps at any rate"
-        else:
-            where = ("on the grid's edge: a better rate may lie beyond it" if row.on_edge
-                     else "inside the grid")
-            said = (f"{row.best_lr:g}, {where} ({grid[0]:g} to {grid[-1]:g}); restricted mean "
-                    f"{row.best_score:.0f} steps to the threshold over pilot seeds {pilot_seeds}")
-        out[f"best rate, {row.arm}"] = said
+    out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, cap, pilot).items()}
     reached = lstm_steps_to_threshold(report)
-    for variant in VARIANTS:
-        at = reached[reached["variant"] == variant]
-        lr = ", ".join(f"{r:g}" for r in sorted(at["lr"].unique()))
-        out[f"time, {variant}"] = f"{time_to_threshold(at['steps'], cap)} at lr {lr}"
+    out.update({f"time, {v}": words for v, words in time_words(reached, cap, VARIANTS).items()})
     last = report[report["step"] == cap]
     final = last.assign(final=last["eval_loss"].fillna(math.inf))  # no evaluation: learned nothing
     out.update(normed_vs_plain(reached, final, cap, a="LN-LSTM", b="LSTM", final="final held-out loss"))

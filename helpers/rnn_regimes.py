@@ -41,10 +41,12 @@ from helpers.lstm import (
     THRESHOLD,
     _finite_or_inf,
     _stacked_batch,
+    best_rate_words,
     clip_per_model,
     heldout_batch,
     lstm_steps_to_threshold,
     pilot_scores,
+    time_words,
 )
 from helpers.training_speed import LEARNED_NOTHING, StackedRNN, _adam, normed_vs_plain
 
@@ -268,33 +270,11 @@ def regime_scores(frame: pd.DataFrame) -> pd.DataFrame:
     return pilot_scores(frame, arm_keys=("seq_len", "hidden", "variant"))
 
 
-def _best_rate_words(scores: pd.DataFrame, cap: int, pilot_seeds: str) -> dict:
-    """``{arm: words}``: each arm's best pilot rate, and whether it is inside the grid."""
-    from helpers.inference import best_rates
-
-    grid = sorted(scores["lr"].unique())
-    out = {}
-    for row in best_rates(scores, learned_below=cap).itertuples():
-        if not row.learned:
-            out[row.arm] = f"none: no pilot run reached the threshold within {cap} steps at any rate"
-            continue
-        where = "on the grid's edge: a better rate may lie beyond it" if row.on_edge else "inside the grid"
-        out[row.arm] = (f"{row.best_lr:g}, {where} ({grid[0]:g} to {grid[-1]:g}); restricted mean "
-                        f"{row.best_score:.0f} steps to the threshold over pilot seeds {pilot_seeds}")
-    return out
-
-
 def _speed_words(report: pd.DataFrame, cap: int, label: str) -> dict:
     """Per variant the time to :data:`THRESHOLD` (Kaplan-Meier), then LN vs no norm, paired by
     seed, on steps and final held-out loss (:func:`helpers.training_speed.normed_vs_plain`)."""
-    from helpers.inference import time_to_threshold
-
-    out = {}
     reached = lstm_steps_to_threshold(report)
-    for variant in ("no norm", "LayerNorm"):
-        at = reached[reached["variant"] == variant]
-        rates = ", ".join(f"{r:g}" for r in sorted(at["lr"].unique()))
-        out[f"time, {variant}, {label}"] = f"{time_to_threshold(at['steps'], cap)} at lr {rates}"
+    out = {f"time, {v}, {label}": words for v, words in time_words(reached, cap, ("no norm", "LayerNorm")).items()}
     both = normed_vs_plain(reached, _finals(report), cap, final="final held-out loss")
     out[f"steps, {label}"], out[f"final loss, {label}"] = both["steps"], both["final loss"]
     return out
@@ -314,11 +294,10 @@ def regime_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     """
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
-    pilot_seeds = ", ".join(str(s) for s in sorted(pilot["seed"].unique()))
     scores = regime_scores(pilot)
     names = [f"{v}, {_regime(t, h)}" for t, h, v in zip(scores["seq_len"], scores["hidden"], scores["variant"],
                                                              strict=True)]
-    best = _best_rate_words(scores.assign(arm=names), cap, pilot_seeds)
+    best = best_rate_words(scores.assign(arm=names), cap, pilot)
     out = {f"best rate, {arm}": words for arm, words in best.items()}
     for (t, h), part in report.groupby(["seq_len", "hidden"], sort=True):
         out.update(_speed_words(part, cap, _regime(t, h)))

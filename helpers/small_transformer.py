@@ -39,7 +39,13 @@ from torch import nn
 from helpers import runner
 from helpers.functional import layer_norm
 from helpers.inference import threshold_level
-from helpers.lstm import clip_per_model, keep_rows, lstm_steps_to_threshold
+from helpers.lstm import (
+    best_rate_words,
+    clip_per_model,
+    keep_rows,
+    lstm_steps_to_threshold,
+    time_words,
+)
 from helpers.training_speed import _adam, normed_vs_plain
 
 __all__ = [
@@ -558,31 +564,15 @@ def small_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     B"``. Intervals are 95% BCa bootstrap intervals over the seeds
     (:func:`helpers.inference.paired_difference_ci`, :func:`helpers.inference.bootstrap_ci`).
     """
-    from helpers.inference import best_rates, time_to_threshold
-
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
     arms = [a for a in ARMS if a in set(frame["variant"])]
-    out = {}
     scores = pilot_scores(pilot).rename(columns={"variant": "arm"})
-    grid = sorted(scores["lr"].unique())
-    pilot_seeds = ", ".join(str(s) for s in sorted(pilot["seed"].unique()))
-    for row in best_rates(scores, learned_below=cap).itertuples():
-        if not row.learned:
-            said = f"none: no pilot run reached the threshold within {cap} steps at any rate"
-        else:
-            where = ("on the grid's edge: a better rate may lie beyond it" if row.on_edge
-                     else "inside the grid")
-            said = (f"{row.best_lr:g}, {where} ({grid[0]:g} to {grid[-1]:g}); restricted mean "
-                    f"{row.best_score:.0f} steps to the threshold over pilot seeds {pilot_seeds}")
-        out[f"best rate, {row.arm}"] = said
+    out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, cap, pilot).items()}
     for arm in arms:
         out[f"largest stable rate, {arm}"] = _largest_stable(pilot, arm, cap)
     reached, finals = lstm_steps_to_threshold(report, THRESHOLD), _finals(report, cap)
-    for arm in arms:
-        at = reached[reached["variant"] == arm]
-        lr = ", ".join(f"{r:g}" for r in sorted(at["lr"].unique()))
-        out[f"time, {arm}"] = f"{time_to_threshold(at['steps'], cap)} at lr {lr}"
+    out.update({f"time, {arm}": words for arm, words in time_words(reached, cap, arms).items()})
     for arm in arms:
         out[f"learns, {arm}"] = _learns(finals[finals["variant"] == arm])
     for a, b, claim in COMPARISONS:

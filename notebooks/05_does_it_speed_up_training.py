@@ -100,7 +100,7 @@ def show_verdicts(name, *keys):
 # - **Threshold**, fixed before any run: 70% of the way from learning nothing to the floor, 0.05.
 #
 # Every run is scored on a **held-out batch** (512 sequences from a generator no training run
-# uses) every 25 or 50 steps, so no curve below is a smoothed minibatch loss.
+# uses) every 10, 25 or 50 steps, so no curve below is a smoothed minibatch loss.
 
 # %%
 x, y = adding_task(3, 10, torch.Generator().manual_seed(0))
@@ -155,7 +155,7 @@ assert (held_out[300] < LEARNED_NOTHING / 4).all()  # both learn: far below the 
 #
 # 1. **Each arm at its own best rate.** A network with LN may prefer another learning rate than
 #    one without; comparing both at one rate tests the rate as much as LN. So each arm's Adam rate
-#    is tuned on 3 *pilot* seeds over a grid (neighbours a factor 3 apart), scored by the mean steps
+#    is tuned on 3 *pilot* seeds over a grid (neighbours a factor 3 or 10/3 apart), scored by the mean steps
 #    to the threshold; the best rate must lie *inside* the grid, or a better one may lie beyond it.
 # 2. **Fresh seeds for the report.** Then 10 new seeds per arm at its best rate: the reported
 #    numbers are not the lucky draws the tuning picked.
@@ -461,15 +461,16 @@ assert (dose_median[0.003].diff().dropna() > 0).all()  # at 0.003 every step up 
 # without it, the networks at strength 0.25 and above end with a clearly higher held-out loss than
 # plain LN at rates 0.003 and 0.01, and the cost grows with the strength (the median table: at
 # 0.003 with every step up in strength, at 0.01 from 0.1 on). At
-# 0.1 no difference is detectable with 10 seeds. At 0.03, where no arm reaches the threshold, every
-# strength costs 1% to 3%. So this small version does not reproduce Santurkar et al.'s "noise
+# strength 0.1 no difference is detectable with 10 seeds. At rate 0.03, where no arm reaches the
+# threshold, strengths 0.25 and above cost 2% to 3%. So this small version does not reproduce Santurkar et al.'s "noise
 # costs little" for BatchNorm on VGG networks: a 3-layer, 64-unit RNN is not a VGG network, and
 # noise after LN is not noise after BN.
 #
-# The noise was meant to *increase* the shift each layer sees. By the per-unit drift it does. By
-# Santurkar's gradient measure the noisy networks have *less* ICS than plain LN at the two smaller
-# rates (a relative measure: noise also changes the size of the gradient $\|G\|$). Either way, the
-# measure of shift does not predict which network trains well.
+# The noise was meant to *increase* the shift each layer sees. Yet by Santurkar's gradient measure
+# the noisy networks have *less* ICS than plain LN: at every strength at rate 0.003, and at 0.25
+# and above at 0.01 (a relative measure: noise also changes the size of the gradient $\|G\|$). At
+# 0.03 no difference is detectable. Either way, this measure of shift does not predict which
+# network trains well.
 
 # %% [markdown]
 # ## 9 · See it: every stored run, one control per factor
