@@ -100,7 +100,7 @@ def test_post_ln_standardises_every_block_output_and_pre_ln_leaves_the_stream_al
     assert (stream.mean(-1).abs() > 1e-3).float().mean() > 0.9  # not centred ...
     assert (stream.var(-1, unbiased=False) - 1).abs().max() > 0.1  # ... nor scaled
     # the read-out of Pre-LN reads the final LN's output (gains 1, biases 0): standardised
-    readout = st.StackedDecoder.norm(stream, *pre.final_norm)
+    readout = pre.apply_norm(stream, 2 * pre.n_blocks)
     torch.testing.assert_close(readout.mean(-1), torch.zeros(readout.shape[:-1]), rtol=0, atol=1e-5)
 
 
@@ -118,7 +118,11 @@ def test_each_sublayer_sits_where_its_placement_says():
                 "pre": x + f(ln(x, (8,)) * gain + bias),
                 "post": ln(x + f(x), (8,)) * gain + bias}
     for placement, want in expected.items():
-        got = _model(placement, 0).residual(x, f, gain, bias)
+        model = _model(placement, 0, 1)
+        with torch.no_grad():  # norm 0: the first block's attention norm
+            model.blocks[0].norms[0].copy_(gain)
+            model.blocks[0].norms[1].copy_(bias)
+        got = model.residual(x, f, 0)
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5, msg=placement)
 
 
@@ -165,6 +169,82 @@ def test_the_forward_equals_a_plain_per_model_loop_with_torch_ops():
             if placement == "pre":
                 x = F.layer_norm(x, (8,), model.final_norm[0][m, 0, 0], model.final_norm[1][m, 0, 0])
             torch.testing.assert_close(logits[m], x @ model.w_out[m] + model.b_out[m], rtol=1e-10, atol=1e-10)
+
+
+def test_rmsnorm_and_dyt_arms_equal_their_formulas_in_a_plain_loop():
+    """Pre-RMSNorm and DyT against one model written out with torch's own ops, in float64: every
+    norm (the final one too) is ``x / RMS(x) * gain`` (no bias) or ``tanh(alpha x) * gain + bias``."""
+    F = torch.nn.functional
+    idx = torch.randint(0, 5, (2, 3, 7), generator=torch.Generator().manual_seed(16))
+    for norm in ("RMSNorm", "DyT"):
+        model = _model("pre", 7, 8, norm=norm, alpha=0.7).double()
+        _randomize_norms(model)
+        if norm == "DyT":
+            with torch.no_grad():
+                for k, a in enumerate(model.alphas):
+                    a.fill_(0.3 + 0.2 * k)
+        logits = model(idx)
+
+        def n(z, k, m, model=model, norm=norm):
+            gain, bias = (p[m, 0, 0] for p in model._gain_bias(k))
+            if norm == "RMSNorm":
+                return F.rms_norm(z, (8,), gain, eps=torch.finfo(z.dtype).eps)
+            return torch.tanh(model.alphas[k][m, 0, 0, 0] * z) * gain + bias
+
+        for m in range(2):
+            x = model.tok[m][idx[m]] + model.pos[m]
+            for i, block in enumerate(model.blocks):
+                x = x + model.attention(block, n(x, 2 * i, m)[None].expand(2, -1, -1, -1))[m]
+                x = x + model.mlp(block, n(x, 2 * i + 1, m)[None].expand(2, -1, -1, -1))[m]
+            x = n(x, 2 * model.n_blocks, m)
+            torch.testing.assert_close(logits[m], x @ model.w_out[m] + model.b_out[m], rtol=1e-10, atol=1e-10,
+                                       msg=norm)
+
+
+def test_rmsnorm_and_dyt_arms_start_from_the_same_weights_and_dyt_alpha_from_its_arm():
+    base = dict(_model("pre", 3, 4).named_parameters())
+    for norm in ("RMSNorm", "DyT"):
+        other = dict(_model("pre", 3, 4, norm=norm, alpha=2.0).named_parameters())
+        for name, p in base.items():
+            torch.testing.assert_close(other[name], p, rtol=0, atol=0)
+        extra = set(other) - set(base)
+        assert extra == ({f"alphas.{k}" for k in range(2 * 2 + 1)} if norm == "DyT" else set())
+        for name in extra:
+            assert other[name].shape == (2, 1, 1, 1) and (other[name] == 2.0).all()
+    for name, arm in st.ARMS.items():
+        assert arm.norm in st.NORMS and arm.placement in st.PLACEMENTS, name
+    assert [a.alpha for a in st.ARMS.values() if a.norm == "DyT"] == list(st.DYT_ALPHAS)
+    with pytest.raises(ValueError, match="'norm' must be one of"):
+        _model("pre", 0, norm="BatchNorm")
+
+
+def test_rmsnorm_leaves_its_biases_without_a_gradient_and_dyt_learns_alpha():
+    idx = torch.randint(0, 5, (2, 3, 7), generator=torch.Generator().manual_seed(17))
+    for norm in ("RMSNorm", "DyT"):
+        model = _model("pre", 0, 1, norm=norm)
+        model(idx).square().mean().backward()
+        biases = [model.blocks[0].norms[1], model.final_norm[1]]
+        if norm == "RMSNorm":
+            assert all(b.grad is None for b in biases)
+        else:
+            assert all(b.grad is not None for b in biases)
+            assert all(a.grad is not None and a.grad.abs().sum() > 0 for a in model.alphas)
+
+
+def test_norm_maps_records_each_ln_input_and_its_standardised_output():
+    model = _model("pre", 0, 1)
+    _randomize_norms(model)
+    seqs = st.copy_task(3, 4, 5, torch.Generator().manual_seed(18))
+    maps = model.norm_maps(seqs)
+    assert len(maps) == 2 * 2 + 1 and model.recorded is None
+    for x, y in maps:
+        assert x.shape == y.shape == (2, 3, 7, 8)
+        torch.testing.assert_close(y, torch.nn.functional.layer_norm(x, (8,)), rtol=1e-5, atol=1e-5)
+    # the first norm reads the embeddings themselves
+    torch.testing.assert_close(maps[0][0][0], model.tok[0][seqs[:, :-1]] + model.pos[0], rtol=0, atol=0)
+    for placement, norm in (("none", "LN"), ("pre", "DyT")):
+        with pytest.raises(ValueError, match="LN norms"):
+            _model(placement, 0, norm=norm).norm_maps(seqs)
 
 
 def test_a_later_token_does_not_change_earlier_logits():
