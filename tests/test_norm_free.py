@@ -48,10 +48,10 @@ def test_layer_names_follow_the_models_norm_order():
 
 
 def test_a_short_run_fits_every_ln_at_both_moments_and_samples_its_points():
-    frame = nf.ln_input_output((5,), steps=3, blocks=2, points=7)
+    frame = nf.ln_input_output((5, 6), steps=3, blocks=2, points=7, point_seeds=(6,))
     fits, points = frame[frame["kind"] == "fit"], frame[frame["kind"] == "point"]
-    assert len(fits) == 2 * 5 and set(fits["moment"]) == {"init", "trained"}
-    assert len(points) == 2 * 5 * 7
+    assert len(fits) == 2 * 2 * 5 and set(fits["moment"]) == {"init", "trained"}
+    assert len(points) == 2 * 5 * 7 and set(points["seed"]) == {6}
     # LN's outputs: each token is standardized over 32 units, so no element exceeds sqrt(31)
     assert points["y"].abs().max() < np.sqrt(31)
     assert fits[["r2_linear", "r2_tanh", "removed"]].notna().all().all()
