@@ -16,7 +16,14 @@ import torch
 import torch.nn.functional as F
 
 import helpers
-from helpers import bn_vs_ln, checks, numerics_exercises, placement, training_speed
+from helpers import (
+    bn_vs_ln,
+    checks,
+    norm_family_checks,
+    numerics_exercises,
+    placement,
+    training_speed,
+)
 from helpers.checks import ALWAYS_FORBIDDEN, check
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
@@ -39,7 +46,7 @@ def _cells(path: pathlib.Path) -> list[tuple[str, str]]:
 
 def _namespace() -> dict:
     ns = {"torch": torch, "F": F, "helpers": helpers, "placement": placement}
-    for module in (checks, bn_vs_ln, training_speed, numerics_exercises):
+    for module in (checks, bn_vs_ln, training_speed, numerics_exercises, norm_family_checks):
         ns.update({name: getattr(module, name) for name in dir(module) if name.startswith("check_")})
     return ns
 
@@ -148,6 +155,15 @@ HANDED_IN = [
         ((x.requires_grad_() - x.mean(-1, keepdim=True))
          / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps)), x, dy)[0]),
     ("chan_merge_m2", lambda *args: helpers.variance.chan_merge(*args)[2]),
+    ("group_norm_by_hand", lambda x, groups, eps: F.group_norm(x, groups, eps=eps)),
+    ("group_norm_by_hand", lambda x, groups, eps: helpers.group_norm(x, groups, eps=eps)),
+    ("group_norm_by_hand", lambda x, groups, eps: torch.nn.GroupNorm(groups, x.shape[1], eps=eps, affine=False,
+                                                                     dtype=x.dtype)(x)),
+    ("group_norm_by_hand", lambda x, groups, eps: helpers.normalize(x.reshape(len(x), groups, -1), -1,
+                                                                    eps).reshape(x.shape)),
+    ("ln_by_geometry", lambda x: F.layer_norm(x, x.shape[-1:], eps=0.0)),
+    ("ln_by_geometry", lambda x: helpers.layer_norm(x, x.shape[-1:], eps=0.0)),
+    ("ln_by_geometry", lambda x: (x - x.mean(-1, keepdim=True)) / x.std(-1, correction=0, keepdim=True)),
     # the same kernels through the operator registry, the packet and an explicit overload
     ("layer_norm_one_token", lambda x: torch.ops.aten.layer_norm(x, x.shape)),
     ("layer_norm_one_token", lambda x: torch.ops.aten.native_layer_norm(x, x.shape, None, None, 1e-5)[0]),
@@ -175,7 +191,7 @@ def test_everything_refused_is_put_back():
 
 
 @pytest.mark.parametrize("name", ["layer_norm_one_token", "layer_norm_last_dim", "sentence_layer_norm",
-                                  "batch_norm_train", "biased_variance"])
+                                  "batch_norm_train", "biased_variance", "group_norm_by_hand"])
 def test_the_one_pass_formula_fails_at_a_large_mean(name):
     exercise = checks._REGISTRY[name]
     [(hint, one_pass)] = [(h, f) for h, f in exercise.mistakes.items() if "E[x²] - E[x]²" in h]
