@@ -95,7 +95,8 @@ def fit_s_shape(x, y) -> dict[str, float]:
     Returns:
         ``r2_linear`` and ``r2_tanh`` (:math:`1 - SSE / SST`), ``removed``
         (:math:`1 - SSE_{tanh} / SSE_{line}`: the share of the line's residual the S-curve
-        removes; 0 when the line is exact) and the tanh's ``a, b, d, c``.
+        removes; 0 when the line is exact), the line's ``slope`` and ``intercept``, and the tanh's
+        ``a, b, d, c``.
     """
     x, y = np.asarray(x, dtype=np.float64).ravel(), np.asarray(y, dtype=np.float64).ravel()
     if x.shape != y.shape or x.size < 5:
@@ -118,7 +119,7 @@ def fit_s_shape(x, y) -> dict[str, float]:
         if np.isfinite(sse) and sse < best:
             best, params = sse, tuple(float(v) for v in p)
     return {"r2_linear": 1 - sse_line / sst if sst else 1.0, "r2_tanh": 1 - best / sst if sst else 1.0,
-            "removed": 1 - best / sse_line if sse_line > 0 else 0.0,
+            "removed": 1 - best / sse_line if sse_line > 0 else 0.0, "slope": float(s), "intercept": float(c),
             "a": params[0], "b": params[1], "d": params[2], "c": params[3]}
 
 
@@ -207,7 +208,7 @@ def _s_shape_unit(*, seeds, steps: int, **fixed) -> pd.DataFrame:
 
 runner.register(runner.Experiment(
     name="ln_input_output", notebook="07_the_normalization_family", train=_s_shape_unit,
-    grid={}, seeds=S_SEEDS, steps=STEPS, seeds_per_unit=2,
+    grid={}, seeds=S_SEEDS, steps=STEPS, seeds_per_unit=2, version=2,
     fixed={"lr": S_LR, "n": N_COPY, "vocab": VOCAB, "width": 32, "blocks": 4, "heads": 2, "batch": 32,
            "clip": 1.0, "points": POINTS, "point_seeds": POINT_SEEDS},
     summarize=s_shape_verdicts,

@@ -11,6 +11,7 @@ from helpers import runner
 def test_a_line_is_fitted_exactly_and_a_tanh_removes_nothing_from_it():
     x = np.linspace(-3, 3, 200)
     fit = nf.fit_s_shape(x, 0.7 * x - 0.2)
+    assert (fit["slope"], fit["intercept"]) == pytest.approx((0.7, -0.2))
     assert fit["r2_linear"] == pytest.approx(1.0)
     assert fit["removed"] == 0.0
 
