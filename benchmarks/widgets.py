@@ -77,6 +77,14 @@ def dashboards() -> dict:
         "06 stability_demo": (widgets.stability_demo,
                               {"offset": [1.0, 1e6, 1e4], "scale": [1.0, 1e-4, 1e-2],
                                "dtype": ["float16", "bfloat16", "float32"], "eps": [1e-2, 1e-12, 1e-5]}),
+        "07 norm_family_demo": (widgets.norm_family_demo,
+                                {"norm": ["GroupNorm", "BatchNorm", "InstanceNorm", "RMSNorm", "LayerNorm"],
+                                 "groups": [3, 6, 2], "sample": [2, 1, 0], "channel": [4, 1, 0],
+                                 "position": [3, 1, 0]}),
+        "07 ln_geometry_demo": (widgets.ln_geometry_demo,
+                                {"azimuth": [40.0, 120.0, -25.0], "elevation": [-30.0, 60.0, 20.0],
+                                 "x": [-1.0, 2.0, 1.0], "scale": [2.0, 0.25, 1.0], "offset": [1.5, -1.5, 0.0],
+                                 "gamma": [1.5, 0.0, 1.0], "eps": [1.0, 1e-3, 1e-5]}),
     }
 
 

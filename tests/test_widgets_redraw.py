@@ -61,12 +61,24 @@ DASHBOARDS = {
     "stability": (lambda runs: widgets.stability_demo(),
                   [("offset", 1.0), ("scale", 1.0), ("dtype", "float16"), ("eps", 1e-2),
                    ("dtype", "bfloat16"), ("offset", 1e6)]),
+    "norm_family": (lambda runs: widgets.norm_family_demo(),
+                    [("norm", "GroupNorm"), ("groups", 3), ("sample", 2), ("channel", 4), ("position", 3),
+                     ("norm", "BatchNorm"), ("norm", "RMSNorm")]),
+    "ln_geometry": (lambda runs: widgets.ln_geometry_demo(),
+                    [("azimuth", 40.0), ("elevation", -30.0), ("x", -1.0), ("scale", 2.0), ("offset", 1.5),
+                     ("gamma", 1.5), ("eps", 1.0)]),
 }
 
 
 def _build(name, stored_runs):
     build, moves = DASHBOARDS[name]
     return build(stored_runs if name == "speed" else None), moves
+
+
+def _line_data(line) -> tuple:
+    """A line's data: (x, y), or (x, y, z) for a 3-D line (whose 2-D data is its projection, set
+    only when it is drawn)."""
+    return line.get_data_3d() if hasattr(line, "get_data_3d") else line.get_data()
 
 
 def _fingerprint(fig) -> list:
@@ -90,8 +102,7 @@ def _fingerprint(fig) -> list:
         shown.append({
             "title": ax.get_title(), "xlim": arr(ax.get_xlim()), "ylim": arr(ax.get_ylim()),
             "scales": (ax.get_xscale(), ax.get_yscale()), "labels": (ax.get_xlabel(), ax.get_ylabel()),
-            "lines": [(line.get_gid(), line.get_label(), arr(line.get_xdata()), arr(line.get_ydata()))
-                      for line in ax.get_lines()],
+            "lines": [(line.get_gid(), line.get_label(), *map(arr, _line_data(line))) for line in ax.get_lines()],
             "patches": [patch(p) for p in ax.patches],
             "collections": len(ax.collections),
             "texts": [(t.get_text(), arr(t.get_position()), str(t.get_color()), t.get_gid()) for t in ax.texts],

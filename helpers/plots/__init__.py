@@ -29,7 +29,19 @@ from helpers.plots.formula import (
     update_affine_figure,
     update_eps_figure,
 )
+from helpers.plots.geometry import (
+    GEOMETRY_VIEWS,
+    ln_geometry_figure,
+    ln_geometry_views_figure,
+    update_ln_geometry_figure,
+)
 from helpers.plots.invariance import shift_scale_figure, update_shift_scale_figure
+from helpers.plots.norm_family import (
+    block_grid,
+    norm_family_figure,
+    norm_family_panels_figure,
+    update_norm_family_figure,
+)
 from helpers.plots.placement import (
     layer_histograms_figure,
     stored_runs_figure,
@@ -53,12 +65,14 @@ from helpers.plots.units import dependency_figure, norm_unit_figure, update_norm
 __all__ = [
     "ARM_COLOURS",
     "DPI",
+    "GEOMETRY_VIEWS",
     "HIGHLIGHT",
     "OTHER",
     "affine_figure",
     "bandwidth_figure",
     "batch_noise_figure",
     "batch_size_figure",
+    "block_grid",
     "dependency_figure",
     "DRIFT_PANELS",
     "drift_figure",
@@ -67,6 +81,10 @@ __all__ = [
     "find_line",
     "gamma_beta_fit_figure",
     "layer_histograms_figure",
+    "ln_geometry_figure",
+    "ln_geometry_views_figure",
+    "norm_family_figure",
+    "norm_family_panels_figure",
     "norm_unit_figure",
     "saved_bytes_figure",
     "other_samples_figure",
@@ -79,6 +97,8 @@ __all__ = [
     "update_eps_figure",
     "update_evidence_figure",
     "update_layer_histograms_figure",
+    "update_ln_geometry_figure",
+    "update_norm_family_figure",
     "update_norm_unit_figure",
     "update_other_samples_figure",
     "update_shift_scale_figure",

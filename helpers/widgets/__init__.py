@@ -33,6 +33,13 @@ from helpers.widgets.bn_vs_ln import other_samples_demo, other_samples_state
 from helpers.widgets.core import Dashboard, log_slider, png_bytes, shift_scale_sliders, slider
 from helpers.widgets.formula import AFFINE_YLIM, affine_demo, affine_state, eps_demo, eps_state
 from helpers.widgets.invariance import shift_scale_demo, shift_scale_state
+from helpers.widgets.norm_family import (
+    ln_geometry_demo,
+    ln_geometry_static,
+    norm_family_demo,
+    norm_family_static,
+    norm_family_table,
+)
 from helpers.widgets.numerics import DTYPES, stability_demo, stability_state
 from helpers.widgets.placement import DEPTHS, placement_demo, placement_table, stored_runs_demo
 from helpers.widgets.training_speed import speed_demo
@@ -48,7 +55,12 @@ __all__ = [
     "affine_state",
     "eps_demo",
     "eps_state",
+    "ln_geometry_demo",
+    "ln_geometry_static",
     "log_slider",
+    "norm_family_demo",
+    "norm_family_static",
+    "norm_family_table",
     "norm_unit_demo",
     "norm_unit_state",
     "other_samples_demo",
