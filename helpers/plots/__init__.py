@@ -42,6 +42,7 @@ from helpers.plots.norm_family import (
     norm_family_panels_figure,
     update_norm_family_figure,
 )
+from helpers.plots.norm_free import NORM_FREE_COLOURS, norm_free_curves_figure, s_shape_figure
 from helpers.plots.placement import (
     layer_histograms_figure,
     stored_runs_figure,
@@ -67,6 +68,7 @@ __all__ = [
     "DPI",
     "GEOMETRY_VIEWS",
     "HIGHLIGHT",
+    "NORM_FREE_COLOURS",
     "OTHER",
     "affine_figure",
     "bandwidth_figure",
@@ -85,9 +87,11 @@ __all__ = [
     "ln_geometry_views_figure",
     "norm_family_figure",
     "norm_family_panels_figure",
+    "norm_free_curves_figure",
     "norm_unit_figure",
     "saved_bytes_figure",
     "other_samples_figure",
+    "s_shape_figure",
     "pooling_figure",
     "shift_scale_figure",
     "stability_figure",
