@@ -71,7 +71,7 @@ __all__ = [
 #: to find every :class:`Experiment` they :func:`register`.
 TOPIC_MODULES = ("helpers.experiments", "helpers.bn_vs_ln", "helpers.lstm",
                  "helpers.rnn_regimes", "helpers.small_transformer", "helpers.step_times",
-                 "helpers.placement_evidence", "helpers.norm_free")
+                 "helpers.placement_evidence", "helpers.norm_free", "helpers.norm_family_cnn")
 
 #: Where results ship: inside the package, so ``pip install`` carries them.
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
