@@ -123,17 +123,18 @@ def fit_s_shape(x, y) -> dict[str, float]:
             "a": params[0], "b": params[1], "d": params[2], "c": params[3]}
 
 
-def _map_rows(model, seqs: torch.Tensor, seeds, moment: str, sample: torch.Tensor, point_seeds) -> list[dict]:
+def _map_rows(model, seqs: torch.Tensor, seeds, step: int, sample: torch.Tensor, point_seeds) -> list[dict]:
     names = layer_names(model.n_blocks)
+    moment = "init" if step == 0 else "trained"
     rows = []
     for k, (x, y) in enumerate(model.norm_maps(seqs)):
         for m, seed in enumerate(seeds):
             xs, ys = x[m].flatten().double().numpy(), y[m].flatten().double().numpy()
             fit = fit_s_shape(xs, ys)
-            rows.append({"kind": "fit", "seed": seed, "moment": moment, "layer": names[k], **fit,
+            rows.append({"kind": "fit", "seed": seed, "step": step, "moment": moment, "layer": names[k], **fit,
                          "x": math.nan, "y": math.nan})
             if seed in point_seeds:
-                rows.extend({"kind": "point", "seed": seed, "moment": moment, "layer": names[k],
+                rows.extend({"kind": "point", "seed": seed, "step": step, "moment": moment, "layer": names[k],
                              "x": float(xs[i]), "y": float(ys[i])} for i in sample.tolist())
     return rows
 
@@ -145,7 +146,8 @@ def ln_input_output(seeds=(0,), *, lr: float = S_LR, steps: int = STEPS, n: int 
     fit every LN's input-to-output map on the held-out sequences, before and after training.
 
     Returns:
-        One row per fit (``kind == "fit"``: ``seed``, ``moment`` (``"init"`` or ``"trained"``),
+        One row per fit (``kind == "fit"``: ``seed``, ``step`` (0, or ``steps`` after training),
+        ``moment`` (``"init"`` at step 0, ``"trained"`` after),
         ``layer``, and :func:`fit_s_shape`'s columns) and, for the seeds in ``point_seeds``,
         ``points`` rows per fit of the points themselves (``kind == "point"``: ``x``, ``y`` in
         float32), the same positions for every fit (drawn from a generator of their own).
@@ -161,8 +163,8 @@ def ln_input_output(seeds=(0,), *, lr: float = S_LR, steps: int = STEPS, n: int 
     before, _ = trained_decoder(seeds, (lr,), steps=0, **common)
     after, _ = trained_decoder(seeds, (lr,), steps=steps, **common)
     point_seeds = set(point_seeds)
-    rows = (_map_rows(before, seqs, seeds, "init", sample, point_seeds)
-            + _map_rows(after, seqs, seeds, "trained", sample, point_seeds))
+    rows = (_map_rows(before, seqs, seeds, 0, sample, point_seeds)
+            + _map_rows(after, seqs, seeds, steps, sample, point_seeds))
     return pd.DataFrame(rows).astype({"x": "float32", "y": "float32"})
 
 
@@ -208,12 +210,19 @@ def _s_shape_unit(*, seeds, steps: int, **fixed) -> pd.DataFrame:
 
 runner.register(runner.Experiment(
     name="ln_input_output", notebook="07_the_normalization_family", train=_s_shape_unit,
-    grid={}, seeds=S_SEEDS, steps=STEPS, seeds_per_unit=2, version=2,
+    grid={}, seeds=S_SEEDS, steps=STEPS, seeds_per_unit=2, version=3,
     fixed={"lr": S_LR, "n": N_COPY, "vocab": VOCAB, "width": 32, "blocks": 4, "heads": 2, "batch": 32,
            "clip": 1.0, "points": POINTS, "point_seeds": POINT_SEEDS},
     summarize=s_shape_verdicts,
     # the stored run took 199 s (5 units of 2 seeds: 400 steps, then 18 fits of 61,440 points each), with
     # both cores busy with other work
     budget_s=300,
-    repro_rtol=1e-5,
+    # The reproducibility check re-runs the last unit with 20 training steps and compares the rows both
+    # have, those at initialisation (step 0): after 400 steps a last-bit difference has grown into
+    # another trained model (on torch's plain kernel path, R² differs by up to 0.1), so the trained fits
+    # are checked by recomputing the verdicts from the stored table, not by re-training. At
+    # initialisation, torch's plain kernel path agrees with the AVX-512 one to 2e-5 relative (the
+    # tanh fit's offsets, near 0: 5e-7 absolute) and 3e-9 on the R².
+    repro_rtol=1e-4,
+    repro_atol=1e-6,
     repro_unit=-1))
