@@ -45,3 +45,23 @@ def test_the_s_shape_figure_draws_the_stored_fits():
     assert "trained" in ax.get_title()
     with pytest.raises(ValueError, match="'seed'"):
         plots.s_shape_figure(_maps(), ["final"], seed=3)
+
+
+def test_the_small_batch_figure_draws_each_norm_s_mean_error_in_percent():
+    table = pd.DataFrame([{"norm": n, "batch_size": b, "error": e, "error_low": e - 0.01, "error_high": e + 0.02,
+                           "train_mode_error": 0.5 if n == "BatchNorm" else np.nan}
+                          for n, base in (("BatchNorm", 0.2), ("GroupNorm", 0.1)) for b, e in ((2, base + 0.1),
+                                                                                              (32, base))])
+    finals = pd.DataFrame([{"norm": "GroupNorm", "batch_size": 2, "error": 0.2}])
+    fig = plots.small_batch_figure(table, finals, chance=5 / 6)
+    ax = fig.axes[0]
+    gn = [c for c in ax.containers if c.lines[0].get_gid() == "GroupNorm"][0]
+    np.testing.assert_allclose(gn.lines[0].get_ydata(), [20.0, 10.0])
+    assert plots.find_line(ax, "BatchNorm, train() mode").get_ydata().tolist() == [50.0, 50.0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["2", "32"]
+
+
+def test_the_examples_figure_has_one_titled_panel_per_image():
+    examples = pd.DataFrame({"name": ["a", "b"], "image": [np.zeros((4, 4)), np.ones((4, 4))]})
+    fig = plots.class_examples_figure(examples)
+    assert [ax.get_title() for ax in fig.axes] == ["a", "b"]

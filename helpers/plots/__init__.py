@@ -49,6 +49,7 @@ from helpers.plots.placement import (
     update_layer_histograms_figure,
     update_stored_runs_figure,
 )
+from helpers.plots.small_batches import NORM_COLOURS, class_examples_figure, small_batch_figure
 from helpers.plots.speed import (
     bandwidth_figure,
     saved_bytes_figure,
@@ -68,6 +69,7 @@ __all__ = [
     "DPI",
     "GEOMETRY_VIEWS",
     "HIGHLIGHT",
+    "NORM_COLOURS",
     "NORM_FREE_COLOURS",
     "OTHER",
     "affine_figure",
@@ -75,6 +77,7 @@ __all__ = [
     "batch_noise_figure",
     "batch_size_figure",
     "block_grid",
+    "class_examples_figure",
     "dependency_figure",
     "DRIFT_PANELS",
     "drift_figure",
@@ -94,6 +97,7 @@ __all__ = [
     "s_shape_figure",
     "pooling_figure",
     "shift_scale_figure",
+    "small_batch_figure",
     "stability_figure",
     "stored_runs_figure",
     "tuning_figure",
