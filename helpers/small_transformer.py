@@ -713,10 +713,10 @@ runner.register(runner.Experiment(
     summarize=small_transformer_verdicts, keep=keep_rows,
     tuning=runner.Tuning(key="lr", rates=RATES, pilot_seeds=PILOT_SEEDS, score=pilot_scores,
                          learned_below=STEPS),
-    # the first five arms' stored run took 577 s: pilot units (7 or 14 models) 22 to 50 s each, reported
-    # units (2 models) 8 to 9 s; the four arms RMSNorm and DyT add (no warm-up: one pilot unit and five
-    # reported units each) about as much again
-    budget_s=1500,
+    # the first five arms alone took 577 s (pilot units of 7 or 14 models 22 to 50 s each, reported units
+    # of 2 models 8 to 9 s); all nine took 1,995 s with three other jobs on the two cores (pilot units
+    # 45 to 120 s, reported units 10 to 20 s)
+    budget_s=2100,
     # The reproducibility check re-trains the last unit, Post-LN + warm-up seeds 8 and 9 at their best
     # rate: its first 20 steps on torch's plain kernel path (ATEN_CPU_CAPABILITY=default
     # MKL_CBWR=COMPATIBLE OMP_NUM_THREADS=1) agree with the AVX-512 ones to 9e-8 relative (every
