@@ -58,10 +58,12 @@ __all__ = [
     "EVAL_EVERY",
     "HELDOUT_SEED",
     "HELDOUT_SIZE",
+    "NORM_FREE_ARMS",
     "N_COPY",
     "NO_COPY",
     "FLOOR",
     "PILOT_SEEDS",
+    "PLACEMENT_ARMS",
     "PLACEMENTS",
     "RATES",
     "SEEDS",
@@ -118,6 +120,11 @@ ARMS = {
     "Pre-RMSNorm": Arm("pre", False, "RMSNorm"),
     **{f"DyT, alpha0 {a:g}": Arm("pre", False, "DyT", a) for a in DYT_ALPHAS},
 }
+
+#: The arms notebooks 04 and 05 read (where LN sits, and warm-up) and those notebook 07 reads (which
+#: norm, if any, before each sublayer).
+PLACEMENT_ARMS = ("no norm", "Pre-LN", "Post-LN", "Pre-LN + warm-up", "Post-LN + warm-up")
+NORM_FREE_ARMS = ("Pre-LN", "Pre-RMSNorm", *(f"DyT, alpha0 {a:g}" for a in DYT_ALPHAS), "no norm")
 
 #: The task: ``N_COPY`` random tokens from ``VOCAB``, then the same again.
 N_COPY = 8

@@ -34,7 +34,8 @@ class Setting:
     Args:
         label: how the dashboard names it.
         experiment: the stored experiment.
-        where: ``{column: value}`` that selects the regime's rows.
+        where: ``(column, value)`` pairs that select the regime's rows; a tuple ``value`` selects
+            the rows whose ``column`` is any of its values.
         learned_nothing: the held-out loss of a model that learned nothing.
         floor: the lowest loss the task allows.
         threshold: "reached", fixed before any run.
@@ -64,7 +65,8 @@ def settings() -> list[Setting]:
         for h in rr.HIDDEN:
             out.append(Setting(f"tiny RNN, T {t}, hidden {h}", "rnn_regimes", (("seq_len", t), ("hidden", h)), **mse))
     out.append(Setting("3-layer RNN, T 10, hidden 64 (why)", "rnn_mechanism", (), **mse))
-    out.append(Setting("4-block Transformer, copy task", "small_transformer", (),
+    out.append(Setting("4-block Transformer, copy task", "small_transformer",
+                       (("variant", small_transformer.PLACEMENT_ARMS),),
                        learned_nothing=small_transformer.NO_COPY, floor=small_transformer.FLOOR,
                        threshold=small_transformer.THRESHOLD, loss="held-out cross-entropy (nats)", log=False))
     return out
@@ -89,7 +91,7 @@ def evidence_table() -> pd.DataFrame:
         frame = loaded[s.experiment]
         frame = frame[frame["eval_loss"].notna()]
         for column, value in s.where:
-            frame = frame[frame[column] == value]
+            frame = frame[frame[column].isin(value) if isinstance(value, tuple) else frame[column] == value]
         defaults = {"setting": s.label, "stage": "fixed", "noise": 0.0}
         for column in columns:  # column by column: a measure an experiment lacks is NaN, not a dtype guess
             if column in frame:

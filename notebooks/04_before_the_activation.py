@@ -330,13 +330,13 @@ show_verdicts("small_transformer", "steps, Pre-LN vs no norm", "steps, Post-LN v
               "final loss, Pre-LN vs no norm", "final loss, Post-LN vs no norm",
               "final loss, Post-LN + warm-up vs Post-LN", "final loss, Pre-LN + warm-up vs Pre-LN")
 print()
-show_verdicts("small_transformer", *(f"largest stable rate, {a}" for a in st.ARMS))
+show_verdicts("small_transformer", *(f"largest stable rate, {a}" for a in st.PLACEMENT_ARMS))
 print()
-show_verdicts("small_transformer", *(f"learns, {a}" for a in st.ARMS))
+show_verdicts("small_transformer", *(f"learns, {a}" for a in st.PLACEMENT_ARMS))
 
 # %%
 tf = runner.load("small_transformer").verdicts
-assert all(tf[f"learns, {a}"].startswith("yes") for a in st.ARMS)  # every arm beats the no-copy level
+assert all(tf[f"learns, {a}"].startswith("yes") for a in st.PLACEMENT_ARMS)  # every arm beats the no-copy level
 
 # %% [markdown]
 # At 4 blocks every arm learns the copy task, each closing at least half the gap between the

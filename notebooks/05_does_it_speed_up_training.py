@@ -309,7 +309,7 @@ plt.show()
 print(state["table"].to_string())
 
 # %%
-arms = list(st.ARMS)
+arms = list(st.PLACEMENT_ARMS)
 show_verdicts("small_transformer", *(f"learns, {a}" for a in arms), *(f"time, {a}" for a in arms))
 print()
 show_verdicts("small_transformer", "steps, Pre-LN vs no norm", "steps, Post-LN vs no norm",

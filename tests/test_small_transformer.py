@@ -416,3 +416,11 @@ def test_the_stored_best_rates_are_inside_the_grid():
     assert stored.meta["best_rates"], "no best rates stored"
     for row in stored.meta["best_rates"]:
         assert not row["on_edge"], row
+
+
+def test_the_arm_groups_cover_every_arm_and_notebook_05_reads_only_the_placement_arms():
+    from helpers import speed_evidence
+
+    assert set(st.PLACEMENT_ARMS) | set(st.NORM_FREE_ARMS) == set(st.ARMS)
+    transformer = [s for s in speed_evidence.settings() if s.experiment == "small_transformer"]
+    assert transformer and dict(transformer[0].where)["variant"] == st.PLACEMENT_ARMS
