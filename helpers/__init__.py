@@ -11,6 +11,12 @@ True
 """
 
 from helpers.autograd import LayerNormFunction
+from helpers.compiled import (
+    CompiledLayerNormFunction,
+    CompiledRMSNormFunction,
+    compiled_layer_norm,
+    compiled_rms_norm,
+)
 from helpers.functional import (
     batch_norm,
     group_norm,
@@ -33,6 +39,8 @@ from helpers.modules import (
 __all__ = [
     "BatchNorm1d",
     "BatchNorm2d",
+    "CompiledLayerNormFunction",
+    "CompiledRMSNormFunction",
     "DyT",
     "GroupNorm",
     "InstanceNorm1d",
@@ -41,6 +49,8 @@ __all__ = [
     "LayerNormFunction",
     "RMSNorm",
     "batch_norm",
+    "compiled_layer_norm",
+    "compiled_rms_norm",
     "group_norm",
     "instance_norm",
     "layer_norm",

@@ -69,7 +69,10 @@ row. This module's backward is eager PyTorch, one operation at a time, and each
 operation is its own full pass over the ``(M, N)`` data: 12 of them with all three
 gradients (two to recompute :math:`\hat{x}`, one product, two column sums, two
 matrix-vector products, five in-place updates that build :math:`dx`), counted by
-:func:`helpers.speed.count_full_passes`.
+:func:`helpers.speed.count_full_passes`. :class:`helpers.compiled.CompiledLayerNormFunction`
+runs the same formulas through ``torch.compile``: the forward pass in one sweep over the
+rows, the backward in two (one for :math:`d\gamma` and :math:`d\beta` as block partial
+sums, one for :math:`dx` row by row).
 
 Half-precision inputs are handled as torch does: the statistics, the cache and the
 backward arithmetic are float32, and each gradient is cast back to the dtype of the
