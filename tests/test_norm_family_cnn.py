@@ -426,7 +426,37 @@ def test_the_experiment_is_declared_as_the_protocol_says():
     assert len(exp.seeds) >= 10 and not set(exp.seeds) & set(exp.tuning.pilot_seeds)
     assert len(exp.tuning.rates) >= 5
     every = runner.units(exp, {(n,): 0.1 for n in nf.NORMS})
-    assert every[exp.repro_unit]["stage"] == "report"
+    assert every[exp.repro_unit]["stage"] == "report" and every[exp.repro_unit]["params"]["norm"] == "GroupNorm"
     assert exp.steps == nf.SAMPLES // min(nf.BATCH_SIZES)
     for b in nf.BATCH_SIZES:  # every batch size: whole steps, evaluations at whole steps
         assert nf.SAMPLES % b == 0 and (nf.SAMPLES // b) % nf.EVALS == 0
+
+
+def test_evaluation_uses_bn_running_statistics_and_leaves_the_model_as_it_was(tiny_task):
+    model = nf.StackedCNN("BatchNorm", _gens(0, 1), channels=(8, 8, 8))
+    with torch.no_grad():  # a few training-mode batches, so that the running statistics are not the initial ones
+        for k in range(3):
+            model(tiny_task.x_train[8 * k:8 * (k + 1)].expand(2, -1, -1, -1, -1))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    x, y = tiny_task.x_test[:40], tiny_task.y_test[:40]
+    loss, error = nf._eval_mode_metrics(model, x, y)
+    assert model.training
+    with torch.no_grad():
+        logits = model.eval()(x.expand(2, -1, -1, -1, -1))
+    model.train()
+    expected = (logits.argmax(-1) != y).double().mean(1)
+    torch.testing.assert_close(error, expected)
+    torch.testing.assert_close(loss, F.cross_entropy(logits.transpose(1, 2), y.expand(2, -1), reduction="none")
+                               .double().mean(1), rtol=1e-6, atol=1e-6)
+    train_mode = nf._train_mode_error(model, x, y, batch=4)
+    assert not torch.equal(train_mode, error)
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k]), k
+
+
+def test_eval_curves_hold_the_evaluations_only(runs):
+    curves = nf.eval_curves(runs["bn2"])
+    assert sorted(curves["step"].unique()) == [0, 24, 48]
+    assert len(curves) == 2 * 3 and curves["error"].notna().all()
+    assert curves.loc[curves["step"] == 0, "train_loss"].isna().all()
+    assert curves.loc[curves["step"] > 0, "train_loss"].notna().all()
