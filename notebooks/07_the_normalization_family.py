@@ -40,7 +40,7 @@ import helpers  # noqa: E402,F401
 # %% [markdown]
 # # 07 · The normalization family, LN's geometry, and whether a Transformer needs a norm at all
 #
-# The lesson stops at LN and BN. Today's models use more: RMSNorm in LLaMA, Gemma and Qwen,
+# The lesson stops at LN and BN. Today's models use more: RMSNorm in LLaMA, Gemma and OLMo,
 # GroupNorm in diffusion U-Nets, InstanceNorm in style transfer, norms on queries and keys for
 # stability, and since 2025 Dynamic Tanh (DyT), which replaces every norm of a Transformer by an
 # elementwise `gamma * tanh(alpha * x) + beta`.
@@ -345,7 +345,7 @@ with pd.option_context("display.max_colwidth", None):
 # ## 5. Does a Transformer need a norm? LN, RMSNorm, DyT and none
 #
 # Zhang and Sennrich (2019) drop LN's centring (RMSNorm) and report the same quality for 7% to 64%
-# less running time per model; LLaMA and most open language models since use it. Zhu, Chen, He,
+# less running time per model; LLaMA, Gemma 2 and OLMo 2 use it (section 7). Zhu, Chen, He,
 # LeCun and Liu (2025) go further: **Dynamic Tanh**, `DyT(x) = gamma * tanh(alpha * x) + beta`, one
 # learnable scalar `alpha` per layer and no statistic at all, in place of every norm of a
 # Transformer, matching its LN version across vision, speech and language; the initial `alpha`
