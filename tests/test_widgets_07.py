@@ -373,12 +373,13 @@ def test_the_family_demo_has_its_controls_a_figure_and_the_parameter_table(famil
     assert "running statistics" in family.table.value and "RMSNorm(6)" in family.table.value
 
 
-def test_the_groups_control_is_enabled_for_groupnorm_only(family):
-    assert family.controls["groups"].disabled
-    family.controls["norm"].value = "GroupNorm"
-    assert not family.controls["groups"].disabled
-    family.controls["norm"].value = "BatchNorm"
-    assert family.controls["groups"].disabled
+def test_choosing_a_group_count_shows_groupnorm_whatever_norm_was_shown(family):
+    assert family.controls["norm"].value == "LayerNorm" and not family.controls["groups"].disabled
+    before = family.image.value
+    family.controls["groups"].value = 3
+    assert family.controls["norm"].value == "GroupNorm" and family.state["norm"] == "GroupNorm"
+    assert family.state["groups"] == 3 and family.image.value != before
+    assert "GroupNorm(3, C)" in family.figure.axes[0].get_title()
 
 
 @pytest.mark.parametrize("moves", [

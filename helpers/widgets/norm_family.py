@@ -54,7 +54,7 @@ def norm_family_demo(image_shape: tuple[int, int, int, int] = IMAGE_SHAPE, norm:
 
     The figure (:func:`helpers.plots.norm_family_figure`) shows an image batch ``image_shape``
     and the same numbers as token sequences ``(N, H * W, C)``; the controls pick the norm, the
-    number of groups (the divisors of ``C``; enabled for GroupNorm only), and the marked cell
+    number of groups (the divisors of ``C``; choosing one shows GroupNorm), and the marked cell
     (sample or sentence, channel or feature, pixel position or token). The table lists each
     layer's parameters and buffers, read off the modules.
     """
@@ -73,11 +73,12 @@ def norm_family_demo(image_shape: tuple[int, int, int, int] = IMAGE_SHAPE, norm:
     def compute(norm, groups, sample, channel, position):
         return norm_family_state(norm, groups, sample, channel, position, image_shape=image_shape)
 
-    def enable_groups(change=None):
-        controls["groups"].disabled = controls["norm"].value != "GroupNorm"
+    def choose_groupnorm(change):
+        # a group count means GroupNorm: so the control changes the picture whatever norm was shown.
+        # Observed before the dashboard's own redraw, so the first redraw already shows GroupNorm.
+        controls["norm"].value = "GroupNorm"
 
-    controls["norm"].observe(enable_groups, names="value")
-    enable_groups()
+    controls["groups"].observe(choose_groupnorm, names="value")
     demo = Dashboard(controls, compute, plots.norm_family_figure, update=plots.update_norm_family_figure,
                      table=norm_family_table,
                      title="<b>Which cells share one mean and variance?</b> Pick a norm and a cell; its "
