@@ -1,193 +1,490 @@
 """Speed of LayerNorm implementations against torch's own kernel, on this machine's CPU.
 
-Run with ``make bench`` (a few minutes on 2 cores). It first prints how long each notebook
-dashboard takes to redraw (``benchmarks/widgets.py``; skip it with ``BENCH_WIDGETS=0``). Then,
-for each row width and tensor size it times, with ``torch.utils.benchmark`` and a fixed thread
-count:
+Run with ``make bench`` (a few minutes on 2 cores; longer the first time, while
+``torch.compile`` fills its on-disk cache). It first prints how long each notebook
+dashboard takes to redraw (``benchmarks/widgets.py``; skip it with ``BENCH_WIDGETS=0``).
+Then it times, on ``BENCH_THREADS`` threads (2):
 
-- the naive autograd composition, ``helpers.layer_norm`` (eager), ``LayerNormFunction``
-  (eager), ``torch.compile(helpers.layer_norm)`` and torch's ``F.layer_norm``;
-- ``F.rms_norm`` and ``helpers.rms_norm``, for RMSNorm against LayerNorm;
-- forward, and forward+backward;
-- ``y.copy_(x)``, the machine's copy bandwidth: LayerNorm's practical ceiling.
+- **a dense sweep**: row widths 64, 128, ..., 8192 and tensor sizes in powers of two from
+  8 KiB (inside the L1 cache) to twice the last-level cache (LLC), read from the machine
+  at run time, so that a copy's working set (x and y) reaches 4x the LLC; for ``y.copy_(x)``,
+  torch's ``F.layer_norm`` and ``CompiledLayerNormFunction``, forward and forward+backward.
+  Where twice the LLC is more than ``BENCH_MAX_MIB`` (256 MiB) the sizes stop there and the
+  caches are flushed (a buffer of 1.5x the LLC written) before every timed call instead;
+  the CSV's header says which was used;
+- **every implementation** at 3 widths x 3 sizes (256 KiB, 4 MiB, 16 MiB): the naive autograd composition,
+  ``helpers.layer_norm``, ``LayerNormFunction`` (eager), ``F.rms_norm``, ``helpers.rms_norm``
+  and ``CompiledRMSNormFunction`` besides the three above;
+- **the headline size**, 4096 x 1024 float32, with at least 20 rounds: all of the above plus
+  ``torch.compile(helpers.layer_norm)`` and ``torch.compile(helpers.rms_norm)`` (Inductor
+  fusing autograd's backward), and the backward alone (``direction == "backward"``): each
+  autograd backward, torch's kernel called directly, and ``helpers.compiled``'s two
+  backwards, the fused-by-Inductor one graph and the split one.
 
-The cores are shared, and a thread that loses its core stalls a 2-thread op for a whole
-scheduler slice (about 10 ms), so the implementations are timed in ``ROUNDS`` interleaved
-rounds and the fastest per-run time of all the blocks is kept (timeit's advice: the
-minimum is the least disturbed estimate); the median is recorded beside it.
+**Outputs.** Every output and temporary of every implementation comes from reused memory:
+glibc's allocator is told (``mallopt``) never to return freed memory to the system, so a
+buffer freed by one call is handed to the next and no call pays page faults (the
+``faults_per_call`` column shows it); the copy writes into one preallocated ``y``. Before
+that switch, with the allocator's defaults, the same copy with a fresh output
+(``x.clone()``), a bare ``torch.empty``, and forward+backward at two sizes are timed with
+``outputs == "fresh"``: the cost of allocation, measured apart.
 
-Bytes-moved model (``helpers.speed.bytes_moved``): forward reads x and writes y (2 passes);
-backward reads x and dy and writes dx (3 more); GB/s = those bytes / the fastest time.
-It prints each time's ratio to torch's in the same run and writes
-``benchmarks/results/layernorm_cpu.csv`` (plus the copy inside the package that Colab
-reads), headed by ``# key: value`` lines that describe the machine.
+**Timing.** The cores may be shared. Each implementation runs in blocks of calls (at least
+``BENCH_MIN_BLOCK_MS``, 2 ms, per block; 5 times that at the headline size, so that one
+stalled call weighs less there); ``ROUNDS`` rounds (10, headline 25) interleave the
+implementations measured at one size, each round in a rotated order, so a burst of load
+elsewhere hits them alike. Kept per implementation and size: the fastest round
+(``time_ms``) and the median round (``median_ms``), both per call. ``ratio_vs_torch`` is
+the median over torch's median in the same run and direction; ``fastest_ratio_vs_torch``
+the same with the fastest rounds.
+
+**Bandwidth.** Bytes-moved model (``helpers.speed.bytes_moved``): copy and forward 2 passes
+(read x, write y), backward 3 (read x and dy, write dx), forward+backward 5. ``GBps`` is
+that over the fastest time, ``median_GBps`` over the median, and ``copy_GBps`` the copy's
+fastest at the same size: the practical ceiling.
+
+It writes ``benchmarks/results/layernorm_cpu.csv`` (and the copy inside the package that
+Colab reads), headed by ``# key: value`` lines that describe the machine, the allocator,
+the cache mode and the columns, and prints the headline ratios.
 """
 
 from __future__ import annotations
 
+import ctypes
 import datetime
+import gc
+import math
 import os
 import pathlib
 import platform
 import shutil
+import statistics
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
-from torch.utils import benchmark
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import helpers  # noqa: E402
-from helpers.speed import RESULTS_NAME, bytes_moved, naive_layer_norm  # noqa: E402
+from helpers import compiled  # noqa: E402
+from helpers.speed import RESULTS_NAME, bytes_moved, cache_sizes, naive_layer_norm  # noqa: E402
 
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
-WIDTHS = (64, 1024, 8192)
-NUMELS = (1 << 16, 1 << 22, 1 << 24)  # 256 KiB (in L2), 16 MiB (4096 x 1024), 64 MiB, in float32
-COMPILE_NUMELS = (1 << 22,)  # torch.compile recompiles per shape: only the headline size
-MIN_RUN_TIME = float(os.environ.get("BENCH_MIN_RUN_TIME", "0.03"))
-ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "10"))
+HEADLINE_ROUNDS = max(20, int(os.environ.get("BENCH_HEADLINE_ROUNDS", "25")))
+MIN_BLOCK = float(os.environ.get("BENCH_MIN_BLOCK_MS", "2")) / 1e3
+HEADLINE_MIN_BLOCK = 5 * MIN_BLOCK
+MAX_BYTES = int(float(os.environ.get("BENCH_MAX_MIB", "256")) * 2**20)
+WIDTHS = tuple(2**k for k in range(6, 14))  # 64 ... 8192
+MIN_ROWS = 8
+HEADLINE = (4096, 1024)
+EPS = 1e-5
 OUT = ROOT / "benchmarks" / "results" / RESULTS_NAME
 PACKAGE_COPY = ROOT / "helpers" / "data" / RESULTS_NAME
 
+COPY = "copy (y.copy_(x))"
+TORCH_LN, TORCH_RMS = "torch (F.layer_norm)", "torch (F.rms_norm)"
+COMPILED_LN, COMPILED_RMS = "CompiledLayerNormFunction", "CompiledRMSNormFunction"
+INDUCTOR_LN, INDUCTOR_RMS = "torch.compile(helpers.layer_norm)", "torch.compile(helpers.rms_norm)"
+SPLIT, FUSED = "compiled backward, split (dx; block partial sums)", "compiled backward, fused by Inductor (one graph)"
+TORCH_KERNEL = "torch kernel (native_layer_norm_backward)"
 
-def machine() -> dict:
+
+# ----------------------------------------------------------------- the machine
+
+
+def reuse_freed_memory() -> str:
+    """Tell glibc's malloc to keep freed memory (no mmap per allocation, no trimming), so that
+    freed buffers are handed out again, already mapped. Returns what was done."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_mmap_max = -1, -4
+        if libc.mallopt(m_mmap_max, 0) and libc.mallopt(m_trim_threshold, 2**31 - 1):
+            return "reused: glibc mallopt(M_MMAP_MAX=0, M_TRIM_THRESHOLD=2 GiB), freed buffers handed out again"
+    except (OSError, AttributeError):
+        pass
+    return "default allocator (glibc mallopt unavailable): outputs may be fresh; see faults_per_call"
+
+
+def other_runnable_tasks() -> float:
+    """How many other tasks wanted a core as the run started: /proc/loadavg's count of running
+    tasks, less this one, averaged over 10 samples in a second (NaN where unknown)."""
+    samples = []
+    for _ in range(10):
+        try:
+            samples.append(int(pathlib.Path("/proc/loadavg").read_text().split()[3].split("/")[0]) - 1)
+        except (OSError, IndexError, ValueError):
+            return float("nan")
+        time.sleep(0.1)
+    return statistics.mean(samples)
+
+
+def minor_faults() -> float:
+    try:
+        import resource
+    except ImportError:  # Windows
+        return float("nan")
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_minflt)
+
+
+def machine(caches: dict, allocator: str, cache_mode: str, load: str) -> dict:
     cpu = platform.processor() or platform.machine()
-    caches = {}
     try:
         for line in open("/proc/cpuinfo"):
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-        for index in pathlib.Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
-            level = (index / "level").read_text().strip()
-            kind = (index / "type").read_text().strip()
-            if kind != "Instruction":
-                caches[f"L{level}"] = (index / "size").read_text().strip()
     except OSError:
         pass
-    return {"cpu": cpu, "logical cpus": os.cpu_count(), "threads": THREADS,
-            "caches per core (cpu0)": " ".join(f"{k} {v}" for k, v in sorted(caches.items())),
-            "torch": torch.__version__, "python": platform.python_version(),
-            "date": datetime.date.today().isoformat(),
-            "note": "cores shared with other jobs while measured: times are noisy; time_ms is the fastest run",
-            "bytes model": "forward reads x and writes y; backward reads x and dy and writes dx"}
+    return {
+        "cpu": cpu, "logical cpus": os.cpu_count(), "threads": THREADS,
+        "caches (cpu0, read at run time)": " ".join(f"{k} {v // 2**10}K" for k, v in caches.items()),
+        "torch": torch.__version__, "python": platform.python_version(),
+        "libc": " ".join(platform.libc_ver()), "compile": compiled.compile_status(),
+        "date": datetime.date.today().isoformat(),
+        "machine load at the start": load,
+        "outputs": allocator,
+        "cache mode": cache_mode,
+        "rounds": f"{ROUNDS} interleaved rounds per size, {HEADLINE_ROUNDS} at {HEADLINE[0]} x {HEADLINE[1]}; "
+                  f"each round a block of calls of at least {MIN_BLOCK * 1e3:g} ms "
+                  f"({HEADLINE_MIN_BLOCK * 1e3:g} ms at {HEADLINE[0]} x {HEADLINE[1]})",
+        "columns": "time_ms = fastest round (per call); median_ms = median round; ratio_vs_torch = median_ms / "
+                   "torch's median_ms (same run, direction and size); fastest_ratio_vs_torch = the same with "
+                   "time_ms; GBps, median_GBps = model bytes / time_ms, / median_ms; copy_GBps = the copy's at "
+                   "the same size; working_set_MiB = distinct tensors touched (copy, forward: x, y; backward: "
+                   "x, dy, dx; forward+backward: x, y, dy, dx)",
+        "bytes model": "copy and forward read x and write y; backward reads x and dy and writes dx",
+        "note": "cores may be shared with other jobs while measured: compare ratios from one run",
+    }
 
 
-def make_compiled():
+def tensor_sizes(llc: int) -> tuple[list[int], str]:
+    """Tensor sizes in bytes, powers of two from 8 KiB to twice the LLC (a copy's working set,
+    x and y, reaching 4x the LLC), capped at ``MAX_BYTES``; and the cache mode that follows."""
+    top = 2 ** math.ceil(math.log2(2 * llc))
+    if top <= MAX_BYTES:
+        mode = f"warm: sizes up to {top // 2**20} MiB, a copy's working set up to {2 * top / llc:g}x the LLC"
+    else:
+        top = MAX_BYTES
+        mode = f"flushed: sizes up to {top // 2**20} MiB (< 2x the LLC), caches flushed before every timed call"
+    return [2**k for k in range(13, int(math.log2(top)) + 1)], mode
+
+
+# ----------------------------------------------------------------- timing
+
+
+class Flush:
+    """Writes a buffer of 1.5x the LLC: what a timed call finds in the caches afterwards is not its data."""
+
+    def __init__(self, llc: int | None):
+        self.buffer = None if llc is None else torch.empty(int(1.5 * llc) // 4)
+
+    def __call__(self):
+        if self.buffer is not None:
+            self.buffer.fill_(1.0)
+
+
+def measure(callables: dict, rounds: int, flush: Flush, min_block: float = MIN_BLOCK) -> dict:
+    """``{name: (fastest s, median s, minor faults per call)}`` over ``rounds`` interleaved rounds,
+    each a block of calls of at least ``min_block`` seconds; ``{name: "failed: <error>"}`` for a
+    callable whose first call raised (``torch.compile`` without a C++ compiler, say)."""
+    failed = {}
+    for name, fn in list(callables.items()):
+        try:
+            fn()  # the first call compiles what it compiles
+        except Exception as error:  # noqa: BLE001
+            failed[name] = f"failed: {type(error).__name__}: {(str(error).splitlines() or [''])[0][:100]}"
+            del callables[name]
+    for _ in range(4):  # warm-up, until a pass over all of them maps no new memory
+        before = minor_faults()
+        for fn in callables.values():
+            fn()
+        if minor_faults() == before:
+            break
+    calls = {}
+    for name, fn in callables.items():
+        start = time.perf_counter()
+        fn()
+        calls[name] = max(1, math.ceil(min_block / max(time.perf_counter() - start, 1e-7)))
+    times = {name: [] for name in callables}
+    faults = {name: 0.0 for name in callables}
+    names = list(callables)
+    gc.disable()
     try:
-        compiled = torch.compile(helpers.layer_norm, dynamic=False)
-        x = torch.randn(8, 64, requires_grad=True)
-        compiled(x, (64,)).sum().backward()
-        return compiled, ""
-    except Exception as error:  # no C++ compiler, unsupported platform: record and go on
-        return None, f"{type(error).__name__}: {str(error).splitlines()[0][:120]}"
+        for r in range(rounds):
+            for name in names[r % len(names):] + names[: r % len(names)]:
+                fn, n = callables[name], calls[name]
+                before = minor_faults()
+                if flush.buffer is None:
+                    start = time.perf_counter()
+                    for _ in range(n):
+                        fn()
+                    elapsed = time.perf_counter() - start
+                else:
+                    elapsed = 0.0
+                    for _ in range(n):
+                        flush()
+                        start = time.perf_counter()
+                        fn()
+                        elapsed += time.perf_counter() - start
+                faults[name] += minor_faults() - before
+                times[name].append(elapsed / n)
+    finally:
+        gc.enable()
+    return {**{name: (min(t), statistics.median(t), faults[name] / (rounds * calls[name])) for name, t in times.items()},
+            **failed}
 
 
-def best_of(timer: benchmark.Timer) -> tuple[float, float]:
-    """(fastest per-run time, median of the rounds' medians), in seconds, over ``ROUNDS`` rounds."""
-    runs = [timer.blocked_autorange(min_run_time=MIN_RUN_TIME) for _ in range(ROUNDS)]
-    return min(min(r.times) for r in runs), sorted(r.median for r in runs)[len(runs) // 2]
+# ----------------------------------------------------------------- what is timed
 
 
-def widget_redraws() -> None:
-    """``benchmarks/widgets.py``: every dashboard's redraw times, printed (nothing is written)."""
-    import importlib.util
+def _rms(fn):
+    return lambda x, s, w, b, eps: fn(x, s, w, eps)
 
-    spec = importlib.util.spec_from_file_location("widget_redraws", ROOT / "benchmarks" / "widgets.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.main()
-    print(flush=True)
+
+def implementations() -> dict:
+    """name -> fn(x, normalized_shape, weight, bias, eps), and where it is timed."""
+    # The backward alone is timed by running one graph's backward again and again (retain_graph),
+    # which a compiled backward allows only without buffer donation.
+    import torch._functorch.config
+
+    torch._functorch.config.donated_buffer = False
+    inductor_ln = torch.compile(helpers.layer_norm, dynamic=False)
+    inductor_rms = torch.compile(helpers.rms_norm, dynamic=False)
+    return {
+        TORCH_LN: (F.layer_norm, "dense"),
+        COMPILED_LN: (compiled.CompiledLayerNormFunction.apply, "dense"),
+        "naive composition": (naive_layer_norm, "sparse"),
+        "helpers.layer_norm": (helpers.layer_norm, "sparse"),
+        "LayerNormFunction": (helpers.LayerNormFunction.apply, "sparse"),
+        TORCH_RMS: (_rms(F.rms_norm), "sparse"),
+        "helpers.rms_norm": (_rms(helpers.rms_norm), "sparse"),
+        COMPILED_RMS: (_rms(compiled.CompiledRMSNormFunction.apply), "sparse"),
+        INDUCTOR_LN: (inductor_ln, "headline"),
+        INDUCTOR_RMS: (_rms(inductor_rms), "headline"),
+    }
+
+
+def callables_for(name: str, fn, x, w, b, dy, directions) -> dict:
+    width = x.shape[-1]
+    xs, ws, bs = (t.clone().requires_grad_() for t in (x, w, b))
+    out = {}
+    if "forward" in directions:
+        def forward():
+            with torch.no_grad():
+                return fn(x, (width,), w, b, EPS)
+        out[(name, "forward")] = forward
+    if "forward+backward" in directions:
+        def forward_backward():
+            y = fn(xs, (width,), ws, bs, EPS)
+            return torch.autograd.grad(y, (xs, ws, bs), dy, allow_unused=True)
+        out[(name, "forward+backward")] = forward_backward
+    if "backward" in directions:
+        graph = []  # one forward pass, made by the first call; every call runs its backward again
+
+        def backward():
+            if not graph:
+                graph.append(fn(xs, (width,), ws, bs, EPS))
+            return torch.autograd.grad(graph[0], (xs, ws, bs), dy, retain_graph=True, allow_unused=True)
+        out[(name, "backward")] = backward
+    return out
+
+
+def kernel_backwards(x, w, b, dy) -> dict:
+    """The backward alone, without autograd: torch's kernel and helpers.compiled's two."""
+    width = x.shape[-1]
+    mean = x.sum(-1, keepdim=True) / width
+    rstd = torch.rsqrt(((x - mean) ** 2).sum(-1, keepdim=True) / width + EPS)
+    return {
+        (TORCH_KERNEL, "backward"): lambda: torch.ops.aten.native_layer_norm_backward(
+            dy, x, [width], mean, rstd, w, b, [True, True, True]),
+        (SPLIT, "backward"): lambda: compiled.layer_norm_backward(dy, x, (width,), mean, rstd, w, split=True),
+        (FUSED, "backward"): lambda: compiled.layer_norm_backward(dy, x, (width,), mean, rstd, w, split=False),
+    }
+
+
+def inputs(rows: int, width: int):
+    g = torch.Generator().manual_seed(rows * 10007 + width)
+    return (torch.randn(rows, width, generator=g), torch.randn(width, generator=g),
+            torch.randn(width, generator=g), torch.randn(rows, width, generator=g))
+
+
+def rows_of(name, direction, outputs, rows, width, rounds, result):
+    status = "ok"
+    if isinstance(result, str):
+        status, result = result, (float("nan"),) * 3
+    fastest, median, faults = result
+    numel = rows * width
+    touched = {"copy": 2, "forward": 2, "backward": 3, "forward+backward": 4}.get(direction, 1)
+    moved = bytes_moved(rows, width, 4, direction) if direction in ("copy", "forward", "backward",
+                                                                      "forward+backward") else 0
+    return dict(implementation=name, direction=direction, outputs=outputs, rows=rows, width=width,
+                MiB=numel * 4 / 2**20, working_set_MiB=touched * numel * 4 / 2**20, rounds=rounds,
+                time_ms=fastest * 1e3, median_ms=median * 1e3,
+                GBps=moved / fastest / 1e9 if moved else float("nan"),
+                median_GBps=moved / median / 1e9 if moved else float("nan"),
+                faults_per_call=faults, status=status)
+
+
+# ----------------------------------------------------------------- the runs
+
+
+def fresh_outputs(sizes: list[int], impls: dict, flush: Flush) -> list[dict]:
+    """With the allocator's defaults: the copy into a fresh output against a preallocated one, a
+    bare torch.empty, and forward+backward at the headline size and the largest size."""
+    out = []
+    width = 1024
+    for size in sizes:
+        rows = size // (4 * width)
+        if rows < MIN_ROWS:
+            continue
+        x, _, _, _ = inputs(rows, width)
+        y = torch.empty_like(x)
+        result = measure({"fresh": lambda x=x: x.clone(), "pre": lambda x=x, y=y: y.copy_(x),
+                          "empty": lambda x=x: torch.empty_like(x)}, ROUNDS, flush)
+        out.append(rows_of(COPY, "copy", "preallocated (default allocator)", rows, width, ROUNDS, result["pre"]))
+        out.append(rows_of("copy, fresh output (x.clone())", "copy", "fresh", rows, width, ROUNDS, result["fresh"]))
+        out.append(rows_of("allocation alone (torch.empty_like(x))", "allocation", "fresh", rows, width, ROUNDS,
+                           result["empty"]))
+    for rows in sorted({HEADLINE[0], sizes[-1] // (4 * width)}):
+        x, w, b, dy = inputs(rows, width)
+        timed = {}
+        for name in (TORCH_LN, COMPILED_LN):
+            timed.update(callables_for(name, impls[name][0], x, w, b, dy, ("forward+backward",)))
+        for (name, direction), result in measure(timed, ROUNDS, flush).items():
+            out.append(rows_of(f"{name}, fresh outputs", direction, "fresh", rows, width, ROUNDS, result))
+    return out
+
+
+def plan(sizes: list[int]) -> list[tuple[int, int]]:
+    shapes = {HEADLINE}
+    if os.environ.get("BENCH_HEADLINE_ONLY") == "1":
+        return [HEADLINE]
+    for width in WIDTHS:
+        for size in sizes:
+            if size // (4 * width) >= MIN_ROWS:
+                shapes.add((size // (4 * width), width))
+    return sorted(shapes, key=lambda s: (s[0] * s[1], s[1]))
+
+
+def sparse_shapes() -> set[tuple[int, int]]:
+    """Where every implementation is timed: rows of 64, 1024 and 8192 at 256 KiB (in L2), 4 MiB (in
+    the LLC here) and 16 MiB (the headline size)."""
+    return {(size // (4 * width), width) for width in (64, 1024, 8192)
+            for size in (2**18, 2**22, HEADLINE[0] * HEADLINE[1] * 4)}
 
 
 def main() -> int:
+    started = time.monotonic()
     if os.environ.get("BENCH_WIDGETS", "1") != "0":
-        widget_redraws()
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("widget_redraws", ROOT / "benchmarks" / "widgets.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.main()
+        print(flush=True)
     torch.set_num_threads(THREADS)
-    torch.manual_seed(0)
-    compiled, compile_error = make_compiled()
-    impls = {
-        "naive composition": naive_layer_norm,
-        "helpers.layer_norm": helpers.layer_norm,
-        "LayerNormFunction": helpers.LayerNormFunction.apply,
-        "torch.compile(helpers.layer_norm)": compiled,
-        "torch (F.layer_norm)": F.layer_norm,
-        "torch (F.rms_norm)": lambda x, s, w, b, eps: F.rms_norm(x, s, w, eps),
-        "helpers.rms_norm": lambda x, s, w, b, eps: helpers.rms_norm(x, s, w, eps),
-    }
-    rows, started = [], time.monotonic()
-    for numel in NUMELS:
-        for width in WIDTHS:
-            m = numel // width
-            x = torch.randn(m, width)
-            w, b = torch.randn(width), torch.randn(width)
-            dy = torch.randn(m, width)
-            y = torch.empty_like(x)
-            copy = benchmark.Timer("y.copy_(x)", globals={"x": x, "y": y}, num_threads=THREADS)
-            t, median = best_of(copy)
-            rows.append(dict(implementation="copy (y.copy_(x))", direction="copy", rows=m, width=width,
-                             time_ms=t * 1e3, median_ms=median * 1e3, GBps=2 * numel * 4 / t / 1e9,
-                             status="ok"))
-            for direction in ("forward", "forward+backward"):
-                timers, failed = {}, {}
-                for name, fn in impls.items():
-                    if fn is None:
-                        failed[name] = f"skipped: torch.compile failed ({compile_error})"
-                        continue
-                    if name.startswith("torch.compile") and numel not in COMPILE_NUMELS:
-                        failed[name] = "skipped: compiled at the headline size only"
-                        continue
-                    xs, ws, bs = (t.clone().requires_grad_(direction != "forward") for t in (x, w, b))
+    others = other_runnable_tasks()
+    load = (f"{others:.1f} other runnable tasks (mean of 10 samples over 1 s); 1-minute load average "
+            f"{os.getloadavg()[0]:.2f}" if hasattr(os, "getloadavg") else "unknown")
+    if others > 0.3:
+        print(f"note: {others:.1f} other tasks were running at the start: they share the cores, times will be noisy")
+    caches = cache_sizes()
+    llc = list(caches.values())[-1] if caches else 32 * 2**20
+    sizes, cache_mode = tensor_sizes(llc)
+    flush = Flush(llc if cache_mode.startswith("flushed") else None)
+    print(f"caches: {caches}; {cache_mode}", flush=True)
 
-                    def step(fn=fn, xs=xs, ws=ws, bs=bs, dy=dy, width=width, direction=direction):
-                        if direction == "forward":
-                            with torch.no_grad():
-                                return fn(xs, (width,), ws, bs, 1e-5)
-                        out = fn(xs, (width,), ws, bs, 1e-5)
-                        return torch.autograd.grad(out, (xs, ws, bs), dy, allow_unused=True)
+    impls = implementations()
+    rows = [] if os.environ.get("BENCH_HEADLINE_ONLY") == "1" else fresh_outputs(sizes, impls, flush)
+    print(f"fresh outputs done ({time.monotonic() - started:.0f} s)", flush=True)
+    allocator = reuse_freed_memory()
 
-                    try:
-                        step()  # warm-up (and compilation)
-                        timers[name] = benchmark.Timer("step()", globals={"step": step}, num_threads=THREADS)
-                    except Exception as error:
-                        failed[name] = f"failed: {type(error).__name__}"
-                # Rounds interleave the implementations, so a burst of load elsewhere hits all alike.
-                runs = {name: [] for name in timers}
-                for _ in range(ROUNDS):
-                    for name, timer in timers.items():
-                        runs[name].append(timer.blocked_autorange(min_run_time=MIN_RUN_TIME))
-                torch_time = min(min(r.times) for r in runs["torch (F.layer_norm)"])
-                for name in impls:
-                    row = dict(implementation=name, direction=direction, rows=m, width=width)
-                    if name in failed:
-                        rows.append(dict(row, time_ms=float("nan"), GBps=float("nan"), status=failed[name]))
-                        continue
-                    t = min(min(r.times) for r in runs[name])
-                    median = sorted(r.median for r in runs[name])[ROUNDS // 2]
-                    rows.append(dict(row, time_ms=t * 1e3, median_ms=median * 1e3,
-                                     GBps=bytes_moved(m, width, 4, direction) / t / 1e9,
-                                     ratio_vs_torch=t / torch_time, status="ok"))
-            print(f"{m:>7} x {width:<5} done ({time.monotonic() - started:.0f} s)", flush=True)
+    sparse = sparse_shapes()
+    for m, width in plan(sizes):
+        headline = (m, width) == HEADLINE
+        x, w, b, dy = inputs(m, width)
+        y = torch.empty_like(x)
+        timed = {(COPY, "copy"): lambda x=x, y=y: y.copy_(x)}
+        for name, (fn, where) in impls.items():
+            if where == "dense" or (where == "sparse" and (headline or (m, width) in sparse)) or headline:
+                directions = ("forward", "forward+backward") + (("backward",) if headline else ())
+                timed.update(callables_for(name, fn, x, w, b, dy, directions))
+        if headline:
+            timed.update(kernel_backwards(x, w, b, dy))
+        rounds = HEADLINE_ROUNDS if headline else ROUNDS
+        results = measure(timed, rounds, flush, HEADLINE_MIN_BLOCK if headline else MIN_BLOCK)
+        for (name, direction), result in results.items():
+            rows.append(rows_of(name, direction, "preallocated", m, width, rounds, result))
+        if headline or (m, width) in sparse:
+            print(f"{m:>7} x {width:<5} ({m * width * 4 / 2**20:g} MiB): {len(timed)} timings "
+                  f"({time.monotonic() - started:.0f} s)", flush=True)
 
     import pandas as pd
 
     frame = pd.DataFrame(rows)
-    frame["MiB"] = frame["rows"] * frame["width"] * 4 / 2**20
-    frame = frame[["implementation", "direction", "rows", "width", "MiB", "time_ms", "median_ms", "GBps",
-                   "ratio_vs_torch", "status"]]
-    header = "".join(f"# {k}: {v}\n" for k, v in machine().items())
+    key = ["direction", "outputs", "rows", "width"]
+    torch_rows = frame[frame.implementation.isin([TORCH_LN, f"{TORCH_LN}, fresh outputs"])]
+    joined = frame.join(torch_rows.set_index(key)[["time_ms", "median_ms"]], on=key, rsuffix="_torch")
+    frame["ratio_vs_torch"] = joined["median_ms"] / joined["median_ms_torch"]
+    frame["fastest_ratio_vs_torch"] = joined["time_ms"] / joined["time_ms_torch"]
+    copies = frame[(frame.implementation == COPY)].drop_duplicates(["rows", "width"], keep="last")
+    frame = frame.join(copies.set_index(["rows", "width"])["GBps"].rename("copy_GBps"), on=["rows", "width"])
+    frame = frame[["implementation", "direction", "outputs", "rows", "width", "MiB", "working_set_MiB", "rounds",
+                   "time_ms", "median_ms", "ratio_vs_torch", "fastest_ratio_vs_torch", "GBps", "median_GBps",
+                   "copy_GBps", "faults_per_call", "status"]]
+    header = "".join(f"# {k}: {v}\n" for k, v in machine(caches, allocator, cache_mode, load).items())
+    if os.environ.get("BENCH_HEADLINE_ONLY") == "1":
+        report(frame)
+        print("\nBENCH_HEADLINE_ONLY=1: nothing written")
+        return 0
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(header + frame.to_csv(index=False, float_format="%.6g"))
     PACKAGE_COPY.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(OUT, PACKAGE_COPY)
-
-    head = frame[(frame.rows == 4096) & (frame.width == 1024) & (frame.direction != "copy")]
-    print("\nAt 4096 x 1024 float32, time relative to torch's kernel measured in the same run:")
-    print(head.pivot(index="implementation", columns="direction", values="ratio_vs_torch").round(2).to_string())
+    report(frame)
     print(f"\nwrote {OUT.relative_to(ROOT)} in {time.monotonic() - started:.0f} s")
     return 0
+
+
+def report(frame) -> None:
+    pre = frame[frame.outputs == "preallocated"]
+    head = pre[(pre.rows == HEADLINE[0]) & (pre.width == HEADLINE[1])]
+    m, n = HEADLINE
+    print(f"\nAt {m} x {n} float32 on {THREADS} threads, time relative to torch's kernel in the same run "
+          f"(median of {HEADLINE_ROUNDS} interleaved rounds; in brackets: fastest round over fastest round):")
+    shown = head[head.direction != "copy"].copy()
+    shown["ratio"] = [f"{a:.2f} ({b:.2f})" for a, b in zip(shown.ratio_vs_torch, shown.fastest_ratio_vs_torch,
+                                                           strict=True)]
+    table = shown.pivot(index="implementation", columns="direction", values="ratio").fillna("")
+    print(table.to_string())
+    if compiled.compile_status() != "compiled":
+        print(f"\nhelpers.compiled ran eagerly: {compiled.compile_status()}")
+    by = head.set_index(["implementation", "direction"])
+    ratio = by.loc[(COMPILED_LN, "forward+backward")]
+    verdict = "within" if ratio.ratio_vs_torch <= 1.25 else "OVER"
+    print(f"\n{COMPILED_LN} forward+backward: {ratio.ratio_vs_torch:.2f}x torch's ({ratio.fastest_ratio_vs_torch:.2f}x "
+          f"fastest/fastest), {verdict} the 1.25x target")
+    fused, split = by.loc[(FUSED, "backward")], by.loc[(SPLIT, "backward")]
+    print(f"backward alone: fused by Inductor {fused.median_ms:.2f} ms, split {split.median_ms:.2f} ms "
+          f"({fused.median_ms / split.median_ms:.2f}x), torch's kernel "
+          f"{by.loc[(TORCH_KERNEL, 'backward')].median_ms:.2f} ms (medians)")
+    for direction in ("forward", "forward+backward"):
+        pairs = pre[pre.direction == direction].pivot_table(index=["rows", "width"], columns="implementation",
+                                                           values="median_ms")
+        both = pairs[[COMPILED_RMS, COMPILED_LN]].dropna()
+        rms = both[COMPILED_RMS] / both[COMPILED_LN]
+        print(f"RMSNorm / LayerNorm, both compiled, {direction}: median {rms.median():.2f} over {len(rms)} sizes, "
+              f"{rms.loc[HEADLINE]:.2f} at {m} x {n}")
+    copy = pre[(pre.implementation == COPY) & (pre.width == n)].sort_values("MiB")
+    print("copy bandwidth at width 1024 (GB/s, fastest): " +
+          ", ".join(f"{r.MiB:g} MiB {r.GBps:.0f}" for r in copy.itertuples()))
+    fresh = frame[frame.implementation == "copy, fresh output (x.clone())"].sort_values("MiB")
+    print("fresh-output copy, minor page faults per call: " +
+          ", ".join(f"{r.MiB:g} MiB {r.faults_per_call:.0f}" for r in fresh.itertuples()))
 
 
 if __name__ == "__main__":

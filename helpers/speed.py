@@ -9,7 +9,10 @@ at least twice, so its speed limit is memory bandwidth, not arithmetic. The mode
   (the parameters and per-row statistics are O(M + N), ignored).
 
 Achieved bandwidth is that byte count over the measured time; the machine's copy
-bandwidth (``y.copy_(x)``: read once, write once) is the practical ceiling.
+bandwidth (``y.copy_(x)``: read once, write once), measured at the same size, is the
+practical ceiling. Where the data fit in a cache, both run at that cache's speed:
+:func:`cache_sizes` reads the sizes the machine reports, so a benchmark can choose sizes
+from inside the L1 cache to beyond the last-level cache (LLC).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ __all__ = [
     "IMPLEMENTATIONS",
     "RESULTS_NAME",
     "bytes_moved",
+    "cache_sizes",
     "count_full_passes",
     "load_results",
     "naive_layer_norm",
@@ -144,12 +148,48 @@ def count_full_passes(fn, rows: int = 64, width: int = 32, seed: int = 0) -> lis
 
 
 def bytes_moved(rows: int, width: int, itemsize: int, direction: str) -> int:
-    """Bytes the model says must move: forward 2 passes (read x, write y); ``"forward+backward"``
-    adds 3 (read x and dy, write dx), 5 in all."""
-    passes = {"forward": 2, "forward+backward": 5}
+    """Bytes the model says must move: ``"copy"`` and ``"forward"`` 2 passes (read x, write y);
+    ``"backward"`` 3 (read x and dy, write dx); ``"forward+backward"`` 5."""
+    passes = {"copy": 2, "forward": 2, "backward": 3, "forward+backward": 5}
     if direction not in passes:
         raise ValueError(f"bytes_moved(): argument 'direction' must be one of {sorted(passes)}, got {direction!r}")
     return passes[direction] * rows * width * itemsize
+
+
+def _parse_size(text: str) -> int:
+    """``"32K"``, ``"1024K"``, ``"32M"`` or a plain byte count -> bytes."""
+    text = text.strip().upper().removesuffix("B")
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+    return int(text.rstrip("KMG")) * scale
+
+
+def cache_sizes(cpu: int = 0) -> dict[str, int]:
+    """This machine's data and unified caches as seen by one CPU, in bytes: ``{"L1d": ..., "L2": ...,
+    "L3": ...}``, read at run time from Linux's ``/sys/devices/system/cpu/cpu<cpu>/cache``
+    (``os.sysconf`` where that is missing). Empty where neither says anything. The last entry
+    (the highest level) is the last-level cache, usually shared by several cores."""
+    found: dict[int, tuple[str, int]] = {}
+    folder = pathlib.Path(f"/sys/devices/system/cpu/cpu{cpu}/cache")
+    for index in sorted(folder.glob("index*")):
+        try:
+            level = int((index / "level").read_text())
+            kind = (index / "type").read_text().strip()
+            size = _parse_size((index / "size").read_text())
+        except (OSError, ValueError):
+            continue
+        if kind != "Instruction":
+            found[level] = (f"L{level}d" if kind == "Data" else f"L{level}", size)
+    if not found:
+        import os
+
+        for level, name in ((1, "SC_LEVEL1_DCACHE_SIZE"), (2, "SC_LEVEL2_CACHE_SIZE"), (3, "SC_LEVEL3_CACHE_SIZE")):
+            try:
+                size = os.sysconf(name)
+            except (ValueError, OSError):
+                continue
+            if size > 0:
+                found[level] = (f"L{level}d" if level == 1 else f"L{level}", size)
+    return dict(found[level] for level in sorted(found))
 
 
 def load_results(path: str | pathlib.Path | None = None) -> tuple[pd.DataFrame, dict]:

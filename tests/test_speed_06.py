@@ -21,17 +21,39 @@ def test_results_are_stored_and_the_package_copy_is_identical():
 
 def test_results_cover_the_grid_with_machine_and_ratios():
     frame, meta = load_results(CSV)
-    assert {"cpu", "threads", "torch", "note"} <= set(meta)
-    assert set(frame.width) == {64, 1024, 8192}
-    assert frame.MiB.min() < 1 and frame.MiB.max() >= 64
-    ok = frame[frame.status == "ok"]
-    for name in ("naive composition", "helpers.layer_norm", "LayerNormFunction", "torch (F.layer_norm)"):
-        assert set(ok[ok.implementation == name].direction) == {"forward", "forward+backward"}
+    assert {"cpu", "threads", "torch", "note", "caches (cpu0, read at run time)", "cache mode", "outputs",
+            "rounds", "columns"} <= set(meta)
+    assert meta["compile"] == "compiled"
+    assert set(frame.width) == {64, 128, 256, 512, 1024, 2048, 4096, 8192}
+    ok = frame[(frame.status == "ok") & (frame.outputs == "preallocated")]
+    # from inside the L1 cache to a copy working set of 4x the last-level cache
+    llc = int(meta["caches (cpu0, read at run time)"].split()[-1].removesuffix("K")) / 1024
+    copies = ok[ok.direction == "copy"]
+    assert copies.working_set_MiB.min() <= 0.03 and copies.working_set_MiB.max() >= 4 * llc
+    for name in ("naive composition", "helpers.layer_norm", "LayerNormFunction", "torch (F.layer_norm)",
+                 "CompiledLayerNormFunction", "torch (F.rms_norm)", "helpers.rms_norm", "CompiledRMSNormFunction",
+                 "torch.compile(helpers.layer_norm)", "torch.compile(helpers.rms_norm)"):
+        assert set(ok[ok.implementation == name].direction) >= {"forward", "forward+backward"}, name
     torch_rows = ok[ok.implementation == "torch (F.layer_norm)"]
-    assert (torch_rows.ratio_vs_torch == 1).all()
+    assert (torch_rows.ratio_vs_torch == 1).all() and (torch_rows.fastest_ratio_vs_torch == 1).all()
+    # the dense sweep: torch and the compiled path at every width and size
+    for name in ("torch (F.layer_norm)", "CompiledLayerNormFunction", "copy (y.copy_(x))"):
+        assert len(ok[ok.implementation == name].groupby(["rows", "width"])) == len(ok.groupby(["rows", "width"]))
     head = ok[(ok.rows == 4096) & (ok.width == 1024)]
-    assert "LayerNormFunction" in set(head.implementation)
-    assert (frame[frame.direction == "copy"].GBps > 0).all()
+    assert (head.rounds >= 20).all() and (ok.rounds >= 10).all()
+    assert {"compiled backward, split (dx; block partial sums)", "compiled backward, fused by Inductor (one graph)",
+            "torch kernel (native_layer_norm_backward)"} <= set(head[head.direction == "backward"].implementation)
+    assert (ok.median_ms >= ok.time_ms).all()
+    assert (copies.GBps > 0).all() and ok.copy_GBps.notna().all()
+
+
+def test_reused_outputs_take_no_page_faults_and_fresh_ones_do_past_the_mmap_threshold():
+    frame, _ = load_results(CSV)
+    reused = frame[(frame.outputs == "preallocated") & (frame.status == "ok")]
+    assert reused.faults_per_call.median() == 0 and (reused.faults_per_call < 100).mean() > 0.95
+    fresh = frame[frame.implementation == "copy, fresh output (x.clone())"].set_index("MiB")
+    big = fresh[fresh.index >= 32]  # glibc maps each allocation of 32 MiB or more afresh
+    assert len(big) and (big.faults_per_call >= 0.9 * big.index * 256).all()  # every 4 KiB page, every call
 
 
 def test_load_results_finds_the_checkout_from_a_subfolder(monkeypatch):
@@ -45,9 +67,11 @@ def test_bandwidth_figure_plots_each_implementation_and_the_copy_ceiling():
     fig = bandwidth_figure(frame)
     right = fig.axes[1]
     copy = find_line(right, "copy")
-    expected = frame[(frame.width == 1024) & (frame.direction == "copy")].sort_values("MiB").GBps
+    expected = frame[(frame.width == 1024) & (frame.direction == "copy") & (frame.outputs == "preallocated")
+                     ].sort_values("MiB").GBps
     assert list(copy.get_ydata()) == pytest.approx(list(expected))
-    assert len(find_line(right, "LayerNormFunction").get_xdata()) == 3
+    assert len(find_line(right, "LayerNormFunction").get_xdata()) == 3  # 0.25, 4 and 16 MiB
+    assert len(find_line(right, "CompiledLayerNormFunction").get_xdata()) == len(expected)  # the dense sweep
 
 
 def test_saved_bytes_figure_has_one_bar_per_implementation():
@@ -143,3 +167,20 @@ def test_partial_sums_figure_outlines_the_blocks_and_shows_both_stages():
     assert middle.images[0].get_array().shape == (3, 8)
     assert (middle.images[0].get_array() == block_partial_sums(values, 4).numpy()).all()
     assert right.images[0].get_array().shape == (1, 8)
+
+
+def test_cache_sizes_are_read_from_the_machine(monkeypatch, tmp_path):
+    from helpers.speed import cache_sizes
+
+    for index, (level, kind, size) in enumerate([(1, "Data", "32K"), (1, "Instruction", "32K"),
+                                                  (2, "Unified", "1024K"), (3, "Unified", "32768K")]):
+        folder = tmp_path / "cpu0" / "cache" / f"index{index}"
+        folder.mkdir(parents=True)
+        (folder / "level").write_text(f"{level}\n")
+        (folder / "type").write_text(f"{kind}\n")
+        (folder / "size").write_text(f"{size}\n")
+    real_path = pathlib.Path
+    monkeypatch.setattr("helpers.speed.pathlib.Path",
+                        lambda p: tmp_path / p.removeprefix("/sys/devices/system/cpu/") if str(p).startswith("/sys")
+                        else real_path(p))
+    assert cache_sizes() == {"L1d": 32 * 2**10, "L2": 2**20, "L3": 32 * 2**20}

@@ -65,9 +65,12 @@ def update_stability_figure(fig: Figure, state: dict) -> None:
 def bandwidth_figure(results: pd.DataFrame, width: int = 1024, direction: str = "forward+backward") -> Figure:
     """Two panels against tensor size (MiB) at one row width: the fastest time of ``make bench``'s
     rounds (its ``time_ms``), and the achieved GB/s at that time with the measured copy
-    bandwidth as a dashed line (the memory-bound ceiling). The legend sits below both panels,
-    clear of the data."""
+    bandwidth as a dashed line (the memory-bound ceiling). Only measurements with preallocated
+    (reused) outputs, where the results say which. The legend sits below both panels, clear of
+    the data."""
     data = results[(results.width == width) & (results.status == "ok")]
+    if "outputs" in data:
+        data = data[data.outputs == "preallocated"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.8), dpi=DPI, layout="constrained")
     for name, group in data[data.direction == direction].groupby("implementation", sort=False):
         group = group.sort_values("MiB")
