@@ -35,9 +35,6 @@ if importlib.util.find_spec("helpers") is None:
 import helpers  # noqa: E402,F401
 
 # %% [markdown]
-#
-
-# %% [markdown]
 # # 07 · The normalization family, LN's geometry, and whether a Transformer needs a norm at all
 #
 # The lesson stops at LN and BN. Today's models use more: RMSNorm in LLaMA, Gemma and OLMo,
