@@ -540,7 +540,7 @@ plt.show()
 # (`y.copy_(x)`), `torch.empty_like` alone, and `faults_per_call`, the minor page faults per call:
 
 # %%
-at = results[results.width == 1024].set_index(["implementation", "MiB"])
+at = results[results.width == 1024].set_index(["implementation", "MiB"]).sort_index()
 sizes = [4.0, 16.0, 32.0, 64.0]
 cliff = pd.DataFrame({
     "copy into reused memory, ms": at.loc["copy (y.copy_(x))"].query("outputs != 'preallocated'")["median_ms"],
