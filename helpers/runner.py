@@ -59,9 +59,11 @@ __all__ = [
     "Experiment",
     "StoredResult",
     "Tuning",
+    "claims_ledger",
     "experiment",
     "fingerprint",
     "load",
+    "print_verdicts",
     "register",
     "run",
     "units",
@@ -527,6 +529,33 @@ def load(name: str, results_dir: Path | None = None) -> StoredResult:
     meta = json.loads(meta_file.read_text(encoding="utf-8"))
     with table.open("rb") as f:
         return StoredResult(_parse(f, meta), meta)
+
+
+def print_verdicts(name: str, *keys: str) -> None:
+    """Print the stored verdicts of experiment ``name`` named ``keys``, word for word, one per line
+    (``key: words``), as a notebook shows them."""
+    verdicts = load(name).verdicts
+    for key in keys:
+        print(f"{key}: {_verdict(name, verdicts, key)}")
+
+
+def claims_ledger(rows: Sequence[tuple[str, str, str]]) -> pd.DataFrame:
+    """A notebook's claims ledger: for each ``(claim, experiment, verdict key)`` of ``rows``, the
+    stored verdict word for word and where it is stored. Returns one row per claim, indexed by
+    ``claim``, columns ``verdict`` and ``stored result`` (``experiment: "key"``)."""
+    loaded: dict[str, dict] = {}
+    out = []
+    for claim, name, key in rows:
+        verdicts = loaded.setdefault(name, load(name).verdicts)
+        out.append({"claim": claim, "verdict": _verdict(name, verdicts, key), "stored result": f'{name}: "{key}"'})
+    return pd.DataFrame(out, columns=["claim", "verdict", "stored result"]).set_index("claim")
+
+
+def _verdict(name: str, verdicts: Mapping[str, str], key: str) -> str:
+    if key not in verdicts:
+        raise KeyError(f"experiment {name!r} stores no verdict {key!r}; it stores {len(verdicts)}, e.g. "
+                       f"{sorted(verdicts)[:3]}")
+    return verdicts[key]
 
 
 def rerun_unit(name: str, unit_index: int | None = None, steps: int = REPRO_STEPS,

@@ -70,13 +70,6 @@ from helpers import small_transformer as st
 torch.set_num_threads(1)  # one thread: the live run below takes the same path on every run of this machine
 
 
-def show_verdicts(name, *keys):
-    """Print the stored verdicts of experiment `name` named `keys`, word for word."""
-    verdicts = runner.load(name).verdicts
-    for key in keys:
-        print(f"{key}: {verdicts[key]}")
-
-
 # %% [markdown]
 # ## 1. The claim and its reason
 #
@@ -155,7 +148,7 @@ best = pilot.sort_values(["score", "lr"]).groupby(["setting", "arm"], sort=False
 fig = plots.tuning_figure(pilot.assign(best=pilot.index.isin(best)), columns=3, log=True,
                           ylabel="median final loss (pilot)", cap="the learned-nothing level")
 plt.show()
-show_verdicts("placement_tuned", *(f"best rate, {a}, {r}" for a in pe.ACTIVATIONS for r in pe.ARRANGEMENTS))
+runner.print_verdicts("placement_tuned", *(f"best rate, {a}, {r}" for a in pe.ACTIVATIONS for r in pe.ARRANGEMENTS))
 
 # %%
 assert not any("on the grid's edge" in stored.verdicts[f"best rate, {a}, {r}"]
@@ -185,9 +178,9 @@ fig.tight_layout()
 plt.show()
 
 # %%
-show_verdicts("placement_tuned", *(f"runs, {a}, {r}" for a in pe.ACTIVATIONS for r in pe.ARRANGEMENTS))
+runner.print_verdicts("placement_tuned", *(f"runs, {a}, {r}" for a in pe.ACTIVATIONS for r in pe.ARRANGEMENTS))
 print()
-show_verdicts("placement_tuned", *(f"{what}, {a}, LN -> act vs {b}" for a in pe.ACTIVATIONS
+runner.print_verdicts("placement_tuned", *(f"{what}, {a}, LN -> act vs {b}" for a in pe.ACTIVATIONS
                                    for what, b in (("final loss", "act -> LN"), ("final loss", "no norm"),
                                                    ("at convergence", "act -> LN"))))
 
@@ -325,14 +318,14 @@ print(deepest.pivot_table(index="form", columns="block", values="grad_norm", agg
 # %%
 print(f"no-copy level {st.NO_COPY:.3f}, floor {st.FLOOR:.3f}, threshold {st.THRESHOLD:.3f}")
 assert abs(st.NO_COPY - np.log(16)) < 1e-9 and abs(st.FLOOR - 7 / 15 * np.log(16)) < 1e-9
-show_verdicts("small_transformer", "steps, Pre-LN vs no norm", "steps, Post-LN vs no norm",
+runner.print_verdicts("small_transformer", "steps, Pre-LN vs no norm", "steps, Post-LN vs no norm",
               "steps, Post-LN + warm-up vs Post-LN", "steps, Pre-LN + warm-up vs Pre-LN",
               "final loss, Pre-LN vs no norm", "final loss, Post-LN vs no norm",
               "final loss, Post-LN + warm-up vs Post-LN", "final loss, Pre-LN + warm-up vs Pre-LN")
 print()
-show_verdicts("small_transformer", *(f"largest stable rate, {a}" for a in st.PLACEMENT_ARMS))
+runner.print_verdicts("small_transformer", *(f"largest stable rate, {a}" for a in st.PLACEMENT_ARMS))
 print()
-show_verdicts("small_transformer", *(f"learns, {a}" for a in st.PLACEMENT_ARMS))
+runner.print_verdicts("small_transformer", *(f"learns, {a}" for a in st.PLACEMENT_ARMS))
 
 # %%
 tf = runner.load("small_transformer").verdicts
@@ -473,10 +466,9 @@ LEDGER = [
     ("Pre-LN trains at larger rates", "small_transformer", "largest stable rate, Pre-LN"),
     ("... than Post-LN", "small_transformer", "largest stable rate, Post-LN"),
 ]
-ledger = pd.DataFrame([{"claim": claim, "verdict": runner.load(name).verdicts[key],
-                        "stored result": f"{name}: \"{key}\""} for claim, name, key in LEDGER])
+ledger = runner.claims_ledger(LEDGER)
 with pd.option_context("display.max_colwidth", None):
-    display(ledger.set_index("claim"))
+    display(ledger)
 
 # %%
 assert len(ledger) == len(LEDGER) and ledger["verdict"].str.len().gt(0).all()

@@ -79,13 +79,6 @@ from helpers.widgets import speed_demo
 torch.set_num_threads(1)  # one thread: the live run below takes the same path on every run of this machine
 
 
-def show_verdicts(name, *keys):
-    """Print the stored verdicts of experiment `name` named `keys`, word for word."""
-    verdicts = runner.load(name).verdicts
-    for key in keys:
-        print(f"{key}: {verdicts[key]}")
-
-
 # %% [markdown]
 # ## 1 · The task: the adding problem, and what "learned" means
 #
@@ -204,7 +197,7 @@ state = evidence_state(table, "LSTM vs LN-LSTM, T 100, hidden 64", "tuned", "all
 fig = plots.evidence_figure(state)
 plt.show()
 print(state["table"].to_string())
-show_verdicts("lstm_adding", "best rate, LSTM", "best rate, LN-LSTM", "time, LSTM", "time, LN-LSTM", "steps",
+runner.print_verdicts("lstm_adding", "best rate, LSTM", "best rate, LN-LSTM", "time, LSTM", "time, LN-LSTM", "steps",
               "final loss")
 
 # %%
@@ -310,13 +303,13 @@ print(state["table"].to_string())
 
 # %%
 arms = list(st.PLACEMENT_ARMS)
-show_verdicts("small_transformer", *(f"learns, {a}" for a in arms), *(f"time, {a}" for a in arms))
+runner.print_verdicts("small_transformer", *(f"learns, {a}" for a in arms), *(f"time, {a}" for a in arms))
 print()
-show_verdicts("small_transformer", "steps, Pre-LN vs no norm", "steps, Post-LN vs no norm",
+runner.print_verdicts("small_transformer", "steps, Pre-LN vs no norm", "steps, Post-LN vs no norm",
               "steps, Post-LN + warm-up vs Post-LN", "steps, Pre-LN + warm-up vs Pre-LN",
               "final loss, Pre-LN vs no norm", "final loss, Post-LN vs no norm")
 print()
-show_verdicts("small_transformer", *(f"largest stable rate, {a}" for a in arms))
+runner.print_verdicts("small_transformer", *(f"largest stable rate, {a}" for a in arms))
 
 # %%
 tf_verdicts = runner.load("small_transformer").verdicts
@@ -388,10 +381,10 @@ for key, words in times.verdicts.items():
 #   the ground moved under the top layer in one step.
 
 # %%
-show_verdicts("rnn_mechanism", *(f"{what}, lr {lr:g}" for what in ("drift of the unit means", "drift of the unit stds",
+runner.print_verdicts("rnn_mechanism", *(f"{what}, lr {lr:g}" for what in ("drift of the unit means", "drift of the unit stds",
                                                                    "ics") for lr in rr.MECHANISM_LRS))
 print()
-show_verdicts("rnn_mechanism", *(f"{what}, depth 3, lr {lr:g}" for what in ("time, no norm", "time, LayerNorm", "steps")
+runner.print_verdicts("rnn_mechanism", *(f"{what}, depth 3, lr {lr:g}" for what in ("time, no norm", "time, LayerNorm", "steps")
                                  for lr in rr.MECHANISM_LRS))
 
 # %%
@@ -579,10 +572,9 @@ LEDGER = [
     ("Noise after LN (strength 0.5) leaves the trained network as good (3-layer RNN, rate 0.01)", "rnn_mechanism",
      "noise 0.5, lr 0.01"),
 ]
-ledger = pd.DataFrame([{"claim": claim, "verdict": runner.load(name).verdicts[key],
-                        "stored result": f"{name}: \"{key}\""} for claim, name, key in LEDGER])
+ledger = runner.claims_ledger(LEDGER)
 with pd.option_context("display.max_colwidth", None):
-    display(ledger.set_index("claim"))
+    display(ledger)
 
 # %%
 assert len(ledger) == len(LEDGER) and ledger["verdict"].str.len().gt(0).all()

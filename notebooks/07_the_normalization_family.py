@@ -79,13 +79,6 @@ def agreement(table):
         max_abs_diff=["< 1e-6" if d < 1e-6 else f"~{d:.0e}" for d in table["max_abs_diff"]])
 
 
-def show_verdicts(name, *keys):
-    """Print the stored verdicts of experiment `name` named `keys`, word for word."""
-    verdicts = runner.load(name).verdicts
-    for key in keys:
-        print(f"{key}: {verdicts[key]}")
-
-
 # %% [markdown]
 # ## 1. One idea: standardise over some dims
 #
@@ -300,7 +293,7 @@ stored_cnn = runner.load("norm_family_cnn")
 table_cnn = cnn.error_table(stored_cnn.frame)
 fig = plots.small_batch_figure(table_cnn, cnn.final_errors(stored_cnn.frame))  # chance: 83% error, off the axis
 plt.show()
-show_verdicts("norm_family_cnn", *(f"best rate, {n}" for n in cnn.NORMS))
+runner.print_verdicts("norm_family_cnn", *(f"best rate, {n}" for n in cnn.NORMS))
 
 # %%
 assert set(table_cnn["batch_size"]) == set(cnn.BATCH_SIZES) and (table_cnn["seeds"] >= 10).all()
@@ -442,7 +435,7 @@ maps = pd.DataFrame([{"LN": layer, "at initialisation": stored_io.verdicts[f"map
                      for layer in norm_free.layer_names(4)]).set_index("LN")
 with pd.option_context("display.max_colwidth", None):
     display(maps)
-show_verdicts("ln_input_output", "S-shaped LNs, init", "S-shaped LNs, trained")
+runner.print_verdicts("ln_input_output", "S-shaped LNs, init", "S-shaped LNs, trained")
 
 # %%
 assert len(maps) == 9
@@ -540,10 +533,9 @@ LEDGER = [
     ("A trained LN's input-output map is S-shaped (deeper layers)", "ln_input_output", "S-shaped LNs, trained"),
     ("... and not at initialisation", "ln_input_output", "S-shaped LNs, init"),
 ]
-ledger = pd.DataFrame([{"claim": claim, "verdict": runner.load(name).verdicts[key],
-                        "stored result": f"{name}: \"{key}\""} for claim, name, key in LEDGER])
+ledger = runner.claims_ledger(LEDGER)
 with pd.option_context("display.max_colwidth", None):
-    display(ledger.set_index("claim"))
+    display(ledger)
 
 # %%
 assert len(ledger) == len(LEDGER) and ledger["verdict"].str.len().gt(0).all()
