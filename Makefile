@@ -85,9 +85,12 @@ bench: $(STAMP)
 # Rebuild the stored experiment results (helpers/results/, shipped with the package): all of them,
 # or `make experiments ONLY="name other"`. Resumable: each finished unit is cached in
 # .experiments-cache/, so a second run, or one after a kill, trains only what is missing.
-# Nothing in `make test` runs this. `$(PY) -m helpers.runner --list` lists the experiments.
+# JOBS units train at a time, one per core by default, each on one thread (the stored results
+# are the same for any JOBS). Nothing in `make test` runs this. `$(PY) -m helpers.runner --list`
+# lists the experiments.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 experiments: $(STAMP)
-	$(PY) -m helpers.runner $(foreach name,$(ONLY),--only $(name))
+	$(PY) -m helpers.runner --jobs $(JOBS) $(foreach name,$(ONLY),--only $(name))
 
 clean:
 	rm -rf $(VENV) $(COLAB_VENV) .pytest_cache .ruff_cache .hypothesis

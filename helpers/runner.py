@@ -8,7 +8,8 @@ notebooks read what they produced:
   its name, the function that trains one *unit*, the grid, the seeds, the step cap and the
   threshold. A unit is one run, or a few runs (about 10 at most) trained together as one
   stacked network.
-- :func:`run` trains every unit that is not cached yet, each in turn, with a progress bar
+- :func:`run` trains every unit that is not cached yet, each in turn or ``jobs`` at a time in
+  worker processes (one thread each; the results do not depend on it), with a progress bar
   (tqdm, with the time left). A finished unit is written to the cache atomically (a
   temporary file, then a rename), so a run killed at any moment loses only the unit in
   flight, and running again does only what is missing. A cache entry made for another
@@ -396,12 +397,62 @@ def _plain(v):
     return v.item() if hasattr(v, "item") else v
 
 
+def _train_and_cache(exp: Experiment, unit: dict, path: Path) -> dict:
+    """Train ``unit`` on one thread and write its cache entry (atomically); returns the entry."""
+    torch.set_num_threads(1)  # one thread: the same reduction order on every run of this machine
+    t0 = time.perf_counter()
+    frame = _train_unit(exp, unit)
+    entry = {"config_hash": exp.config_hash(), "unit": unit, "frame": frame,
+             "wall_s": time.perf_counter() - t0, "fingerprint": fingerprint()}
+    _write_atomic(path, pickle.dumps(entry))
+    return entry
+
+
+def _worker(name: str, modules: Sequence[str], unit: dict, path: str) -> None:
+    """A worker process's job (:func:`run` with ``jobs > 1``): find ``name`` (importing ``modules``
+    too), train ``unit``, cache it. Nothing is returned: the parent reads the cache."""
+    _discover(modules)
+    _train_and_cache(experiment(name), unit, Path(path))
+
+
+def _train_in_parallel(exp: Experiment, todo: list[dict], cache_dir: Path, jobs: int, modules: Sequence[str],
+                       log: Callable[[str], None], bar) -> int:
+    """Train the units of ``todo`` that are not cached yet, ``jobs`` at a time, each in its own process
+    on one thread; returns how many were trained.
+
+    Units are independent (each draws from its own seeded generators), so a unit trained in a worker
+    gives the same rows as in the parent; the parent then reads every unit back from the cache in
+    order, so the stored results do not depend on ``jobs``. Workers are spawned, not forked: a fork
+    of a process whose torch thread pools have started can hang.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    missing = [u for u in todo if _read_cached(exp, u, _cache_path(exp, u, cache_dir), log) is None]
+    if not missing:
+        return 0
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(missing)), mp_context=ctx) as pool:
+        futures = [pool.submit(_worker, exp.name, tuple(modules), u, str(_cache_path(exp, u, cache_dir)))
+                   for u in missing]
+        for future in as_completed(futures):
+            future.result()  # a unit that failed stops the run, with its error
+            if bar is not None:
+                bar.update(1)
+    return len(missing)
+
+
 def run(name: str, *, cache_dir: Path = CACHE_DIR, results_dir: Path = RESULTS_DIR, progress: bool = True,
-        log: Callable[[str], None] = print) -> dict:
+        log: Callable[[str], None] = print, jobs: int = 1, modules: Sequence[str] = ()) -> dict:
     """Train what is missing of experiment ``name``, then write its results. Returns the metadata.
 
     A second call finds every unit cached and only rewrites the results (identical bytes).
+    ``jobs`` units train at a time, each in its own process on one thread (``modules``: extra
+    modules the workers import to find ``name``, as ``--module``); the results are the same for
+    any ``jobs``. The stored ``wall_s`` is the sum of the units' training times, whatever ``jobs``.
     """
+    if not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"run(): argument 'jobs' must be a positive int, got {jobs!r}")
     exp = experiment(name)
     torch.set_num_threads(1)  # one thread: the same reduction order on every run of this machine
     started = time.perf_counter()
@@ -409,19 +460,20 @@ def run(name: str, *, cache_dir: Path = CACHE_DIR, results_dir: Path = RESULTS_D
 
     def do(todo: list[dict], bar) -> None:
         nonlocal trained, wall
+        if jobs > 1:
+            in_pool = _train_in_parallel(exp, todo, cache_dir, jobs, modules, log, bar)
+            trained += in_pool
+            if bar is not None:
+                bar.update(len(todo) - in_pool)  # the units found in the cache
         for unit in todo:
             path = _cache_path(exp, unit, cache_dir)
             entry = _read_cached(exp, unit, path, log)
             if entry is None:
-                t0 = time.perf_counter()
-                frame = _train_unit(exp, unit)
-                entry = {"config_hash": exp.config_hash(), "unit": unit, "frame": frame,
-                         "wall_s": time.perf_counter() - t0, "fingerprint": fingerprint()}
-                _write_atomic(path, pickle.dumps(entry))
+                entry = _train_and_cache(exp, unit, path)
                 trained += 1
             wall += entry["wall_s"]
             frames.append(entry["frame"].assign(unit=len(frames)))
-            if bar is not None:
+            if bar is not None and jobs == 1:
                 bar.update(1)
 
     first = units(exp)
@@ -597,7 +649,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--module", action="append", default=[], help=argparse.SUPPRESS)  # tests' own experiments
     parser.add_argument("--cache", type=Path, default=CACHE_DIR, help=f"cache folder (default {CACHE_DIR})")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, help=f"results folder (default {RESULTS_DIR})")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="train N units at a time, each in its own process on one thread (default 1)")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        print(f"error: argument --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
+        return 2
     known = _discover(args.module)
     if args.list:
         for exp in known.values():
@@ -611,7 +668,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     for name in names:
-        run(name, cache_dir=args.cache, results_dir=args.results)
+        run(name, cache_dir=args.cache, results_dir=args.results, jobs=args.jobs, modules=args.module)
     return 0
 
 

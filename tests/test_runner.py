@@ -167,3 +167,23 @@ def test_print_verdicts_and_the_claims_ledger_read_the_stored_words(capsys):
     assert ledger["stored result"].iloc[0] == f'small_transformer: "{key}"'
     with pytest.raises(KeyError, match="stores no verdict 'nope'"):
         runner.claims_ledger([("a claim", "small_transformer", "nope")])
+
+
+def test_units_trained_in_worker_processes_store_the_same_bytes_as_one_after_another(tmp_path, monkeypatch):
+    monkeypatch.setenv("RUNNER_TOY_SLEEP", "0")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    tables = {}
+    for jobs in (1, 2):
+        log = tmp_path / f"units{jobs}.log"
+        monkeypatch.setenv("RUNNER_TOY_LOG", str(log))
+        (tmp_path / f"results{jobs}").mkdir()
+        meta = runner.run("toy_tuned", cache_dir=tmp_path / f"cache{jobs}", results_dir=tmp_path / f"results{jobs}",
+                          progress=False, log=lambda m: None, jobs=jobs, modules=("runner_toy",))
+        assert len(log.read_text().splitlines()) == meta["units"]  # every unit trained once, in a worker or not
+        tables[jobs] = (tmp_path / f"results{jobs}" / "toy_tuned.csv.gz").read_bytes()
+    assert tables[1] == tables[2]
+
+
+def test_jobs_must_be_a_positive_int(dirs):
+    with pytest.raises(ValueError, match="argument 'jobs' must be a positive int, got 0"):
+        runner.run("toy", cache_dir=dirs["cache_dir"], results_dir=dirs["results_dir"], jobs=0)
