@@ -449,11 +449,14 @@ def run(name: str, *, cache_dir: Path = CACHE_DIR, results_dir: Path = RESULTS_D
     A second call finds every unit cached and only rewrites the results (identical bytes).
     ``jobs`` units train at a time, each in its own process on one thread (``modules``: extra
     modules the workers import to find ``name``, as ``--module``); the results are the same for
-    any ``jobs``. The stored ``wall_s`` is the sum of the units' training times, whatever ``jobs``.
+    any ``jobs``. An experiment with ``timed_columns`` runs one unit at a time whatever ``jobs``
+    says. The stored ``wall_s`` is the sum of the units' training times, whatever ``jobs``.
     """
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"run(): argument 'jobs' must be a positive int, got {jobs!r}")
     exp = experiment(name)
+    if exp.timed_columns:
+        jobs = 1  # a wall-clock measurement must not share the cores with another unit
     torch.set_num_threads(1)  # one thread: the same reduction order on every run of this machine
     started = time.perf_counter()
     frames, trained, wall = [], 0, 0.0

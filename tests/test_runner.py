@@ -187,3 +187,21 @@ def test_units_trained_in_worker_processes_store_the_same_bytes_as_one_after_ano
 def test_jobs_must_be_a_positive_int(dirs):
     with pytest.raises(ValueError, match="argument 'jobs' must be a positive int, got 0"):
         runner.run("toy", cache_dir=dirs["cache_dir"], results_dir=dirs["results_dir"], jobs=0)
+
+
+def test_a_timed_experiment_trains_one_unit_at_a_time_whatever_jobs_says(dirs, monkeypatch):
+    runner.register(runner.Experiment(
+        name="toy_timed", notebook="none", train=runner_toy.train, grid={"lr": (0.1, 0.2)}, seeds=(0, 1),
+        steps=5, seeds_per_unit=2, budget_s=10, timed_columns=("loss",)))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a timed experiment went to the worker pool")
+
+    monkeypatch.setattr(runner, "_train_in_parallel", refuse)
+    meta = _run_jobs("toy_timed", dirs, jobs=2)
+    assert meta["units"] == 2 and _trained(dirs) == 2
+
+
+def _run_jobs(name, dirs, jobs):
+    return runner.run(name, cache_dir=dirs["cache_dir"], results_dir=dirs["results_dir"], progress=False,
+                      log=lambda m: None, jobs=jobs)
