@@ -11,8 +11,8 @@ notebooks read what they produced:
 - :func:`run` trains every unit that is not cached yet, each in turn or ``jobs`` at a time in
   worker processes (one thread each; the results do not depend on it), with a progress bar
   (tqdm, with the time left). A finished unit is written to the cache atomically (a
-  temporary file, then a rename), so a run killed at any moment loses only the unit in
-  flight, and running again does only what is missing. A cache entry made for another
+  temporary file, then a rename), so a run killed at any moment loses only the units in
+  flight (one per job), and running again does only what is missing. A cache entry made for another
   config, or that cannot be read, is refused with a message and trained again.
 - When every unit is there, the results are written as package data, so that Colab has
   them too: ``helpers/results/<name>.csv.gz`` (a tidy table, one row per run and recorded
