@@ -184,6 +184,13 @@ runner.print_verdicts("placement_tuned", *(f"{what}, {a}, LN -> act vs {b}" for 
                                    for what, b in (("final loss", "act -> LN"), ("final loss", "no norm"),
                                                    ("at convergence", "act -> LN"))))
 
+# %%
+# what the text below rests on: most runs of every arm converged, so the comparison at convergence is testable
+finals = pe.final_rows(frame[frame["stage"] == "report"])
+converged = finals.groupby(["activation", "arrangement"])["converged"].sum()
+assert converged.min() >= 8, converged
+assert not any("not testable" in stored.verdicts[f"at convergence, {a}, LN -> act vs act -> LN"] for a in pe.ACTIVATIONS)
+
 # %% [markdown]
 # **What the data say.**
 #
