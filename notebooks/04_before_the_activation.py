@@ -197,8 +197,7 @@ assert not any("not testable" in stored.verdicts[f"at convergence, {a}, LN -> ac
 # - **Convergence.** At each arm's tuned rate, 8 to 10 of the 10 runs converged (over the last
 #   3,200 steps the loss moved by 0.5% to 0.9%, medians per arm; the slowest run by 2%), so the
 #   comparison *at convergence* is testable: both runs converged on 8 of 10 seeds for every
-#   activation. (A first version of this experiment, with students of 32 units on a wider
-#   teacher, still moved by about 1% at the end of 10,000 steps; narrower students stop sooner.)
+#   activation.
 # - **`LN -> act` against `act -> LN`**, paired by seed: for tanh `LN -> act` ends 1% lower (95% CI
 #   0% to 1%), for GELU 1% lower (1% to 2%; at convergence 2%, 1% to 2%); for ReLU **no difference
 #   is detectable** with 10 seeds (+0%, -1% to 1%; at convergence -1% to 2%). The lesson's placement

@@ -30,9 +30,9 @@ def dirs(tmp_path, monkeypatch):
     return {"cache_dir": tmp_path / "cache", "results_dir": tmp_path / "results", "log": log}
 
 
-def _run(name, dirs, messages=None):
+def _run(name, dirs, messages=None, jobs=1):
     return runner.run(name, cache_dir=dirs["cache_dir"], results_dir=dirs["results_dir"], progress=False,
-                      log=(messages.append if messages is not None else lambda m: None))
+                      log=(messages.append if messages is not None else lambda m: None), jobs=jobs)
 
 
 def _trained(dirs) -> int:
@@ -186,7 +186,7 @@ def test_units_trained_in_worker_processes_store_the_same_bytes_as_one_after_ano
 
 def test_jobs_must_be_a_positive_int(dirs):
     with pytest.raises(ValueError, match="argument 'jobs' must be a positive int, got 0"):
-        runner.run("toy", cache_dir=dirs["cache_dir"], results_dir=dirs["results_dir"], jobs=0)
+        _run("toy", dirs, jobs=0)
 
 
 def test_a_timed_experiment_trains_one_unit_at_a_time_whatever_jobs_says(dirs, monkeypatch):
@@ -198,10 +198,5 @@ def test_a_timed_experiment_trains_one_unit_at_a_time_whatever_jobs_says(dirs, m
         raise AssertionError("a timed experiment went to the worker pool")
 
     monkeypatch.setattr(runner, "_train_in_parallel", refuse)
-    meta = _run_jobs("toy_timed", dirs, jobs=2)
+    meta = _run("toy_timed", dirs, jobs=2)
     assert meta["units"] == 2 and _trained(dirs) == 2
-
-
-def _run_jobs(name, dirs, jobs):
-    return runner.run(name, cache_dir=dirs["cache_dir"], results_dir=dirs["results_dir"], progress=False,
-                      log=lambda m: None, jobs=jobs)

@@ -29,7 +29,7 @@ CORES = 2  # the machine the set is sized for; `make experiments` trains one uni
 
 def test_every_experiment_has_a_stated_budget_and_all_fit_in_about_four_hours_on_two_cores():
     # A budget is the units' training times added up. With one unit per core, an experiment of n
-    # units takes at least budget / min(cores, n) of wall-clock time; a timed one runs alone.
+    # units takes about budget / min(cores, n) of wall-clock time; a timed one runs alone.
     exps = [runner.experiment(n) for n in NAMES]
     assert all(e.budget_s > 0 for e in exps)
     wall = 0.0
