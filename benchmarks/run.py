@@ -18,8 +18,9 @@ Then it times, on ``BENCH_THREADS`` threads (2):
 - **the headline size**, 4096 x 1024 float32, with at least 20 rounds: all of the above plus
   ``torch.compile(helpers.layer_norm)`` and ``torch.compile(helpers.rms_norm)`` (Inductor
   fusing autograd's backward), and the backward alone (``direction == "backward"``): each
-  autograd backward, torch's kernel called directly, and ``helpers.compiled``'s two
-  backwards, the fused-by-Inductor one graph and the split one.
+  autograd backward, torch's kernel called directly, and ``helpers.compiled``'s three
+  backwards: the one-pass kernel (``helpers.one_pass``, what ``CompiledLayerNormFunction``
+  runs), the split Inductor graph and the fused-by-Inductor one.
 
 **Outputs.** Every output and temporary of every implementation comes from reused memory:
 glibc's allocator is told (``mallopt``) never to return freed memory to the system, so a
@@ -68,7 +69,7 @@ import torch.nn.functional as F
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import helpers  # noqa: E402
-from helpers import compiled  # noqa: E402
+from helpers import compiled, one_pass  # noqa: E402
 from helpers.speed import RESULTS_NAME, bytes_moved, cache_sizes, naive_layer_norm  # noqa: E402
 
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
@@ -88,6 +89,7 @@ COPY = "copy (y.copy_(x))"
 TORCH_LN, TORCH_RMS = "torch (F.layer_norm)", "torch (F.rms_norm)"
 COMPILED_LN, COMPILED_RMS = "CompiledLayerNormFunction", "CompiledRMSNormFunction"
 INDUCTOR_LN, INDUCTOR_RMS = "torch.compile(helpers.layer_norm)", "torch.compile(helpers.rms_norm)"
+ONE_PASS = "compiled backward, one pass (Numba; block partial sums)"
 SPLIT, FUSED = "compiled backward, split (dx; block partial sums)", "compiled backward, fused by Inductor (one graph)"
 TORCH_KERNEL = "torch kernel (native_layer_norm_backward)"
 
@@ -143,6 +145,7 @@ def machine(caches: dict, allocator: str, cache_mode: str, load: str) -> dict:
         "caches (cpu0, read at run time)": " ".join(f"{k} {v // 2**10}K" for k, v in caches.items()),
         "torch": torch.__version__, "python": platform.python_version(),
         "libc": " ".join(platform.libc_ver()), "compile": compiled.compile_status(),
+        "one-pass backward": one_pass.describe(),
         "date": datetime.date.today().isoformat(),
         "machine load at the start": load,
         "outputs": allocator,
@@ -300,8 +303,9 @@ def kernel_backwards(x, w, b, dy) -> dict:
     return {
         (TORCH_KERNEL, "backward"): lambda: torch.ops.aten.native_layer_norm_backward(
             dy, x, [width], mean, rstd, w, b, [True, True, True]),
-        (SPLIT, "backward"): lambda: compiled.layer_norm_backward(dy, x, (width,), mean, rstd, w, split=True),
-        (FUSED, "backward"): lambda: compiled.layer_norm_backward(dy, x, (width,), mean, rstd, w, split=False),
+        (ONE_PASS, "backward"): lambda: compiled.layer_norm_backward(dy, x, (width,), mean, rstd, w, kernel="one-pass"),
+        (SPLIT, "backward"): lambda: compiled.layer_norm_backward(dy, x, (width,), mean, rstd, w, kernel="split"),
+        (FUSED, "backward"): lambda: compiled.layer_norm_backward(dy, x, (width,), mean, rstd, w, kernel="fused"),
     }
 
 
@@ -468,10 +472,9 @@ def report(frame) -> None:
     verdict = "within" if ratio.ratio_vs_torch <= 1.25 else "OVER"
     print(f"\n{COMPILED_LN} forward+backward: {ratio.ratio_vs_torch:.2f}x torch's ({ratio.fastest_ratio_vs_torch:.2f}x "
           f"fastest/fastest), {verdict} the 1.25x target")
-    fused, split = by.loc[(FUSED, "backward")], by.loc[(SPLIT, "backward")]
-    print(f"backward alone: fused by Inductor {fused.median_ms:.2f} ms, split {split.median_ms:.2f} ms "
-          f"({fused.median_ms / split.median_ms:.2f}x), torch's kernel "
-          f"{by.loc[(TORCH_KERNEL, 'backward')].median_ms:.2f} ms (medians)")
+    ms = {name: by.loc[(name, "backward")].median_ms for name in (ONE_PASS, SPLIT, FUSED, TORCH_KERNEL)}
+    print(f"backward alone (medians): one pass {ms[ONE_PASS]:.2f} ms, split {ms[SPLIT]:.2f} ms, "
+          f"fused by Inductor {ms[FUSED]:.2f} ms, torch's kernel {ms[TORCH_KERNEL]:.2f} ms")
     for direction in ("forward", "forward+backward"):
         pairs = pre[pre.direction == direction].pivot_table(index=["rows", "width"], columns="implementation",
                                                            values="median_ms")

@@ -197,7 +197,8 @@ ALWAYS_FORBIDDEN = (
     "helpers.normalize", "helpers.compiled_layer_norm", "helpers.compiled_rms_norm",
     "helpers.compiled.compiled_layer_norm", "helpers.compiled.compiled_rms_norm",
     "helpers.compiled.CompiledLayerNormFunction.apply", "helpers.compiled.CompiledRMSNormFunction.apply",
-    "helpers.compiled.layer_norm_backward",
+    "helpers.compiled.layer_norm_backward", "helpers.one_pass.layer_norm_backward",
+    "helpers.one_pass.rms_norm_backward",
 )
 
 

@@ -1,4 +1,5 @@
-r"""LayerNorm and RMSNorm whose forward and backward are each compiled by ``torch.compile``.
+r"""LayerNorm and RMSNorm whose forward and backward are each compiled: the forward by
+``torch.compile``, the training backward by Numba (:mod:`helpers.one_pass`).
 
 :class:`~helpers.autograd.LayerNormFunction` derives the backward by hand and runs it as
 eager PyTorch, one operation (one full pass over the ``(M, N)`` data) at a time.
@@ -15,7 +16,7 @@ formed from them (``M`` values each). A graph that returned the mean and :math:`
 themselves would make Inductor give each of them a loop over all rows of its own, and
 the rows would be read from memory three times.
 
-**Backward**, one graph, two parts:
+**Backward** (the Inductor version; see below for the one that training runs), one graph, two parts:
 
 1. the input gradient, row-wise, the formula derived in :mod:`helpers.autograd`:
 
@@ -40,10 +41,15 @@ partial sums walk a few rows at a time, strip by strip, and there are ``M / rows
 blocks to share. ``make bench`` times both backwards side by side.
 
 What remains: the partial sums read ``x`` and ``dy`` a second time. Inductor places
-them in a loop nest of their own, apart from ``dx``'s: its C++ backend nests two loops
-under one outer loop only when one consumes what the other produces. PyTorch's own
-kernel avoids that read by adding each row into its thread's partial sums while it
-computes the row's ``dx``.
+them in a loop nest of their own, apart from ``dx``'s: its C++ backend nests two loop
+nests under one outer loop only when one consumes what the other produces, and their
+leading loops have the same ranges (rows for ``dx``, blocks and columns for the partial
+sums). PyTorch's own kernel avoids that read by adding each row into its thread's
+partial sums while it computes the row's ``dx``, and so does :mod:`helpers.one_pass`, a
+Numba kernel: where it can run (Numba installed, float32 or float64), it is the backward
+of :class:`CompiledLayerNormFunction` and :class:`CompiledRMSNormFunction` when the
+input and the weight both need gradients (training); the Inductor graphs here serve the
+other cases (frozen weights, half precision) and the comparison in ``make bench``.
 
 Shapes: each graph is compiled for one row width, dtype and set of optional arguments,
 with the row count left symbolic (``torch._dynamo.maybe_mark_dynamic`` on dim 0), so a
@@ -68,6 +74,7 @@ from torch import Tensor
 from torch.autograd.function import FunctionCtx, once_differentiable
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
+from helpers import one_pass
 from helpers._validation import (
     accumulation_dtype,
     check_floating_input,
@@ -77,6 +84,7 @@ from helpers._validation import (
 )
 
 __all__ = [
+    "BACKWARD_KERNELS",
     "BLOCK_BYTES",
     "CompiledLayerNormFunction",
     "CompiledRMSNormFunction",
@@ -241,6 +249,9 @@ class _Kernel:
 
     def __call__(self, *args):
         global _fallback
+        # Detached: autograd is off here anyway, and a graph compiled for inputs that require
+        # grad would not serve the same inputs without (Dynamo guards on requires_grad).
+        args = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
         if _fallback is not None or args[0].numel() == 0 or _get_current_dispatch_mode() is not None:
             # No compiler; nothing to compute; or a TorchDispatchMode that must see every
             # operation (compiled code would run past it): the same code, eagerly.
@@ -288,6 +299,12 @@ _KERNELS = {fn.__name__: _Kernel(fn) for fn in (
 
 def _run(name: str, *args):
     return _KERNELS[name](*args)
+
+
+def _one_pass_here(x: Tensor) -> bool:
+    """Whether the backward takes :mod:`helpers.one_pass`'s kernel: Numba installed, a float32 or
+    float64 input with values, and no TorchDispatchMode (which must see every tensor operation)."""
+    return one_pass.available(x.dtype) and x.numel() > 0 and _get_current_dispatch_mode() is None
 
 
 def compile_status() -> str:
@@ -353,7 +370,9 @@ class CompiledLayerNormFunction(torch.autograd.Function):
         want_input = ctx.needs_input_grad[0]
         want_weight = weight is not None and ctx.needs_input_grad[2]
         want_bias = ctx.bias_dtype is not None and ctx.needs_input_grad[3]
-        if want_input and (want_weight or want_bias):  # training: all of them, in one compiled call
+        if want_input and (want_weight or want_bias) and _one_pass_here(x):  # training, the usual case
+            dx, dgamma, dbeta = one_pass.layer_norm_backward(x, dy, w, mean, rstd)
+        elif want_input and (want_weight or want_bias):  # all of them, in one compiled call
             dx, dgamma, dbeta = _run("_layer_norm_backward", x, dy, w, mean, rstd, rows_per_block(n))
         elif want_input:  # frozen parameters
             dx = _run("_layer_norm_input_grad", x, dy, w, mean, rstd)
@@ -375,18 +394,29 @@ def compiled_layer_norm(input: Tensor, normalized_shape, weight: Tensor | None =
     return CompiledLayerNormFunction.apply(input, normalized_shape, weight, bias, eps)
 
 
+#: The backwards :func:`layer_norm_backward` can run.
+BACKWARD_KERNELS = ("one-pass", "split", "fused")
+
+
 def layer_norm_backward(grad_output: Tensor, input: Tensor, normalized_shape, mean: Tensor, rstd: Tensor,
-                        weight: Tensor | None = None, *, split: bool = True) -> tuple[Tensor, Tensor, Tensor]:
-    r"""(dx, :math:`d\gamma`, :math:`d\beta`) of LayerNorm from the compiled kernels, without autograd.
+                        weight: Tensor | None = None, *, kernel: str = "one-pass") -> tuple[Tensor, Tensor, Tensor]:
+    r"""(dx, :math:`d\gamma`, :math:`d\beta`) of LayerNorm from one of the backward kernels, without autograd.
 
     The arguments follow PyTorch's ``native_layer_norm_backward``: ``mean`` and ``rstd`` are
     the forward pass's per-row statistics (one value per row, any shape with that many
-    elements, in the accumulation dtype). ``split=True`` runs what
-    :class:`CompiledLayerNormFunction` runs: the row-wise ``dx`` kernel, then the block
-    partial sums. ``split=False`` gives Inductor the whole backward as one graph with plain
-    column sums, ``(dy * x_hat).sum(0)``, to fuse as it likes (see the module's text).
+    elements, in the accumulation dtype). ``kernel``:
+
+    - ``"one-pass"``: :mod:`helpers.one_pass`'s kernel, what :class:`CompiledLayerNormFunction`
+      runs (float32 and float64 with Numba installed; otherwise ``"split"``);
+    - ``"split"``: the row-wise ``dx`` loop nest, then the block partial sums, compiled by
+      Inductor as one graph (two loop nests, each reading ``x`` and ``dy``);
+    - ``"fused"``: the whole backward as one graph with plain column sums,
+      ``(dy * x_hat).sum(0)``, for Inductor to fuse as it likes (see the module's text).
+
     :math:`d\gamma` and :math:`d\beta` come in the accumulation dtype; ``dx`` in the input's.
     """
+    if kernel not in BACKWARD_KERNELS:
+        raise ValueError(f"layer_norm_backward(): expected kernel to be one of {BACKWARD_KERNELS}, but got {kernel!r}")
     shape = check_layer_norm_args(input, normalized_shape, weight, None)
     m, n = _rows(input, shape)
     if grad_output.shape != input.shape:
@@ -400,10 +430,12 @@ def layer_norm_backward(grad_output: Tensor, input: Tensor, normalized_shape, me
     mean, rstd = mean.reshape(m, 1), rstd.reshape(m, 1)
     w = None if weight is None else weight.reshape(n)
     with torch.no_grad():
-        if split:
-            dx, dgamma, dbeta = _run("_layer_norm_backward", x, dy, w, mean, rstd, rows_per_block(n))
-        else:
+        if kernel == "one-pass" and _one_pass_here(x):
+            dx, dgamma, dbeta = one_pass.layer_norm_backward(x, dy, w, mean, rstd)
+        elif kernel == "fused":
             dx, dgamma, dbeta = _run("_layer_norm_backward_fused", x, dy, w, mean, rstd)
+        else:
+            dx, dgamma, dbeta = _run("_layer_norm_backward", x, dy, w, mean, rstd, rows_per_block(n))
     return dx.reshape(input.shape), dgamma.reshape(shape), dbeta.reshape(shape)
 
 
@@ -450,7 +482,9 @@ class CompiledRMSNormFunction(torch.autograd.Function):
         w = None if weight is None else weight.reshape(n)
         grad_input = grad_weight = None
         want_input, want_weight = ctx.needs_input_grad[0], weight is not None and ctx.needs_input_grad[2]
-        if want_input and want_weight:
+        if want_input and want_weight and _one_pass_here(x):
+            dx, dgamma = one_pass.rms_norm_backward(x, dy, w, rstd)
+        elif want_input and want_weight:
             dx, dgamma = _run("_rms_norm_backward", x, dy, w, rstd, rows_per_block(n))
         elif want_input:
             dx = _run("_rms_norm_input_grad", x, dy, w, rstd)

@@ -60,6 +60,8 @@ def test_the_kernels_are_compiled_here():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         forward_backward(CompiledLayerNormFunction.apply, x, NORMALIZED, w, b, dy)
+        layer_norm_backward(dy, x, NORMALIZED, *torch.ops.aten.native_layer_norm(x, NORMALIZED, w, b, 1e-5)[1:], w,
+                            kernel="split")
     assert compiled.compile_status() == "compiled"
     assert all(compiled._KERNELS[name].compiled is not None for name in ("_layer_norm_forward", "_layer_norm_backward"))
 
@@ -179,16 +181,35 @@ def test_rms_norm_equals_torch_and_passes_gradcheck(weight):
     torch.testing.assert_close(compiled_rms_norm(complex_input, (4,)), helpers.rms_norm(complex_input, (4,)))
 
 
-@pytest.mark.parametrize("split", [True, False])
-def test_layer_norm_backward_split_and_fused_equal_torchs_kernel(split):
+@pytest.mark.parametrize("kernel", compiled.BACKWARD_KERNELS)
+def test_layer_norm_backward_kernels_equal_torchs_kernel(kernel):
     x, w, b, dy = inputs(WIDE, (24,), torch.float64)
     _, mean, rstd = torch.ops.aten.native_layer_norm(x, [24], w, b, 1e-5)
     expected = torch.ops.aten.native_layer_norm_backward(dy, x, [24], mean, rstd, w, b, [True, True, True])
-    got = layer_norm_backward(dy, x, (24,), mean, rstd, w, split=split)
+    got = layer_norm_backward(dy, x, (24,), mean, rstd, w, kernel=kernel)
     for mine, ref in zip(got, expected, strict=True):
         torch.testing.assert_close(mine, ref)
     with pytest.raises(RuntimeError, match="mean"):
         layer_norm_backward(dy, x, (24,), mean[:1], rstd, w)
+    with pytest.raises(ValueError, match="kernel.*'two-pass'"):
+        layer_norm_backward(dy, x, (24,), mean, rstd, w, kernel="two-pass")
+
+
+def test_training_backward_takes_the_one_pass_kernel_and_the_split_one_without_numba(monkeypatch):
+    """With weight and bias to train, float32/float64 go to helpers.one_pass; without Numba (or in
+    bfloat16) to the split Inductor graph; both give torch's gradients."""
+    calls = []
+    real = compiled.one_pass.layer_norm_backward
+    monkeypatch.setattr(compiled.one_pass, "layer_norm_backward", lambda *a: calls.append(1) or real(*a))
+    x, w, b, dy = inputs(WIDE, (24,), torch.float32)
+    expected = forward_backward(lambda *a: F.layer_norm(*a), x, (24,), w, b, dy)
+    torch.testing.assert_close(forward_backward(CompiledLayerNormFunction.apply, x, (24,), w, b, dy), expected,
+                               rtol=1e-5, atol=5e-5)
+    assert calls == [1]
+    monkeypatch.setattr(compiled.one_pass, "numba", None)
+    torch.testing.assert_close(forward_backward(CompiledLayerNormFunction.apply, x, (24,), w, b, dy), expected,
+                               rtol=1e-5, atol=5e-5)
+    assert calls == [1]  # the split graph ran
 
 
 @pytest.mark.parametrize("rows,block_rows", [(1, 4), (7, 3), (64, 8), (65, 8), (10, 100)])
