@@ -41,7 +41,7 @@ from torch import Tensor
 
 try:
     import numba
-except ImportError:  # pragma: no cover - numba is in requirements.txt; this is for other environments
+except ImportError:  # numba is in requirements.txt; this is for other environments
     numba = None
 
 __all__ = ["DTYPES", "available", "blocks_for", "describe", "layer_norm_backward", "rms_norm_backward"]
@@ -73,7 +73,7 @@ if numba is not None:
     _FASTMATH = {"reassoc", "contract"}
 
     @numba.njit(parallel=True, fastmath=_FASTMATH, cache=True)
-    def _layer_norm_kernel(x, dy, w, mean, rstd, inv_n, dx, partials, block_rows):  # pragma: no cover (machine code)
+    def _layer_norm_kernel(x, dy, w, mean, rstd, inv_n, dx, partials, block_rows):
         m, n = x.shape
         for block in numba.prange(partials.shape[0]):
             dgamma, dbeta = partials[block, 0], partials[block, 1]
@@ -95,7 +95,7 @@ if numba is not None:
                     dbeta[j] += dy[i, j]
 
     @numba.njit(parallel=True, fastmath=_FASTMATH, cache=True)
-    def _rms_norm_kernel(x, dy, w, rstd, inv_n, dx, partials, block_rows):  # pragma: no cover (machine code)
+    def _rms_norm_kernel(x, dy, w, rstd, inv_n, dx, partials, block_rows):
         m, n = x.shape
         for block in numba.prange(partials.shape[0]):
             dgamma = partials[block, 0]
