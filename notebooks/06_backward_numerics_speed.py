@@ -528,9 +528,9 @@ print(f"CompiledLayerNormFunction / PyTorch (medians): forward {compiled_ratio['
 # In the stored run the one-pass backward takes less time than PyTorch's kernel, the split one
 # about as long, and the fused one much longer. `CompiledLayerNormFunction`'s forward (Inductor's)
 # takes somewhat longer than PyTorch's, its backward less, and forward+backward is within the
-# 1.25x goal at the headline size. The ratio moves between runs of `make bench` (0.8 to 1.0 in
-# repeated runs on the machine in the header); compare ratios, not times. Across sizes, at width
-# 1024:
+# 1.25x goal at the headline size. A new `make bench` gives other numbers (each process places
+# its buffers and threads differently, and the cores may be shared); compare ratios from one run,
+# not times. Across sizes, at width 1024:
 
 # %%
 compiled = reused[(reused.implementation == "CompiledLayerNormFunction") & (reused.direction == "forward+backward")

@@ -68,11 +68,19 @@ def test_gradcheck_through_the_compiled_functions():
     assert torch.autograd.gradcheck(CompiledRMSNormFunction.apply, (x, (5,), w, 1e-6))
 
 
-@pytest.mark.parametrize("rows,threads", [(0, 2), (1, 2), (5, 2), (10**6, 2), (10**6, 16)])
-def test_blocks_for_gives_every_block_rows_and_at_most_four_per_thread(rows, threads):
-    blocks = one_pass.blocks_for(rows, threads)
-    assert 1 <= blocks <= max(1, min(rows, 4 * threads))
-    assert rows == 0 or -(-rows // blocks) * (blocks - 1) < rows  # the last block is not empty
+@pytest.mark.parametrize("rows,threads,expected", [(0, 2, 1), (1, 2, 1), (5, 2, 5), (10**6, 2, 8), (10**6, 16, 64)])
+def test_blocks_for_is_four_per_thread_at_most_one_per_row(rows, threads, expected):
+    assert one_pass.blocks_for(rows, threads) == expected
+
+
+def test_trailing_empty_blocks_add_nothing(monkeypatch):
+    """10 rows on 2 threads: 8 blocks of 2 rows, the last 3 empty; the sums are still torch's."""
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    x, w, b, dy = data(10, 6, torch.float64)
+    _, mean, rstd = torch.ops.aten.native_layer_norm(x, [6], w, b, 1e-5)
+    expected = torch.ops.aten.native_layer_norm_backward(dy, x, [6], mean, rstd, w, b, [True, True, True])
+    for mine, ref in zip(one_pass.layer_norm_backward(x, dy, w, mean, rstd), expected, strict=True):
+        torch.testing.assert_close(mine, ref, rtol=1e-12, atol=1e-12)
 
 
 def test_non_finite_values_land_where_torchs_do():
