@@ -197,8 +197,8 @@ state = evidence_state(table, "LSTM vs LN-LSTM, T 100, hidden 64", "tuned", "all
 fig = plots.evidence_figure(state)
 plt.show()
 print(state["table"].to_string())
-runner.print_verdicts("lstm_adding", "best rate, LSTM", "best rate, LN-LSTM", "time, LSTM", "time, LN-LSTM", "steps",
-              "final loss")
+runner.print_verdicts("lstm_adding", "best rate, LSTM", "best rate, LN-LSTM", "time, LSTM", "time, LN-LSTM",
+                      "steps", "final loss")
 
 # %%
 lstm_verdicts = runner.load("lstm_adding").verdicts
@@ -306,8 +306,8 @@ arms = list(st.PLACEMENT_ARMS)
 runner.print_verdicts("small_transformer", *(f"learns, {a}" for a in arms), *(f"time, {a}" for a in arms))
 print()
 runner.print_verdicts("small_transformer", "steps, Pre-LN vs no norm", "steps, Post-LN vs no norm",
-              "steps, Post-LN + warm-up vs Post-LN", "steps, Pre-LN + warm-up vs Pre-LN",
-              "final loss, Pre-LN vs no norm", "final loss, Post-LN vs no norm")
+                      "steps, Post-LN + warm-up vs Post-LN", "steps, Pre-LN + warm-up vs Pre-LN",
+                      "final loss, Pre-LN vs no norm", "final loss, Post-LN vs no norm")
 print()
 runner.print_verdicts("small_transformer", *(f"largest stable rate, {a}" for a in arms))
 
@@ -381,11 +381,13 @@ for key, words in times.verdicts.items():
 #   the ground moved under the top layer in one step.
 
 # %%
-runner.print_verdicts("rnn_mechanism", *(f"{what}, lr {lr:g}" for what in ("drift of the unit means", "drift of the unit stds",
-                                                                   "ics") for lr in rr.MECHANISM_LRS))
+runner.print_verdicts("rnn_mechanism", *(f"{what}, lr {lr:g}"
+                                         for what in ("drift of the unit means", "drift of the unit stds", "ics")
+                                         for lr in rr.MECHANISM_LRS))
 print()
-runner.print_verdicts("rnn_mechanism", *(f"{what}, depth 3, lr {lr:g}" for what in ("time, no norm", "time, LayerNorm", "steps")
-                                 for lr in rr.MECHANISM_LRS))
+runner.print_verdicts("rnn_mechanism", *(f"{what}, depth 3, lr {lr:g}"
+                                         for what in ("time, no norm", "time, LayerNorm", "steps")
+                                         for lr in rr.MECHANISM_LRS))
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
