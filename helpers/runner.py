@@ -133,8 +133,9 @@ class Experiment:
             the first :data:`REPRO_STEPS` steps of every run.
         tuning: the learning-rate protocol (:class:`Tuning`), or ``None`` for a fixed grid.
         budget_s: the stated time budget on 2 cores, in seconds.
-        version: bump it when ``train`` changes what it computes: it changes the config hash,
-            so the cache is refused and every unit runs again.
+        version: bump it when ``train`` (or the tuning's ``score``) changes what it computes: it
+            changes the config hash, so the cache is refused and every unit runs again. Moving
+            the code to another module changes nothing.
         repro_rtol, repro_atol: how close a unit re-trained on *another* machine must come to the
             stored rows in its first :data:`REPRO_STEPS` steps (on the machine that made them:
             exactly). The absolute part serves values near 0 (LN's output mean, about 1e-9),
@@ -148,6 +149,14 @@ class Experiment:
         repro_unit: which unit the reproducibility test re-trains (an index into :func:`units`,
             negative from the end): a cheap one whose first steps are not chaotic, so that a
             last-bit difference on another CPU stays a last-bit difference.
+        repro_steps: how many first steps the reproducibility test re-trains (at most
+            :data:`REPRO_STEPS`, which every stored run keeps): fewer where a last-bit difference
+            grows too fast in every unit for :data:`REPRO_STEPS` steps to stay comparable.
+        repro_measured: the largest difference measured between re-trainings of ``repro_unit`` on
+            every kernel path one machine reaches and the stored rows (``python -m
+            helpers.reproduction NAME``): the smallest ``rtol`` that passes at the declared
+            ``atol``\ s. ``repro_rtol`` is at least 10 times it; ``None`` only for an experiment
+            not yet measured (a test refuses that for the set's own).
     """
 
     name: str
@@ -170,6 +179,8 @@ class Experiment:
     repro_atol_by_column: Mapping[str, float] = field(default_factory=dict)
     timed_columns: tuple[str, ...] = ()
     repro_unit: int = 0
+    repro_steps: int = REPRO_STEPS
+    repro_measured: float | None = None
 
     def repro_tolerance(self, column: str) -> tuple[float, float]:
         """``(rtol, atol)`` for ``column`` when a unit is re-trained on another machine."""
@@ -183,6 +194,9 @@ class Experiment:
         unknown = [k for k in self.stack if k not in self.grid]
         if unknown:
             raise ValueError(f"{where}: argument 'stack' must name grid parameters {list(self.grid)}, got {unknown}")
+        if not 1 <= self.repro_steps <= REPRO_STEPS:
+            raise ValueError(f"{where}: 'repro_steps' must be in 1..{REPRO_STEPS} (the steps every stored run "
+                             f"keeps), got {self.repro_steps}")
         if not self.seeds or self.seeds_per_unit < 1 or self.steps < 1:
             raise ValueError(f"{where}: 'seeds' must be non-empty, 'seeds_per_unit' and 'steps' at least 1, "
                              f"got {self.seeds!r}, {self.seeds_per_unit}, {self.steps}")
@@ -194,11 +208,16 @@ class Experiment:
                 raise ValueError(f"{where}: the tuned parameter {self.tuning.key!r} must not be in 'grid' too")
 
     def config(self) -> dict:
-        """Everything that decides the results, as plain JSON-able data."""
+        """Everything that decides the results, as plain JSON-able data.
+
+        What is computed is named by the experiment's ``name`` and ``version`` (bumped when
+        ``train`` or the tuning's ``score`` changes what it computes), never by where that code
+        lives: moving a module changes no hash, so it forces no re-run.
+        """
         tuning = None if self.tuning is None else {
             "key": self.tuning.key, "rates": list(self.tuning.rates), "pilot_seeds": list(self.tuning.pilot_seeds),
-            "score": _qualname(self.tuning.score), "learned_below": self.tuning.learned_below}
-        return {"name": self.name, "train": _qualname(self.train), "version": self.version,
+            "learned_below": self.tuning.learned_below}
+        return {"name": self.name, "version": self.version,
                 "grid": {k: list(v) for k, v in self.grid.items()}, "seeds": list(self.seeds), "steps": self.steps,
                 "threshold": self.threshold, "stack": list(self.stack), "seeds_per_unit": self.seeds_per_unit,
                 "fixed": dict(self.fixed), "tuning": tuning}
@@ -211,10 +230,6 @@ class Experiment:
 def _jsonable(data):
     """``data`` as it reads back from JSON (tuples become lists, anything else its ``str``)."""
     return json.loads(json.dumps(data, default=str))
-
-
-def _qualname(fn: Callable) -> str:
-    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
 def register(exp: Experiment) -> Experiment:
@@ -282,9 +297,12 @@ def _unit_id(exp: Experiment, unit: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def _train_unit(exp: Experiment, unit: dict, steps: int | None = None) -> pd.DataFrame:
-    """Train one unit; its rows get ``stage`` (tuned experiments only)."""
-    frame = exp.train(**unit["params"], **exp.fixed, seeds=list(unit["seeds"]), steps=steps or exp.steps)
+def _train_unit(exp: Experiment, unit: dict, steps: int | None = None,
+                fixed: Mapping[str, object] | None = None) -> pd.DataFrame:
+    """Train one unit (with ``fixed`` in place of ``exp.fixed`` when given); its rows get ``stage``
+    (tuned experiments only)."""
+    fixed = exp.fixed if fixed is None else fixed
+    frame = exp.train(**unit["params"], **fixed, seeds=list(unit["seeds"]), steps=steps or exp.steps)
     if not isinstance(frame, pd.DataFrame) or "seed" not in frame:
         raise ValueError(f"experiment {exp.name!r}: train() must return a DataFrame with a 'seed' column, "
                          f"got {type(frame).__name__} {list(getattr(frame, 'columns', []))}")
@@ -613,16 +631,19 @@ def _verdict(name: str, verdicts: Mapping[str, str], key: str) -> str:
     return verdicts[key]
 
 
-def rerun_unit(name: str, unit_index: int | None = None, steps: int = REPRO_STEPS,
-               results_dir: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def rerun_unit(name: str, unit_index: int | None = None, steps: int | None = None,
+               results_dir: Path | None = None,
+               change: Mapping[str, Callable[[object], object]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Re-train stored unit ``unit_index`` (default: the experiment's ``repro_unit``) for its first
-    ``steps`` steps: ``(fresh, stored)`` rows.
+    ``steps`` steps (default: the experiment's ``repro_steps``): ``(fresh, stored)`` rows.
 
     For the reproducibility test: on the machine that made the results (same :func:`fingerprint`)
     the two agree exactly; elsewhere to rounding. An experiment without a ``step`` column is
-    re-run whole.
+    re-run whole. ``change`` (``{parameter: function of its value}``, a unit's parameter or a
+    ``fixed`` one) plants a change, to show that the test catches it.
     """
     exp, stored = experiment(name), load(name, results_dir)
+    steps = exp.repro_steps if steps is None else steps
     unit_index = exp.repro_unit if unit_index is None else unit_index
     best = None
     if exp.tuning is not None:
@@ -630,15 +651,24 @@ def rerun_unit(name: str, unit_index: int | None = None, steps: int = REPRO_STEP
                 for r in stored.meta["best_rates"]}
     every = units(exp, best)
     unit_index %= len(every)  # a negative index counts from the end
-    unit = every[unit_index]
+    unit, fixed = every[unit_index], dict(exp.fixed)
+    for key, fn in (change or {}).items():
+        where = unit["params"] if key in unit["params"] else fixed
+        if key not in where:
+            raise ValueError(f"rerun_unit(): argument 'change' names {key!r}, which is neither a parameter of "
+                             f"the unit {sorted(unit['params'])} nor a fixed one {sorted(fixed)}")
+        if where is unit["params"]:
+            unit = {**unit, "params": {**unit["params"]}}
+            where = unit["params"]
+        where[key] = fn(where[key])
     old = stored.frame[stored.frame["unit"] == unit_index].drop(columns="unit")
     if "step" in old:
         # rows recorded after the last step (a final state at step == steps) are not in the stored
         # first steps: compare the steps both have
-        fresh = _train_unit(exp, unit, steps=steps)
+        fresh = _train_unit(exp, unit, steps=steps, fixed=fixed)
         fresh, old = fresh[fresh["step"] < steps], old[old["step"] < steps]
     else:
-        fresh = _train_unit(exp, unit)
+        fresh = _train_unit(exp, unit, fixed=fixed)
     return fresh.astype(old.dtypes.to_dict()).reset_index(drop=True), old.reset_index(drop=True)
 
 

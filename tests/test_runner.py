@@ -49,6 +49,22 @@ def test_units_split_the_grid_and_the_seeds():
     assert len(stacked) == 3 and all(u["params"]["lr"] == (0.1, 0.2) for u in stacked)
 
 
+def test_the_config_hash_names_what_is_computed_not_where_the_code_lives():
+    import dataclasses
+
+    exp = runner.experiment("toy")
+
+    def moved(**kwargs):  # the same computation, from another module and under another name
+        return exp.train(**kwargs)
+
+    moved.__module__, moved.__qualname__ = "somewhere.else", "renamed"
+    assert dataclasses.replace(exp, train=moved).config_hash() == exp.config_hash()
+    assert "somewhere.else" not in str(dataclasses.replace(exp, train=moved).config())
+    # what is computed does change it: the version, the grid, the steps
+    for change in ({"version": exp.version + 1}, {"steps": exp.steps + 1}, {"seeds": (*exp.seeds, 99)}):
+        assert dataclasses.replace(exp, **change).config_hash() != exp.config_hash(), change
+
+
 def test_a_run_stores_a_table_and_its_metadata_and_a_second_run_trains_nothing(dirs):
     meta = _run("toy", dirs)
     assert _trained(dirs) == 6
