@@ -1,0 +1,114 @@
+"""The core path's exercises that put LayerNorm to work: LN before the activation (notebook 01)
+and LLaMA's RMSNorm (notebook 03), over the shared checking machinery.
+
+Each case set holds the inputs that catch the classic mistakes (the unbiased variance, eps
+outside the root, the wrong dim, a large mean), and while a check runs torch's norm functions
+and the set's own refuse to run, so handing one of them in does not pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from helpers.checks import Case, Exercise, Verdict, check, register
+
+__all__ = ["check_ln_before_activation", "check_rms_norm"]
+
+
+def _ln(x: torch.Tensor, *, unbiased: bool = False, eps_inside: bool = True) -> torch.Tensor:
+    """LayerNorm over the last dim without gamma and beta, or one of its classic slips."""
+    mean = x.mean(-1, keepdim=True)
+    var = x.var(-1, unbiased=unbiased, keepdim=True)
+    return (x - mean) / (torch.sqrt(var + 1e-5) if eps_inside else torch.sqrt(var) + 1e-5)
+
+
+# ------------------------------------------------ notebook 01: Linear -> LN -> tanh
+
+
+def _block(x, weight, bias, gamma, beta):
+    return torch.tanh(F.layer_norm(x @ weight.T + bias, weight.shape[:1], gamma, beta))
+
+
+def _block_case(tokens: int, d_in: int, d_out: int, mean: float = 0.0, std: float = 1.0):
+    def make(g: torch.Generator) -> tuple:
+        x = torch.randn(tokens, d_in, generator=g) * std + mean
+        return (x, torch.randn(d_out, d_in, generator=g) / d_in**0.5, torch.randn(d_out, generator=g),
+                1 + 0.5 * torch.randn(d_out, generator=g), 0.5 * torch.randn(d_out, generator=g))
+    return make
+
+
+register(Exercise(
+    name="ln_before_activation",
+    reference=_block,
+    cases=[
+        Case("4 tokens, 8 -> 6 features", _block_case(4, 8, 6)),
+        Case("2 x 3 tokens (the lesson's batch shape), 4 -> 4 features",
+             lambda g: (torch.rand(2, 3, 4, generator=g), *_block_case(1, 4, 4)(g)[1:])),
+        Case("5 tokens, 8 -> 16 features, inputs around 1000 (std 50)", _block_case(5, 8, 16, 1e3, 50.0)),
+    ],
+    mistakes={
+        "that is the activation first, then LN: the lesson puts LN before it, tanh(LN(linear(x))).":
+            lambda x, w, b, g, be: F.layer_norm(torch.tanh(x @ w.T + b), w.shape[:1], g, be),
+        "LN goes on the linear layer's output, not on its input x: tanh(LN(x @ weight.T + bias)).":
+            lambda x, w, b, g, be: torch.tanh(F.layer_norm(x, x.shape[-1:]) @ w.T + b),
+        "scale by gamma and shift by beta after standardising, before the tanh.":
+            lambda x, w, b, g, be: torch.tanh(_ln(x @ w.T + b)),
+        "`x.var()` divides by n - 1 (unbiased); LayerNorm divides by n.":
+            lambda x, w, b, g, be: torch.tanh(_ln(x @ w.T + b, unbiased=True) * g + be),
+        "eps goes inside the square root: `torch.sqrt(var + eps)`.":
+            lambda x, w, b, g, be: torch.tanh(_ln(x @ w.T + b, eps_inside=False) * g + be),
+        "there is no activation: the block ends with tanh.":
+            lambda x, w, b, g, be: F.layer_norm(x @ w.T + b, w.shape[:1], g, be),
+    },
+    hint="z = x @ weight.T + bias; then LN over z's last dim (mean, biased variance, eps inside "
+         "the root), times gamma plus beta; then torch.tanh.",
+    example="torch.randn(4, 8), torch.randn(6, 8), torch.zeros(6), torch.ones(6), torch.zeros(6)",
+    shape_hint="one output per token and output feature: shape (..., weight.shape[0]).",
+))
+
+
+def check_ln_before_activation(fn: Callable[..., torch.Tensor]) -> Verdict:
+    """Check ``fn(x, weight, bias, gamma, beta)``: ``tanh(LN(x @ weight.T + bias) * gamma + beta)``,
+    LN over the last dim with eps = 1e-5, written by hand."""
+    return check("ln_before_activation", fn)
+
+
+# ------------------------------------------------ notebook 03: RMSNorm, LLaMA's norm
+
+
+def _rms_case(shape: tuple[int, ...], mean: float = 0.0, std: float = 1.0):
+    return lambda g: (torch.randn(*shape, generator=g) * std + mean, 1 + 0.5 * torch.randn(shape[-1], generator=g))
+
+
+register(Exercise(
+    name="rms_norm",
+    reference=lambda x, weight: F.rms_norm(x, x.shape[-1:], weight, eps=1e-6),
+    cases=[
+        Case("4 tokens x 8 features", _rms_case((4, 8))),
+        Case("2 x 3 tokens x 4 features, mean 3", _rms_case((2, 3, 4), 3.0)),
+        Case("3 tokens x 8 features that are almost 0 (std 1e-4)", _rms_case((3, 8), 0.0, 1e-4)),
+    ],
+    mistakes={
+        "RMSNorm does not subtract the mean: divide x itself by sqrt(mean(x ** 2) + eps).":
+            lambda x, w: _ln(x) * w,
+        "eps goes inside the square root: `torch.rsqrt(ms + eps)`.":
+            lambda x, w: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-6) * w,
+        "the root mean square is over each token's features, the last dim.":
+            lambda x, w: x * torch.rsqrt(x.pow(2).mean(0, keepdim=True) + 1e-6) * w,
+        "now multiply by weight (RMSNorm's gamma).":
+            lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6),
+        "that divides by the mean square; divide by its square root.":
+            lambda x, w: x / (x.pow(2).mean(-1, keepdim=True) + 1e-6) * w,
+    },
+    hint="x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight, with eps = 1e-6.",
+    example="torch.randn(4, 8), torch.ones(8)",
+))
+
+
+def check_rms_norm(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Verdict:
+    """Check ``fn(x, weight)``: RMSNorm over the last dim, eps = 1e-6 (LLaMA's), by hand:
+    ``x / sqrt(mean(x ** 2) + eps) * weight``."""
+    return check("rms_norm", fn)

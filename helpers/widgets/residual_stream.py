@@ -1,0 +1,93 @@
+"""A Pre-LN Transformer stack: the residual stream grows, what each sub-layer sees does not.
+
+Eight Pre-LN blocks, ``x = x + attention(norm(x))`` then ``x = x + mlp(norm(x))`` (one causal
+attention head, a GELU MLP), with fixed seeded weights; the output projections of both
+branches are scaled by a slider. Left: the residual stream entering each block. Right: what the
+norm hands to each block's attention: with LayerNorm or RMSNorm every token comes out with the
+same spread whatever the stream's, with no norm it is the stream itself.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import ipywidgets as widgets
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import helpers
+from helpers.plots.histograms import (
+    histogram,
+    histogram_panels_figure,
+    update_histogram_panels_figure,
+)
+from helpers.plots.placement import layer_colours
+from helpers.widgets.core import Dashboard, slider
+
+__all__ = ["BLOCKS", "NORMS", "residual_stream_demo", "residual_stream_state"]
+
+BLOCKS, D_MODEL, SEQ_LEN, BATCH = 8, 64, 16, 16
+NORMS = ("LayerNorm", "RMSNorm", "no norm")
+EDGES = np.linspace(-6.0, 6.0, 61)
+
+
+@functools.lru_cache(maxsize=4)
+def _weights(seed: int) -> tuple[torch.Tensor, list[dict]]:
+    g = torch.Generator().manual_seed(seed)
+
+    def w(n_in, n_out):
+        return torch.randn(n_in, n_out, generator=g) / n_in**0.5
+
+    x = torch.randn(BATCH, SEQ_LEN, D_MODEL, generator=g)
+    return x, [{"qkv": w(D_MODEL, 3 * D_MODEL), "proj": w(D_MODEL, D_MODEL),
+                "fc": w(D_MODEL, 4 * D_MODEL), "out": w(4 * D_MODEL, D_MODEL)} for _ in range(BLOCKS)]
+
+
+def _norm(name: str, x: torch.Tensor) -> torch.Tensor:
+    if name == "LayerNorm":
+        return helpers.layer_norm(x, (D_MODEL,))
+    if name == "RMSNorm":
+        return helpers.rms_norm(x, (D_MODEL,), eps=1e-5)
+    return x
+
+
+def residual_stream_state(norm: str, branch_scale: float, seed: int = 0) -> dict:
+    """The stream entering each block and what ``norm`` hands to its attention, as histogram
+    panels; the tensors too (``"stream"``, ``"attention input"``: one per block)."""
+    if norm not in NORMS:
+        raise ValueError(f"residual_stream_state(): argument 'norm' must be one of {list(NORMS)}, got {norm!r}")
+    x, blocks = _weights(seed)
+    causal = torch.ones(SEQ_LEN, SEQ_LEN).tril().bool()
+    stream, seen = [], []
+    for p in blocks:
+        stream.append(x)
+        h = _norm(norm, x)
+        seen.append(h)
+        q, k, v = (h @ p["qkv"]).split(D_MODEL, dim=-1)
+        scores = (q @ k.transpose(-2, -1) / D_MODEL**0.5).masked_fill(~causal, float("-inf"))
+        x = x + branch_scale * (scores.softmax(-1) @ v) @ p["proj"]
+        x = x + branch_scale * F.gelu(_norm(norm, x) @ p["fc"]) @ p["out"]
+    colours = layer_colours(BLOCKS)
+
+    def panel(title, values):
+        return {"title": f"{title}\nblock 1: std {values[0].std():.2f};  block {BLOCKS}: std {values[-1].std():.2f}",
+                "xlabel": "value (dark: block 1, light: block 8)",
+                "curves": [{"label": f"block {i + 1}", "values": histogram(v, EDGES), "colour": colours[i]}
+                           for i, v in enumerate(values)]}
+
+    return {"edges": EDGES, "panels": [panel("residual stream entering the block", stream),
+                                       panel(f"what attention sees ({norm})", seen)],
+            "suptitle": f"branch outputs scaled by {branch_scale:g}",
+            "stream": stream, "attention input": seen}
+
+
+def residual_stream_demo(seed: int = 0) -> Dashboard:
+    """A dropdown for the norm and a slider for the branches' scale."""
+    controls = {
+        "norm": widgets.Dropdown(options=list(NORMS), value="LayerNorm", description="norm"),
+        "branch_scale": slider("branch output scale", 1.0, 0.5, 3.0, 0.5),
+    }
+    return Dashboard(controls, lambda norm, branch_scale: residual_stream_state(norm, branch_scale, seed),
+                     histogram_panels_figure, update=update_histogram_panels_figure,
+                     title="<b>Eight Pre-LN blocks: the residual stream and what attention sees.</b>")
