@@ -477,5 +477,9 @@ DRIFT_STEPS = 400
 runner.register(runner.Experiment(
     name="drift", notebook="01_layernorm_from_the_formula", train=_drift_unit, grid={}, seeds=DRIFT_SEEDS,
     steps=DRIFT_STEPS + 1, fixed=DRIFT_SETTINGS, summarize=drift_verdicts, budget_s=120, version=2,
-    # percentiles and LN's centred means sit near 0, where only an absolute tolerance can serve
-    repro_atol=1e-5))
+    # Percentiles and LN's centred means sit near 0, where only an absolute tolerance can serve. Across
+    # the kernel paths (`python -m helpers.reproduction`) the first 20 steps agree to 8.8e-6 (a
+    # percentile of the layer's outputs; the loss to 7.2e-6); the bound is 10 times that.
+    repro_rtol=0.0,
+    repro_atol=8.9e-5,
+    repro_measured=8.81e-6))

@@ -137,10 +137,10 @@ class Experiment:
             changes the config hash, so the cache is refused and every unit runs again. Moving
             the code to another module changes nothing.
         repro_rtol, repro_atol: how close a unit re-trained on *another* machine must come to the
-            stored rows in its first :data:`REPRO_STEPS` steps (on the machine that made them:
-            exactly). The absolute part serves values near 0 (LN's output mean, about 1e-9),
-            where no relative tolerance can; counts such as an accuracy move by whole test
-            examples, so they need a larger one.
+            stored rows in its first ``repro_steps`` steps (on the machine that made them:
+            exactly): ``|fresh - stored| <= repro_atol + repro_rtol * |stored|``. The set's own
+            experiments use an absolute bound (``repro_rtol=0``), 10 times what was measured
+            (``repro_measured``): a column's values share one scale over a few first steps.
         repro_atol_by_column: ``{regex: atol}`` for the columns whose full name matches ``regex``
             (for example histogram counts, where one value can cross a bin edge).
         timed_columns: columns that hold wall-clock measurements: a property of the machine that
@@ -152,11 +152,12 @@ class Experiment:
         repro_steps: how many first steps the reproducibility test re-trains (at most
             :data:`REPRO_STEPS`, which every stored run keeps): fewer where a last-bit difference
             grows too fast in every unit for :data:`REPRO_STEPS` steps to stay comparable.
-        repro_measured: the largest difference measured between re-trainings of ``repro_unit`` on
-            every kernel path one machine reaches and the stored rows (``python -m
-            helpers.reproduction NAME``): the smallest ``rtol`` that passes at the declared
-            ``atol``\ s. ``repro_rtol`` is at least 10 times it; ``None`` only for an experiment
-            not yet measured (a test refuses that for the set's own).
+        repro_measured, repro_measured_by_column: the largest absolute difference measured
+            between re-trainings of ``repro_unit`` on every kernel path one machine reaches and
+            the stored rows (``python -m helpers.reproduction NAME``), over the columns under
+            ``repro_atol`` and over those of each pattern of ``repro_atol_by_column`` (the same
+            keys). Each absolute tolerance is at least 10 times its measured difference; ``None``
+            only for an experiment not yet measured (a test refuses that for the set's own).
     """
 
     name: str
@@ -181,6 +182,7 @@ class Experiment:
     repro_unit: int = 0
     repro_steps: int = REPRO_STEPS
     repro_measured: float | None = None
+    repro_measured_by_column: Mapping[str, float] = field(default_factory=dict)
 
     def repro_tolerance(self, column: str) -> tuple[float, float]:
         """``(rtol, atol)`` for ``column`` when a unit is re-trained on another machine."""
@@ -194,6 +196,9 @@ class Experiment:
         unknown = [k for k in self.stack if k not in self.grid]
         if unknown:
             raise ValueError(f"{where}: argument 'stack' must name grid parameters {list(self.grid)}, got {unknown}")
+        if set(self.repro_measured_by_column) != set(self.repro_atol_by_column) and self.repro_measured is not None:
+            raise ValueError(f"{where}: 'repro_measured_by_column' must have the keys of 'repro_atol_by_column' "
+                             f"{sorted(self.repro_atol_by_column)}, got {sorted(self.repro_measured_by_column)}")
         if not 1 <= self.repro_steps <= REPRO_STEPS:
             raise ValueError(f"{where}: 'repro_steps' must be in 1..{REPRO_STEPS} (the steps every stored run "
                              f"keeps), got {self.repro_steps}")
