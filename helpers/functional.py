@@ -32,6 +32,9 @@ Two numerical rules hold throughout, as in torch's kernels:
   when the mean is large compared with the spread, and cancels catastrophically.
 - float16 and bfloat16 inputs are upcast to float32 for the statistics and the
   affine transform; the result is cast back to the input's dtype once, at the end.
+  BatchNorm (and InstanceNorm, computed as BatchNorm) goes one step further, as torch's
+  CPU kernel does: a float32 input is computed in float64, since one channel's sums run
+  over the whole batch (see :func:`helpers._validation.batch_statistics_dtype`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from torch import Tensor
 
 from helpers._validation import (
     accumulation_dtype,
+    batch_statistics_dtype,
     check_channel_vector,
     check_floating_input,
     check_layer_norm_args,
@@ -233,6 +237,10 @@ def batch_norm(
         eps: added to the variance inside the square root; must be positive in
             training and non-negative in evaluation. Default: 1e-5
 
+    A float32 input is computed in float64 and rounded once, at the end: a channel's
+    statistics (and, in the backward, its gradient sums) run over the whole batch, and
+    torch's CPU kernel sums them in double too. Half-precision inputs are computed in float32.
+
     .. note::
         With float16/bfloat16 *parameters* (not float32 ones), torch's CPU kernel
         rounds the batch mean and 1/std to that dtype before normalizing; here they
@@ -321,7 +329,7 @@ def _batch_norm_unchecked(
 ) -> Tensor:
     """batch_norm's arithmetic on arguments already checked (by batch_norm or instance_norm)."""
     num_channels = input.shape[1]
-    acc = accumulation_dtype(input.dtype)
+    acc = batch_statistics_dtype(input.dtype)
     x = input.to(acc)
     channel_shape = _channel_shape(input)
     if training:
