@@ -35,6 +35,12 @@ Two numerical rules hold throughout, as in torch's kernels:
   BatchNorm (and InstanceNorm, computed as BatchNorm) goes one step further, as torch's
   CPU kernel does: a float32 input is computed in float64, since one channel's sums run
   over the whole batch (see :func:`helpers._validation.batch_statistics_dtype`).
+
+Each function is registered with ``torch.fx.wrap``: ``torch.fx.symbolic_trace`` records a
+call to it as one node (as it records ``F.layer_norm``) instead of tracing into argument
+checks that branch on the input's shape, which it cannot; the checks then run, with the
+real input, whenever the traced graph runs. ``torch.compile`` and ``torch.export`` trace
+through the functions as written.
 """
 
 from __future__ import annotations
@@ -96,6 +102,7 @@ def _channel_shape(input: Tensor) -> tuple[int, ...]:
     return (1, input.shape[1]) + (1,) * (input.dim() - 2)
 
 
+@torch.fx.wrap
 def layer_norm(
     input: Tensor,
     normalized_shape: list[int],
@@ -143,6 +150,7 @@ def layer_norm(
     return _affine(x_hat, weight, bias, shape).to(input.dtype)
 
 
+@torch.fx.wrap
 def rms_norm(
     input: Tensor,
     normalized_shape: list[int],
@@ -197,6 +205,7 @@ def rms_norm(
     return y.to(input.dtype)
 
 
+@torch.fx.wrap
 def batch_norm(
     input: Tensor,
     running_mean: Tensor | None,
@@ -375,6 +384,7 @@ def _describe(stat: Tensor | None) -> str:
     return "None" if stat is None else f"a tensor of shape {list(stat.shape)}"
 
 
+@torch.fx.wrap
 def group_norm(
     input: Tensor,
     num_groups: int,
@@ -445,6 +455,7 @@ def group_norm(
     return _affine(x_hat, weight, bias, _channel_shape(input)).to(input.dtype)
 
 
+@torch.fx.wrap
 def instance_norm(
     input: Tensor,
     running_mean: Tensor | None = None,
@@ -558,6 +569,7 @@ def instance_norm(
     return out.reshape(input.shape)
 
 
+@torch.fx.wrap
 def normalize(x: Tensor, dims: int | tuple[int, ...], eps: float = 1e-5) -> Tensor:
     r"""Standardize ``x`` over ``dims``: the one idea behind every norm layer here.
 

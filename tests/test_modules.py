@@ -122,12 +122,27 @@ def test_constructor_signature_matches_torch(name):
     assert_same_signature(getattr(helpers, name).__init__, getattr(nn, name).__init__)
 
 
+# torch's private bases that library code checks for (convert_sync_batchnorm asks for
+# _BatchNorm; initialisation schemes ask for _NormBase).
+TORCH_BASES = {
+    "BatchNorm1d": (nn.modules.batchnorm._BatchNorm, nn.modules.batchnorm._NormBase),
+    "BatchNorm2d": (nn.modules.batchnorm._BatchNorm, nn.modules.batchnorm._NormBase),
+    "InstanceNorm1d": (nn.modules.instancenorm._InstanceNorm, nn.modules.batchnorm._NormBase),
+    "InstanceNorm2d": (nn.modules.instancenorm._InstanceNorm, nn.modules.batchnorm._NormBase),
+}
+
+
 @pytest.mark.parametrize("name", MODULES)
-def test_is_an_nn_module_exported_at_top_level(name):
-    cls = getattr(helpers, name)
+def test_subclasses_torchs_class_and_overrides_forward(name):
+    cls, theirs = getattr(helpers, name), getattr(nn, name)
     assert cls is getattr(HM, name)
-    assert issubclass(cls, nn.Module) and not issubclass(cls, getattr(nn, name))
-    assert cls.__constants__ == getattr(nn, name).__constants__
+    assert issubclass(cls, theirs) and isinstance(cls.__new__(cls), theirs)
+    for base in TORCH_BASES.get(name, ()):
+        assert issubclass(cls, base), base
+    # forward is helpers' own, defined in helpers.modules; everything else may be torch's
+    assert cls.forward is not theirs.forward
+    assert cls.forward.__module__ == "helpers.modules"
+    assert cls.__constants__ == theirs.__constants__
 
 
 @pytest.mark.parametrize("name,args,kwargs,shape", CASES, ids=CASE_IDS)
@@ -346,3 +361,130 @@ def test_a_model_trains_identically_with_either_library(assert_close):
     theirs.eval()
     x = torch.randn(4, 6, generator=gen)
     assert_close(ours(x), theirs(x), scale=100)
+
+
+# --- What real code does with a module: isinstance, tracing, compiling -------------------
+
+
+def test_convert_sync_batchnorm_converts_helpers_batch_norms_to_torchs(assert_close):
+    ours = make_model(helpers, seed=0)
+    randomize(ours[1], seed=2)
+    converted = nn.SyncBatchNorm.convert_sync_batchnorm(ours)
+    assert type(converted[1]) is nn.SyncBatchNorm
+    # the other norms are left as they are, as torch leaves its own
+    assert [type(m) for i, m in enumerate(converted) if i != 1] == [
+        type(m) for i, m in enumerate(make_model(helpers, seed=0)) if i != 1
+    ]
+    # with the BatchNorm's parameters and running statistics
+    assert_same_state(assert_close, converted[1], ours[1])
+
+
+def test_fuse_modules_needs_torchs_exact_type():
+    # torch.ao.quantization looks up type(module) in a table of torch's classes
+    from torch.ao.quantization import fuse_modules
+
+    theirs = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)).eval()
+    assert type(fuse_modules(theirs, [["0", "1"]])[1]) is nn.Identity  # folded into the conv
+    ours = nn.Sequential(nn.Conv2d(3, 4, 3), helpers.BatchNorm2d(4)).eval()
+    with pytest.raises(AssertionError, match="did not find fuser method"):
+        fuse_modules(ours, [["0", "1"]])
+
+
+def test_transformer_fast_path_skips_forward_until_turned_off(assert_close, monkeypatch):
+    """nn.TransformerEncoderLayer in evaluation under no_grad reads norm1's and norm2's
+    weights into one fused kernel; torch.backends.mha.set_fastpath_enabled(False) turns it off."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).eval()
+    for name in ("norm1", "norm2"):
+        theirs, ours = getattr(layer, name), helpers.LayerNorm(8)
+        randomize(theirs)
+        ours.load_state_dict(theirs.state_dict())
+        setattr(layer, name, ours)
+    calls = []
+    layer_norm = helpers.functional.layer_norm
+    monkeypatch.setattr(
+        helpers.functional, "layer_norm", lambda *a, **k: calls.append(1) or layer_norm(*a, **k)
+    )
+    x = randn(2, 5, 8)
+    with torch.no_grad():
+        fused = layer(x)
+    assert calls == []  # the fused kernel never called helpers' forward
+    enabled = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        with torch.no_grad():
+            unfused = layer(x)
+    finally:
+        torch.backends.mha.set_fastpath_enabled(enabled)
+    assert len(calls) == 2
+    assert_close(unfused, fused)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_torchscript_is_not_supported():
+    # The README says why: the readable checks use Python that TorchScript cannot compile.
+    with pytest.raises(Exception, match="LayerNorm.forward|check_layer_norm_args"):
+        torch.jit.script(helpers.LayerNorm(4))
+
+
+def _qualified_name(target) -> str:
+    return f"{getattr(target, '__module__', '')}.{getattr(target, '__name__', target)}"
+
+
+def _run_both(assert_close, model, traced, shape, seed):
+    """One forward and backward through ``model`` and its traced copy ``traced`` (which
+    share nothing but their starting state): outputs, parameter gradients and buffers agree."""
+    x = randn(*shape, seed=seed)
+    outputs = [m(x) for m in (model, traced)]
+    assert_close(outputs[1], outputs[0])
+    if outputs[0].requires_grad:
+        for out in outputs:
+            out.square().sum().backward()
+        for (name, p), q in zip(model.named_parameters(), traced.parameters(), strict=True):
+            assert_close(q.grad, p.grad, scale=10, msg=f"grad of {name}")
+    # torch.compile's wrapper keeps the model as _orig_mod
+    assert_same_state(assert_close, getattr(traced, "_orig_mod", traced), model)
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_fx_symbolic_trace_of_a_model(assert_close, mode):
+    model = make_model(helpers, seed=0).train(mode == "train")
+    twin = make_model(helpers, seed=0).train(mode == "train")
+    traced = torch.fx.symbolic_trace(twin)
+    # each norm is one recorded call to helpers' code, never torch's
+    targets = {node.target for node in traced.graph.nodes if node.op == "call_function"}
+    assert {_qualified_name(t) for t in targets} >= {
+        "helpers.modules._batch_norm_forward",
+        "helpers.functional.layer_norm",
+        "helpers.functional.group_norm",
+        "helpers.functional.rms_norm",
+    }
+    assert not any("torch.nn.functional" in _qualified_name(t) for t in targets)
+    for seed in range(2):  # the traced graph counts batches and updates statistics each run
+        _run_both(assert_close, model, traced, (16, 6), seed)
+
+
+def test_a_traced_model_raises_the_eager_error():
+    traced = torch.fx.symbolic_trace(nn.Sequential(helpers.LayerNorm(4), helpers.BatchNorm1d(4)))
+    with pytest.raises(RuntimeError, match=r"normalized_shape=\[4\].*input of shape \[2, 5\]"):
+        traced(randn(2, 5))
+    traced = torch.fx.symbolic_trace(nn.Sequential(nn.Identity(), helpers.BatchNorm2d(4)))
+    with pytest.raises(ValueError, match=r"expected 4D input \(got 3D input\)"):
+        traced(randn(2, 4, 5))
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # torch.compile's own, while it compiles
+def test_torch_compile_fullgraph_on_a_model(assert_close):
+    # fullgraph=True is Dynamo's verdict (one graph, no break); aot_eager then also runs
+    # AOTAutograd over the in-place running-statistics updates, without Inductor's C++ build.
+    model = make_model(helpers, seed=0)
+    compiled = torch.compile(make_model(helpers, seed=0), fullgraph=True, backend="aot_eager")
+    _run_both(assert_close, model, compiled, (16, 6), seed=0)
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_torch_export_of_a_model(assert_close, mode):
+    model = make_model(helpers, seed=0).train(mode == "train")
+    exported = torch.export.export(make_model(helpers, seed=0).train(mode == "train"), (randn(16, 6),))
+    x = randn(16, 6, seed=1)
+    assert_close(exported.module()(x), model(x))
