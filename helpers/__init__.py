@@ -37,6 +37,7 @@ from helpers.modules import (
     LayerNorm,
     RMSNorm,
 )
+from helpers.swap import swap_norms
 
 # A model's forward may call helpers.layer_norm(...) directly: torch.fx.symbolic_trace then
 # records it as one call here too, as it does through helpers.functional.
@@ -64,4 +65,5 @@ __all__ = [
     "layer_norm",
     "normalize",
     "rms_norm",
+    "swap_norms",
 ]

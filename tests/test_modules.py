@@ -488,3 +488,29 @@ def test_torch_export_of_a_model(assert_close, mode):
     exported = torch.export.export(make_model(helpers, seed=0).train(mode == "train"), (randn(16, 6),))
     x = randn(16, 6, seed=1)
     assert_close(exported.module()(x), model(x))
+
+
+def test_swap_norms_keeps_arguments_state_dtype_and_mode_and_leaves_subclasses_alone():
+    class OwnNorm(nn.LayerNorm):  # a library's own subclass may compute something else
+        pass
+
+    model = nn.Sequential(
+        nn.BatchNorm1d(3, momentum=None, dtype=torch.float64),
+        OwnNorm(3),
+        nn.Sequential(nn.GroupNorm(1, 3, eps=1e-3, bias=False)),
+    ).eval()
+    randomize(model[0])
+    state = {key: value.clone() for key, value in model.state_dict().items()}
+    assert helpers.swap_norms(model) is model  # children are replaced in place
+    assert [type(m) for m in (model[0], model[1], model[2][0])] == [
+        helpers.BatchNorm1d,
+        OwnNorm,
+        helpers.GroupNorm,
+    ]
+    assert model[0].momentum is None and model[0].weight.dtype == torch.float64
+    assert not model[0].training
+    assert model[2][0].eps == 1e-3 and model[2][0].bias is None
+    assert list(model.state_dict()) == list(state)
+    assert all(torch.equal(value, state[key]) for key, value in model.state_dict().items())
+    root = helpers.swap_norms(nn.InstanceNorm2d(3, affine=True, track_running_stats=True))
+    assert type(root) is helpers.InstanceNorm2d and root.affine and root.track_running_stats
