@@ -42,8 +42,10 @@ which symbolic tracing cannot see, so the functions (and the modules' forward lo
 branches on the input) are registered with ``torch.fx.wrap``: a traced model records each
 as one call, and runs it, checks included, with the real tensors. Unlike torch's norm
 modules, which ``torch.fx`` keeps as calls to the module, helpers' are traced through, so
-a traced graph keeps the mode it was traced in: trace a BatchNorm model once in training
-and once in evaluation (as torchvision's feature extraction does) to have both.
+a traced graph keeps the mode it was traced in (trace a BatchNorm model once in training
+and once in evaluation, as torchvision's feature extraction does, to have both), and only
+the buffers its graph reads (not the ``num_batches_tracked`` that InstanceNorm registers
+with ``track_running_stats=True`` and never uses).
 """
 
 from __future__ import annotations
@@ -87,13 +89,13 @@ def _reset_affine(module: nn.Module) -> None:
         init.zeros_(module.bias)
 
 
-# --- Checks torch.fx records as calls ---------------------------------------------------
-# Symbolic tracing runs forward with stand-ins that have no shape, so a Python `if` on the
-# input's rank cannot be traced. Registered with torch.fx.wrap, each of these becomes one
-# node of the traced graph and runs, with the real input, whenever the graph runs.
+# Module code that branches on the input (its rank, its shape) lives in module-level
+# functions registered with torch.fx.wrap (_batch_norm_forward, _instance_norm_forward,
+# _check_trailing_shape): symbolic tracing runs forward with stand-ins that have no shape,
+# so such a branch cannot be traced; wrapped, each function is one node of the traced graph,
+# and runs with the real input whenever the graph runs.
 
 
-@torch.fx.wrap
 def _check_input_rank(input: Tensor, ranks: tuple[int, ...]) -> None:
     """torch's ``_check_input_dim``, with its message: ``input`` has one of ``ranks`` dimensions."""
     if input.dim() not in ranks:

@@ -440,10 +440,24 @@ def _run_both(assert_close, model, traced, shape, seed):
     if outputs[0].requires_grad:
         for out in outputs:
             out.square().sum().backward()
-        for (name, p), q in zip(model.named_parameters(), traced.parameters(), strict=True):
-            assert_close(q.grad, p.grad, scale=10, msg=f"grad of {name}")
-    # torch.compile's wrapper keeps the model as _orig_mod
-    assert_same_state(assert_close, getattr(traced, "_orig_mod", traced), model)
+    # torch.compile's wrapper keeps the model as _orig_mod; a GraphModule lists its
+    # parameters in the order the graph first reads them
+    traced = getattr(traced, "_orig_mod", traced)
+    if outputs[0].requires_grad:
+        traced_parameters = dict(traced.named_parameters())
+        assert traced_parameters.keys() == dict(model.named_parameters()).keys()
+        for name, p in model.named_parameters():
+            assert_close(traced_parameters[name].grad, p.grad, scale=10, msg=f"grad of {name}")
+    # A GraphModule keeps only what its graph reads: not the num_batches_tracked that
+    # InstanceNorm registers (as torch's does) and never uses.
+    state, traced_state = model.state_dict(), traced.state_dict()
+    unread = {key for key in state.keys() - traced_state.keys() if key.endswith("num_batches_tracked")}
+    assert traced_state.keys() == state.keys() - unread
+    for key, value in traced_state.items():
+        if value.is_floating_point():
+            assert_close(value, state[key], msg=key)
+        else:  # num_batches_tracked: an exact count
+            assert torch.equal(value, state[key]), key
 
 
 @pytest.mark.parametrize("mode", ["train", "eval"])
@@ -462,6 +476,21 @@ def test_fx_symbolic_trace_of_a_model(assert_close, mode):
     assert not any("torch.nn.functional" in _qualified_name(t) for t in targets)
     for seed in range(2):  # the traced graph counts batches and updates statistics each run
         _run_both(assert_close, model, traced, (16, 6), seed)
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 5), (3, 5)], ids=["batched", "unbatched"])
+def test_fx_symbolic_trace_of_instance_norm_cumulative_batch_norm_and_dyt(assert_close, shape):
+    def model():
+        torch.manual_seed(0)
+        return nn.Sequential(
+            helpers.InstanceNorm1d(3, affine=True, track_running_stats=True),
+            *([helpers.BatchNorm1d(3, momentum=None)] if len(shape) == 3 else []),
+            helpers.DyT(5),
+        )
+
+    eager, traced = model(), torch.fx.symbolic_trace(model())
+    for seed in range(2):  # the second run sees the running statistics the first updated
+        _run_both(assert_close, eager, traced, shape, seed)
 
 
 def test_a_traced_model_raises_the_eager_error():
