@@ -10,6 +10,8 @@ tensor operations a learner can read instead of torch's fused norm kernels.
 True
 """
 
+import torch.fx
+
 from helpers.autograd import LayerNormFunction
 from helpers.compiled import (
     CompiledLayerNormFunction,
@@ -35,6 +37,13 @@ from helpers.modules import (
     LayerNorm,
     RMSNorm,
 )
+from helpers.swap import swap_norms
+
+# A model's forward may call helpers.layer_norm(...) directly: torch.fx.symbolic_trace then
+# records it as one call here too, as it does through helpers.functional.
+for _name in ("batch_norm", "group_norm", "instance_norm", "layer_norm", "normalize", "rms_norm"):
+    torch.fx.wrap(_name)
+del _name
 
 __all__ = [
     "BatchNorm1d",
@@ -56,4 +65,5 @@ __all__ = [
     "layer_norm",
     "normalize",
     "rms_norm",
+    "swap_norms",
 ]
