@@ -1,4 +1,4 @@
-"""helpers.checks: compare() and the exercise checker."""
+"""helpers.exercises.checking: compare() and the exercise checker."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import checks
-from helpers.checks import Case, Exercise, check, check_layer_norm_one_token, compare
+from helpers.exercises import checking
+from helpers.exercises.checking import Case, Exercise, check, compare
+from helpers.exercises.layer_norm import check_layer_norm_one_token
 
 # ---------------------------------------------------------------- compare
 
@@ -43,8 +44,8 @@ def test_default_tolerances_follow_the_dtype_and_can_be_overridden():
     assert not compare(off, ref)["close"].item()
     assert compare(off, ref, atol=1e-3)["close"].item()
     assert compare(off.half(), ref.half())["close"].item()  # float16: rtol 1e-3
-    assert checks.default_tolerances(torch.float32) == (1.3e-6, 1e-5)
-    assert checks.default_tolerances(torch.float32, torch.float16) == (1e-3, 1e-5)
+    assert checking.default_tolerances(torch.float32) == (1.3e-6, 1e-5)
+    assert checking.default_tolerances(torch.float32, torch.float16) == (1e-3, 1e-5)
 
 
 def test_dtype_mismatch_is_reported_and_never_exact():
@@ -152,7 +153,7 @@ def test_the_learners_inputs_are_copies():
 
 
 def test_cases_are_seeded_and_reproducible():
-    exercise = checks._REGISTRY["layer_norm_one_token"]
+    exercise = checking._REGISTRY["layer_norm_one_token"]
     first, second = exercise.inputs(), exercise.inputs()
     assert all(torch.equal(a[0], b[0]) for a, b in zip(first, second, strict=True))
     assert not torch.equal(first[0][0], first[1][0][:4])
@@ -168,8 +169,8 @@ def test_a_later_notebook_can_register_its_own_exercise():
         hint="rms = sqrt(mean(x ** 2) + eps)",
     )
     try:
-        checks.register(exercise)
-        assert "test_rms_norm_rows" in checks.registered()
+        checking.register(exercise)
+        assert "test_rms_norm_rows" in checking.registered()
         good = check("test_rms_norm_rows", lambda x: x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6))
         assert good.passed
         known = check("test_rms_norm_rows", lambda x: x / x.abs().mean(-1, keepdim=True))
@@ -178,7 +179,7 @@ def test_a_later_notebook_can_register_its_own_exercise():
         assert not unknown.passed and "Hint: rms = sqrt(mean(x ** 2) + eps)" in repr(unknown)
         assert check(exercise, lambda x: x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6))
     finally:
-        checks._REGISTRY.pop("test_rms_norm_rows", None)
+        checking._REGISTRY.pop("test_rms_norm_rows", None)
 
 
 def test_unknown_exercise_and_bad_arguments():
@@ -187,12 +188,12 @@ def test_unknown_exercise_and_bad_arguments():
     with pytest.raises(TypeError, match=r"argument 'fn' must be a function"):
         check("layer_norm_one_token", 3)
     with pytest.raises(TypeError, match=r"argument 'exercise' must be an Exercise"):
-        checks.register("layer_norm_one_token")
+        checking.register("layer_norm_one_token")
 
 
 def test_refusing_puts_everything_back_as_it_was_inherited_attributes_included():
     from helpers.autograd import LayerNormFunction
-    from helpers.checks import ForbiddenCall, refusing
+    from helpers.exercises.checking import ForbiddenCall, refusing
 
     names = ["torch.Tensor.var", "helpers.autograd.LayerNormFunction.apply", "torch.nn.functional.layer_norm",
              "torch.ops.aten.native_layer_norm"]

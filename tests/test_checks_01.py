@@ -7,7 +7,11 @@ import torch
 import torch.nn.functional as F
 
 import helpers
-from helpers.checks import check_biased_variance, check_layer_norm_last_dim, check_output_variance
+from helpers.exercises.layer_norm import (
+    check_biased_variance,
+    check_layer_norm_last_dim,
+    check_output_variance,
+)
 
 
 def layer_norm_by_hand(x, gamma, beta, eps=1e-5):

@@ -5,16 +5,17 @@ from __future__ import annotations
 import pytest
 import torch
 
-from helpers import checks
-from helpers.checks import check, check_masked_sentence_layer_norm, check_sentence_layer_norm
-from helpers.sequence import masked_layer_norm
+from helpers.exercises import checking
+from helpers.exercises.checking import check
+from helpers.exercises.layer_norm import check_sentence_layer_norm
+from helpers.lessons.sequence import check_masked_sentence_layer_norm, masked_layer_norm
 
-SENTENCE = checks._REGISTRY["sentence_layer_norm"]
-MASKED = checks._REGISTRY["masked_sentence_layer_norm"]
+SENTENCE = checking._REGISTRY["sentence_layer_norm"]
+MASKED = checking._REGISTRY["masked_sentence_layer_norm"]
 
 
 def test_both_exercises_are_registered():
-    assert {"sentence_layer_norm", "masked_sentence_layer_norm"} <= set(checks.registered())
+    assert {"sentence_layer_norm", "masked_sentence_layer_norm"} <= set(checking.registered())
 
 
 # ---------------------------------------------------------------- per-sentence LN

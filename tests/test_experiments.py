@@ -1,4 +1,4 @@
-"""helpers.experiments: the seeded runs of notebook 01, asserted on the numbers they record."""
+"""helpers.experiments.drift: the seeded runs of notebook 01, asserted on the numbers they record."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 import helpers
-from helpers import runner
-from helpers.experiments import (
+from helpers.evidence import runner
+from helpers.experiments.drift import (
     DRIFT_COMPARISONS,
     DRIFT_SEEDS,
     DRIFT_SETTINGS,

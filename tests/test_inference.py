@@ -1,4 +1,4 @@
-"""helpers.inference: intervals over seeds, Kaplan-Meier time to threshold, tuned rates, verdicts,
+"""helpers.evidence.statistics: intervals over seeds, Kaplan-Meier time to threshold, tuned rates, verdicts,
 each against a case computed by hand."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers.inference import (
+from helpers.evidence.statistics import (
     Interval,
     TimeToThreshold,
     best_rates,

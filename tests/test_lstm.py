@@ -1,4 +1,4 @@
-"""helpers.lstm: the LSTM and LN-LSTM cells against torch's, the stacking, the held-out batch, the
+"""helpers.experiments.lstm_adding: the LSTM and LN-LSTM cells against torch's, the stacking, the held-out batch, the
 clipping, the stored rows and the threshold of the experiment ``lstm_adding``."""
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers import inference, lstm, runner
+from helpers.evidence import runner, statistics
+from helpers.experiments import lstm_adding
 
 
 def _gens(*seeds):
     return [torch.Generator().manual_seed(s) for s in seeds]
 
 
-def _randomize(model: lstm.StackedLSTM, seed: int = 7) -> None:
+def _randomize(model: lstm_adding.StackedLSTM, seed: int = 7) -> None:
     """Move every bias, gain and shift off its initial value, so that each one is tested."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -29,7 +30,7 @@ def _randomize(model: lstm.StackedLSTM, seed: int = 7) -> None:
 
 
 def test_initial_weights_forget_bias_and_pairing_across_variants():
-    model = lstm.StackedLSTM(2, 1, variants=lstm.VARIANTS, hidden=4, generators=_gens(0, 1))
+    model = lstm_adding.StackedLSTM(2, 1, variants=lstm_adding.VARIANTS, hidden=4, generators=_gens(0, 1))
     assert model.variant_of() == ["LSTM", "LSTM", "LN-LSTM", "LN-LSTM"]
     for name in ("w_x", "w_h", "w_o"):  # seed s has the same weights in both arms
         p = getattr(model, name)
@@ -39,13 +40,13 @@ def test_initial_weights_forget_bias_and_pairing_across_variants():
     expected = torch.cat([torch.zeros(4), torch.ones(4), torch.zeros(8)])  # i, f, g, o: f is 1
     for m in range(4):
         torch.testing.assert_close(model.bias[m, 0], expected, rtol=0, atol=0)
-    alone = lstm.StackedLSTM(1, 1, variants=("LN-LSTM",), hidden=4, generators=_gens(1))
+    alone = lstm_adding.StackedLSTM(1, 1, variants=("LN-LSTM",), hidden=4, generators=_gens(1))
     torch.testing.assert_close(alone.w_h[0], model.w_h[3], rtol=0, atol=0)
 
 
 def test_plain_lstm_equals_torch_lstm_cell_step_by_step():
     hidden = 8
-    model = lstm.StackedLSTM(2, 1, variants=("LSTM",), hidden=hidden, generators=_gens(3, 4))
+    model = lstm_adding.StackedLSTM(2, 1, variants=("LSTM",), hidden=hidden, generators=_gens(3, 4))
     _randomize(model)
     x = torch.rand(2, 5, 7, 2)
     states = model.states(x)
@@ -67,7 +68,7 @@ def test_plain_lstm_equals_torch_lstm_cell_step_by_step():
 
 def test_ln_lstm_equals_a_per_model_loop_with_torch_layer_norm():
     hidden = 8
-    model = lstm.StackedLSTM(3, 1, variants=("LN-LSTM",), hidden=hidden, generators=_gens(5, 6, 7))
+    model = lstm_adding.StackedLSTM(3, 1, variants=("LN-LSTM",), hidden=hidden, generators=_gens(5, 6, 7))
     _randomize(model)
     x = torch.rand(3, 4, 6, 2)
     states = model.states(x)
@@ -94,13 +95,13 @@ def _loss_and_grads(model, x, y):
 
 def test_models_in_a_stack_do_not_affect_each_other():
     seeds, hidden = (11, 12, 13), 6
-    stacked = lstm.StackedLSTM(3, 1, variants=lstm.VARIANTS, hidden=hidden, generators=_gens(*seeds))
+    stacked = lstm_adding.StackedLSTM(3, 1, variants=lstm_adding.VARIANTS, hidden=hidden, generators=_gens(*seeds))
     x, y = torch.rand(3, 5, 9, 2), torch.rand(3, 5)
     order = [0, 1, 2, 0, 1, 2]  # model m is seed order[m]; the LSTMs first
     loss, grads = _loss_and_grads(stacked, x[order], y[order])
     for m, variant in enumerate(stacked.variant_of()):
         s = order[m]
-        alone = lstm.StackedLSTM(1, 1, variants=(variant,), hidden=hidden, generators=_gens(seeds[s]))
+        alone = lstm_adding.StackedLSTM(1, 1, variants=(variant,), hidden=hidden, generators=_gens(seeds[s]))
         loss1, grads1 = _loss_and_grads(alone, x[s:s + 1], y[s:s + 1])
         torch.testing.assert_close(loss[m:m + 1], loss1, rtol=1e-6, atol=1e-7)
         for name, g in grads1.items():
@@ -109,29 +110,29 @@ def test_models_in_a_stack_do_not_affect_each_other():
 
 def test_training_a_model_alone_or_stacked_gives_the_same_run():
     kw = dict(steps=6, seq_len=8, hidden=6, eval_every=3)
-    stacked = lstm.lstm_runs(seeds=(0, 1), lrs=(1e-3, 3e-1), variants=lstm.VARIANTS, **kw)
-    alone = lstm.lstm_runs(seeds=(1,), lrs=(3e-1,), variants=("LN-LSTM",), **kw)
+    stacked = lstm_adding.lstm_runs(seeds=(0, 1), lrs=(1e-3, 3e-1), variants=lstm_adding.VARIANTS, **kw)
+    alone = lstm_adding.lstm_runs(seeds=(1,), lrs=(3e-1,), variants=("LN-LSTM",), **kw)
     part = stacked[(stacked["seed"] == 1) & (stacked["lr"] == 3e-1) & (stacked["variant"] == "LN-LSTM")]
     np.testing.assert_allclose(part["loss"], alone["loss"], rtol=1e-5)
     np.testing.assert_allclose(part["eval_loss"], alone["eval_loss"], rtol=1e-5)
 
 
 def test_the_heldout_batch_is_fixed_and_evaluation_does_not_change_training():
-    x1, y1 = lstm.heldout_batch(12)
-    x2, y2 = lstm.heldout_batch(12)
-    assert x1.shape == (lstm.HELDOUT_SIZE, 12, 2)
+    x1, y1 = lstm_adding.heldout_batch(12)
+    x2, y2 = lstm_adding.heldout_batch(12)
+    assert x1.shape == (lstm_adding.HELDOUT_SIZE, 12, 2)
     torch.testing.assert_close(x1, x2, rtol=0, atol=0)
     torch.testing.assert_close(y1, y2, rtol=0, atol=0)
-    kw = dict(seeds=(0, 1), lrs=(1e-2,), variants=lstm.VARIANTS, steps=6, seq_len=12, hidden=4)
-    a, b = lstm.lstm_runs(eval_every=2, **kw), lstm.lstm_runs(eval_every=3, **kw)
+    kw = dict(seeds=(0, 1), lrs=(1e-2,), variants=lstm_adding.VARIANTS, steps=6, seq_len=12, hidden=4)
+    a, b = lstm_adding.lstm_runs(eval_every=2, **kw), lstm_adding.lstm_runs(eval_every=3, **kw)
     pd.testing.assert_series_equal(a["loss"], b["loss"])
     assert sorted(a.loc[a["eval_loss"].notna(), "step"].unique()) == [0, 2, 4, 6]
     assert sorted(b.loc[b["eval_loss"].notna(), "step"].unique()) == [0, 3, 6]
     first = a[a["step"] == 0]
-    model = lstm.StackedLSTM(2, 1, variants=lstm.VARIANTS, hidden=4, generators=_gens(0, 1))
-    expected = lstm.heldout_loss(model, x1, y1)
+    model = lstm_adding.StackedLSTM(2, 1, variants=lstm_adding.VARIANTS, hidden=4, generators=_gens(0, 1))
+    expected = lstm_adding.heldout_loss(model, x1, y1)
     np.testing.assert_allclose(first["eval_loss"], expected.numpy(), rtol=1e-6)
-    torch.testing.assert_close(lstm.heldout_loss(model, x1, y1, chunk=512), expected, rtol=1e-6, atol=0)
+    torch.testing.assert_close(lstm_adding.heldout_loss(model, x1, y1, chunk=512), expected, rtol=1e-6, atol=0)
 
 
 def test_clipping_is_per_model_and_bounds_each_models_gradient():
@@ -139,7 +140,7 @@ def test_clipping_is_per_model_and_bounds_each_models_gradient():
     b = torch.zeros(3, 2, 2, requires_grad=True)
     a.grad = torch.tensor([[0.3, 0.0, 0.0, 0.0], [6.0, 0.0, 0.0, 0.0], [math.nan, 1.0, 0.0, 0.0]])
     b.grad = torch.tensor([[[0.4, 0.0], [0.0, 0.0]], [[8.0, 0.0], [0.0, 0.0]], [[math.inf, 0.0], [0.0, 0.0]]])
-    norms = lstm.clip_per_model([a, b], clip=1.0)
+    norms = lstm_adding.clip_per_model([a, b], clip=1.0)
     torch.testing.assert_close(norms, torch.tensor([0.5, 10.0, 1.0]))
     torch.testing.assert_close(a.grad[0], torch.tensor([0.3, 0.0, 0.0, 0.0]))  # under the clip: untouched
     after = (a.grad.flatten(1) ** 2).sum(1) + (b.grad.flatten(1) ** 2).sum(1)
@@ -150,14 +151,14 @@ def test_clipping_is_per_model_and_bounds_each_models_gradient():
 
 def test_clipping_bounds_each_models_gradient_without_touching_the_others():
     # model 0's loss is scaled by 1e6, model 1's is not: only model 0 is clipped
-    model = lstm.StackedLSTM(1, 2, variants=("LSTM",), hidden=4, generators=_gens(0))
+    model = lstm_adding.StackedLSTM(1, 2, variants=("LSTM",), hidden=4, generators=_gens(0))
     x, y = torch.rand(2, 3, 5, 2), torch.rand(2, 3)
 
     def grads(scale):
         model.zero_grad()
         (((model(x) - y) ** 2).mean(1) * scale).sum().backward()
         params = [p for p in model.parameters() if p.grad is not None]
-        norms = lstm.clip_per_model(params, clip=1.0)
+        norms = lstm_adding.clip_per_model(params, clip=1.0)
         return norms, [p.grad.clone() for p in params]
 
     free_norms, free = grads(torch.tensor([0.1, 0.1]))
@@ -172,17 +173,17 @@ def test_clipping_bounds_each_models_gradient_without_touching_the_others():
 
 
 def test_keep_rows_keeps_the_first_steps_and_the_evaluations():
-    frame = lstm.lstm_runs(seeds=(0,), lrs=(1e-2,), variants=("LSTM",), steps=45, seq_len=5, hidden=4,
+    frame = lstm_adding.lstm_runs(seeds=(0,), lrs=(1e-2,), variants=("LSTM",), steps=45, seq_len=5, hidden=4,
                            eval_every=10)
     assert len(frame) == 46 and frame["loss"].isna().sum() == 1  # no minibatch after the last update
-    kept = lstm.keep_rows(frame)
+    kept = lstm_adding.keep_rows(frame)
     assert sorted(kept["step"]) == [*range(runner.REPRO_STEPS), 20, 30, 40, 45]
     assert sorted(kept.loc[kept["eval_loss"].notna(), "step"]) == [0, 10, 20, 30, 40, 45]
 
 
 def test_the_threshold_is_fixed_before_any_run():
-    assert lstm.THRESHOLD == inference.threshold_level(1 / 6, 0.0, 0.7)
-    assert lstm.THRESHOLD == pytest.approx(0.05)
+    assert lstm_adding.THRESHOLD == statistics.threshold_level(1 / 6, 0.0, 0.7)
+    assert lstm_adding.THRESHOLD == pytest.approx(0.05)
 
 
 def test_steps_to_threshold_and_scores_count_censored_runs_as_the_cap():
@@ -192,10 +193,10 @@ def test_steps_to_threshold_and_scores_count_censored_runs_as_the_cap():
             rows.append({"step": step, "seed": seed, "variant": "LSTM", "lr": 1e-3, "loss": 1.0,
                          "eval_loss": value})
     frame = pd.DataFrame(rows)
-    reached = lstm.lstm_steps_to_threshold(frame)
+    reached = lstm_adding.lstm_steps_to_threshold(frame)
     assert reached["steps"].tolist()[0] == 20 and math.isnan(reached["steps"].tolist()[1])
     assert reached["steps"].tolist()[2] == 10
-    scores = lstm.pilot_scores(frame)
+    scores = lstm_adding.pilot_scores(frame)
     assert scores["score"].tolist() == [pytest.approx((20 + 30 + 10) / 3)]
 
 
@@ -205,7 +206,7 @@ def test_the_experiment_is_declared_as_tuned_with_small_units():
     rates = np.array(sorted(exp.tuning.rates))
     assert len(rates) >= 5 and (rates[1:] / rates[:-1] <= 10 / 3 * (1 + 1e-9)).all()
     assert exp.seeds == tuple(range(10)) and not set(exp.seeds) & set(exp.tuning.pilot_seeds)
-    assert exp.threshold == lstm.THRESHOLD and exp.tuning.learned_below == exp.steps
+    assert exp.threshold == lstm_adding.THRESHOLD and exp.tuning.learned_below == exp.steps
     best = {("LSTM",): rates[2], ("LN-LSTM",): rates[2]}
     for unit in runner.units(exp, best):
         lrs = unit["params"]["lr"]

@@ -1,11 +1,11 @@
-"""helpers.norm_free: the line and tanh fits, the verdicts' words, and the stored experiment's rate."""
+"""helpers.experiments.ln_input_output: the line and tanh fits, the verdicts' words, and the stored experiment's rate."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import norm_free as nf
-from helpers import runner
+from helpers.evidence import runner
+from helpers.experiments import ln_input_output as nf
 
 
 def test_a_line_is_fitted_exactly_and_a_tanh_removes_nothing_from_it():

@@ -1,4 +1,4 @@
-"""helpers.placement_evidence: the three arrangements, the init gains, the stacking, the data order, the
+"""helpers.experiments.placement_tuned: the three arrangements, the init gains, the stacking, the data order, the
 task's floor, the convergence rule, the depth slope, the verdicts' words and the declarations of
 ``placement_tuned`` and ``xiong_grad_norms``."""
 
@@ -12,9 +12,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import inference, runner
-from helpers import placement_evidence as pe
-from helpers import small_transformer as st
+from helpers.evidence import runner, statistics
+from helpers.experiments import placement_tuned as pe
+from helpers.experiments import small_transformer as st
 
 
 def _gens(*seeds):
@@ -352,13 +352,13 @@ def test_the_verdicts_follow_the_paired_intervals():
     conv = [True] * 7 + [False] * 3
     out = pe.placement_verdicts(_fake_frame(a, b, b, converged_b=conv))
     assert out["best rate, tanh, LN -> act"].startswith("0.001, inside the grid (0.0001 to 0.03)")
-    ci = inference.paired_difference_ci(a, b, relative=True)
-    expected = inference.verdict(ci, a="LN -> act", b="act -> LN", quantity="final loss", claim="fewer",
+    ci = statistics.paired_difference_ci(a, b, relative=True)
+    expected = statistics.verdict(ci, a="LN -> act", b="act -> LN", quantity="final loss", claim="fewer",
                                  verb="ends with", words=("lower", "higher"))
     assert out["final loss, tanh, LN -> act vs act -> LN"] == expected
     assert expected.startswith("LN -> act ends with 50% lower final loss")
-    ci7 = inference.paired_difference_ci(a[:7], b[:7], relative=True)
-    words = inference.verdict(ci7, a="LN -> act", b="act -> LN", quantity="loss at convergence",
+    ci7 = statistics.paired_difference_ci(a[:7], b[:7], relative=True)
+    words = statistics.verdict(ci7, a="LN -> act", b="act -> LN", quantity="loss at convergence",
                               claim="fewer", verb="ends with", words=("lower", "higher"))
     assert out["at convergence, tanh, LN -> act vs act -> LN"] == f"{words}; on the 7 of 10 seeds where both runs converged"
     assert out["runs, tanh, act -> LN"].startswith("at lr 0.001: 7/10 converged")
@@ -373,7 +373,7 @@ def test_the_verdicts_follow_the_paired_intervals():
     out = pe.placement_verdicts(_fake_frame(worse, b, b))
     assert out["final loss, tanh, LN -> act vs act -> LN"].startswith("the opposite of the claim")
     capped = np.minimum(worse, pe.NOTHING)
-    ci = inference.paired_difference_ci(capped, b, relative=True)
+    ci = statistics.paired_difference_ci(capped, b, relative=True)
     assert f"{-ci.estimate * 100:.0f}% higher" in out["final loss, tanh, LN -> act vs act -> LN"]
 
 
@@ -445,10 +445,10 @@ def test_xiong_verdicts_say_which_prediction_the_interval_holds():
 
 
 def test_the_experiments_are_registered_in_a_topic_module():
-    assert "helpers.placement_evidence" in runner.TOPIC_MODULES
+    assert "helpers.experiments.placement_tuned" in runner.TOPIC_MODULES
     for name in ("placement_tuned", "xiong_grad_norms"):
         exp = runner.experiment(name)
-        assert exp.notebook == "04_before_the_activation" and exp.train.__module__ == "helpers.placement_evidence"
+        assert exp.notebook == "04_before_the_activation" and exp.train.__module__ == "helpers.experiments.placement_tuned"
 
 
 def test_placement_tuned_is_declared_as_tuned_on_fresh_seeds_with_a_checkable_cap():

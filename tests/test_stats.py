@@ -1,4 +1,4 @@
-"""helpers.stats.group_stats: float64 references, LayerNorm's promise, labels and errors."""
+"""helpers.lessons.group_stats.group_stats: float64 references, LayerNorm's promise, labels and errors."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import helpers
-from helpers.stats import group_stats, rounded
+from helpers.lessons.group_stats import group_stats, rounded
 
 NAMES = ("sample", "token", "feature")
 

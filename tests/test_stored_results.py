@@ -1,4 +1,4 @@
-"""The stored experiment results (helpers/results/) are what their declarations say, reproduce, and
+"""The stored experiment results (helpers/evidence/results/) are what their declarations say, reproduce, and
 carry verdicts that follow from the stored tables.
 
 For every declared experiment:
@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers import runner
+from helpers.evidence import runner
 
 # the set's own experiments (tests may register toy ones too)
 NAMES = sorted(n for n, e in runner._discover().items() if e.train.__module__ in runner.TOPIC_MODULES)
@@ -45,7 +45,7 @@ def test_results_are_stored_for_the_config_declared_today(name):
     stored = runner.load(name)
     exp = runner.experiment(name)
     assert stored.meta["config_hash"] == exp.config_hash(), (
-        f"helpers/results/{name}.* were made for another config: run `make experiments ONLY={name}`")
+        f"helpers/evidence/results/{name}.* were made for another config: run `make experiments ONLY={name}`")
     assert stored.meta["config"] == runner._jsonable(exp.config())
     assert set(stored.frame["seed"]) >= set(exp.seeds)
     for key in ("torch", "cpu", "threads", "capability"):

@@ -1,17 +1,17 @@
 """Where the norm goes (notebook 04): before or after the activation, and in well-known models.
 
 - :class:`PlacementMLP`: deep MLPs stacked along a model dim, one per (activation, placement,
-  seed), in the style of :class:`helpers.bn_vs_ln.StackedMLP`, initialised as the stored
-  ``placement_tuned`` experiment is (:func:`helpers.placement_evidence.init_gain`).
+  seed), in the style of :class:`helpers.experiments.batch_size.StackedMLP`, initialised as the stored
+  ``placement_tuned`` experiment is (:func:`helpers.experiments.placement_tuned.init_gain`).
 - :func:`placement_state`: one freshly initialised MLP on a probe batch: per layer, the
   activations' histogram, % saturated (tanh), % dead (ReLU) and the weight-gradient norm; what
   the dashboard :func:`helpers.widgets.placement_demo` shows.
-- :data:`ACTIVATIONS` (tanh, ReLU, GELU, as in :mod:`helpers.placement_evidence`) and :data:`PLACEMENTS`.
+- :data:`ACTIVATIONS` (tanh, ReLU, GELU, as in :mod:`helpers.experiments.placement_tuned`) and :data:`PLACEMENTS`.
 - :data:`NORM_PLACEMENT`: where the norm sits in well-known models, why there, with references.
 - Three exercises with their checkers: :func:`check_saturated_fraction`,
   :func:`check_dead_fraction` and :func:`check_pre_ln_residual`.
 
-The notebook's stored experiments on placement live in :mod:`helpers.placement_evidence`.
+The notebook's stored experiments on placement live in :mod:`helpers.experiments.placement_tuned`.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers.bn_vs_ln import make_task
-from helpers.checks import Case, Exercise, Verdict, check, register
+from helpers.exercises.checking import Case, Exercise, Verdict, check, register
+from helpers.experiments.batch_size import make_task
+from helpers.experiments.placement_tuned import _ACT, ACTIVATIONS, init_gain
 from helpers.functional import layer_norm
-from helpers.placement_evidence import _ACT, ACTIVATIONS, init_gain
 
 __all__ = [
     "ACTIVATIONS",
@@ -44,7 +44,7 @@ __all__ = [
     "saturated_fraction",
 ]
 
-#: The arrangements compared, as the notebook (and :data:`helpers.placement_evidence.ARRANGEMENTS`) names them.
+#: The arrangements compared, as the notebook (and :data:`helpers.experiments.placement_tuned.ARRANGEMENTS`) names them.
 PLACEMENTS = ("LN -> act", "act -> LN", "no norm")
 #: A tanh unit is saturated when ``|tanh| > SATURATED`` (its local gradient is then below 0.06).
 SATURATED = 0.97
@@ -79,7 +79,7 @@ class PlacementMLP(nn.Module):
     ``torch.baddbmm``; the loss is a sum over models, so no model's gradient depends on another's.
 
     Initialisation: every hidden Linear (the first included) draws weights of std
-    ``gain / sqrt(fan_in)`` with ``gain = helpers.placement_evidence.init_gain(activation, placement)``,
+    ``gain / sqrt(fan_in)`` with ``gain = helpers.experiments.placement_tuned.init_gain(activation, placement)``,
     the stored ``placement_tuned`` experiment's init: the activation's standard gain (5/3 tanh,
     sqrt 2 ReLU and GELU) without a norm, and 1 where LN sits in the path (after LN the inputs
     already have unit second moment; the standard gain would feed tanh inputs of variance 2.78
@@ -229,7 +229,7 @@ register(Exercise(
               "return the fraction (a mean), not the count.": lambda t: (t.abs() > SATURATED).float().sum()},
     hint="compare |t| with 0.97 entry by entry, then average the booleans (as floats) over all entries.",
     example="torch.tanh(torch.randn(4, 3))", shape_hint="return a 0-d tensor: one fraction.",
-    forbidden=("helpers.placement.saturated_fraction",),
+    forbidden=("helpers.lessons.placement.saturated_fraction",),
 ))
 
 register(Exercise(
@@ -244,7 +244,7 @@ register(Exercise(
     hint="a unit (a column of the last dim) is dead when it is 0 on every sample: find the units "
          "positive on at least one sample (`.any` over the samples), then average over the units.",
     example="torch.relu(torch.randn(4, 3))", shape_hint="return a 0-d tensor: one fraction.",
-    forbidden=("helpers.placement.dead_fraction",),
+    forbidden=("helpers.lessons.placement.dead_fraction",),
 ))
 
 

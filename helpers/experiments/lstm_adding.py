@@ -1,7 +1,7 @@
 """LSTM vs LN-LSTM on a long-range task (notebook 05): Ba, Kiros and Hinton's own comparison, stored.
 
 Ba et al. (2016) report that layer normalization speeds up the training of LSTMs. This module
-tests that claim on the adding problem (:func:`helpers.training_speed.adding_task`): two marked
+tests that claim on the adding problem (:func:`helpers.experiments.rnn_models.adding_task`): two marked
 values among ``seq_len`` (100 by default), the first of them in the first half, so the network
 must carry it across up to 99 steps. Each arm's learning rate is tuned first (Adam, one rate
 per model), then both arms run on 10 fresh seeds at their best rates, and the stored verdicts
@@ -29,16 +29,16 @@ import pandas as pd
 import torch
 from torch import nn
 
-from helpers import runner
-from helpers.functional import layer_norm
-from helpers.inference import threshold_level
-from helpers.training_speed import (
+from helpers.evidence import runner
+from helpers.evidence.statistics import threshold_level
+from helpers.experiments.rnn_models import (
     LEARNED_NOTHING,
     _adam,
     _stacked_batch,
     adding_task,
     normed_vs_plain,
 )
+from helpers.functional import layer_norm
 
 __all__ = [
     "EVAL_EVERY",
@@ -334,7 +334,7 @@ def lstm_runs(seeds=(0, 1, 2), lrs=(1e-3,), *, variants=VARIANTS, steps: int = 3
 
 
 def keep_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows to store: every run's first :data:`helpers.runner.REPRO_STEPS` steps and its
+    """The rows to store: every run's first :data:`helpers.evidence.runner.REPRO_STEPS` steps and its
     evaluation steps (where ``eval_loss`` was measured)."""
     return frame[(frame["step"] < runner.REPRO_STEPS) | frame["eval_loss"].notna()]
 
@@ -368,7 +368,7 @@ def pilot_scores(frame: pd.DataFrame, arm_keys=("variant",), threshold: float = 
     """The tuning's score: per arm (the columns ``arm_keys``) and rate, the restricted mean steps to
     ``threshold`` over the seeds in ``frame``, a run that never gets there counting as the step cap
     (the last step of ``frame``). Lower is better; the cap itself means that no seed got there."""
-    from helpers.inference import time_to_threshold
+    from helpers.evidence.statistics import time_to_threshold
 
     cap = int(frame["step"].max())
     reached = lstm_steps_to_threshold(frame, threshold)
@@ -382,7 +382,7 @@ def best_rate_words(scores: pd.DataFrame, cap: int, pilot: pd.DataFrame) -> dict
     """``{arm: words}``: each arm's best rate on the pilot grid, as the runner picked it from
     ``scores`` (columns ``arm``, ``lr``, ``score``: restricted mean steps, :func:`pilot_scores`), and
     whether it is inside the grid; ``pilot`` is the pilot rows, for the seeds they name."""
-    from helpers.inference import best_rates
+    from helpers.evidence.statistics import best_rates
 
     grid = sorted(scores["lr"].unique())
     seeds = ", ".join(str(s) for s in sorted(pilot["seed"].unique()))
@@ -399,8 +399,8 @@ def best_rate_words(scores: pd.DataFrame, cap: int, pilot: pd.DataFrame) -> dict
 
 def time_words(reached: pd.DataFrame, cap: int, variants) -> dict[str, str]:
     """``{variant: words}``: the runs' steps to the threshold (:func:`lstm_steps_to_threshold`'s
-    table) as :func:`helpers.inference.time_to_threshold` says them, and the rates they ran at."""
-    from helpers.inference import time_to_threshold
+    table) as :func:`helpers.evidence.statistics.time_to_threshold` says them, and the rates they ran at."""
+    from helpers.evidence.statistics import time_to_threshold
 
     out = {}
     for variant in variants:
@@ -416,14 +416,14 @@ def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     - ``"best rate, <variant>"``: each arm's best rate on the pilot grid (recomputed from the pilot
       rows, as the runner picked it), and whether it is inside the grid;
     - ``"time, <variant>"``: the reported runs' steps to :data:`THRESHOLD` (Kaplan-Meier median,
-      how many got there; :func:`helpers.inference.time_to_threshold`);
+      how many got there; :func:`helpers.evidence.statistics.time_to_threshold`);
     - ``"steps"``: LN-LSTM vs LSTM on the restricted mean steps to the threshold, a run that never
       gets there counting as the step cap, paired by seed;
     - ``"final loss"``: LN-LSTM vs LSTM on the held-out loss after the last step, capped at
       :data:`LEARNED_NOTHING` (a diverged run counts as having learned nothing), paired by seed.
 
     The claim tested is Ba et al.'s: the LN-LSTM needs fewer steps and ends lower. Intervals are
-    95% BCa bootstrap intervals over the seeds (:func:`helpers.inference.paired_difference_ci`).
+    95% BCa bootstrap intervals over the seeds (:func:`helpers.evidence.statistics.paired_difference_ci`).
     """
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]

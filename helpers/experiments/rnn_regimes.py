@@ -1,10 +1,10 @@
 """When does LayerNorm speed up a small tanh RNN, and what does it do to the layer's inputs? (notebook 05)
 
-Two stored experiments on the adding problem (:func:`helpers.training_speed.adding_task`),
-both scored on a fixed held-out batch (:func:`helpers.lstm.heldout_batch`), never on the noisy
+Two stored experiments on the adding problem (:func:`helpers.experiments.rnn_models.adding_task`),
+both scored on a fixed held-out batch (:func:`helpers.experiments.lstm_adding.heldout_batch`), never on the noisy
 minibatch loss, so no smoothing window shapes a curve:
 
-- ``rnn_regimes``: the tiny tanh RNN of :class:`helpers.training_speed.StackedRNN`, with and
+- ``rnn_regimes``: the tiny tanh RNN of :class:`helpers.experiments.rnn_models.StackedRNN`, with and
   without LN, over hidden sizes 16, 64 and 128 and sequence lengths 10 and 50. Each (regime,
   variant) has its Adam rate tuned on pilot seeds (:data:`RATES`), then runs on 10 fresh seeds
   at its best rate. It asks whether LN's handicap on the tiny RNN is a small-width effect (LN's
@@ -21,7 +21,7 @@ minibatch loss, so no smoothing window shapes a curve:
   - noisy LN scored in eval mode, the noise off, so that its cost is what the noise did to the
     training, not corrupted predictions.
 
-The training loop (:func:`rnn_eval_runs`) is :func:`helpers.lstm.lstm_runs`'s: Adam with one rate
+The training loop (:func:`rnn_eval_runs`) is :func:`helpers.experiments.lstm_adding.lstm_runs`'s: Adam with one rate
 per model, each model's gradient clipped to norm 1, the same minibatches for every model of a
 seed, evaluation before the step's update.
 """
@@ -35,8 +35,8 @@ import pandas as pd
 import torch
 from torch.func import functional_call
 
-from helpers import runner
-from helpers.lstm import (
+from helpers.evidence import runner
+from helpers.experiments.lstm_adding import (
     EVAL_EVERY,
     THRESHOLD,
     _finite_or_inf,
@@ -48,7 +48,7 @@ from helpers.lstm import (
     pilot_scores,
     time_words,
 )
-from helpers.training_speed import LEARNED_NOTHING, StackedRNN, _adam, normed_vs_plain
+from helpers.experiments.rnn_models import LEARNED_NOTHING, StackedRNN, _adam, normed_vs_plain
 
 __all__ = [
     "HIDDEN",
@@ -80,7 +80,7 @@ PILOT_SEEDS = (100, 101, 102)
 SEEDS = tuple(range(10))
 
 #: ``rnn_mechanism``: its rates (fixed, not tuned: it measures what happens to the inputs) and
-#: the noisy arm's strengths (see :class:`helpers.training_speed.StackedRNN`).
+#: the noisy arm's strengths (see :class:`helpers.experiments.rnn_models.StackedRNN`).
 MECHANISM_LRS = (3e-3, 1e-2, 3e-2)
 NOISES = (0.1, 0.25, 0.5, 1.0)
 
@@ -181,9 +181,9 @@ def rnn_eval_runs(seeds=(0, 1, 2), lrs=(1e-2,), *, variants=("no norm", "LayerNo
 
     Each step: one minibatch of ``batch`` sequences per seed (the same for every model of that
     seed), the mean squared error, each model's gradient clipped to norm ``clip``
-    (:func:`helpers.lstm.clip_per_model`), one Adam step with the model's own rate. At step 0,
+    (:func:`helpers.experiments.lstm_adding.clip_per_model`), one Adam step with the model's own rate. At step 0,
     every ``eval_every`` steps and after the last update, before that step's update: the loss on
-    :func:`helpers.lstm.heldout_batch` in eval mode (noise off) and the drift per unit since the
+    :func:`helpers.experiments.lstm_adding.heldout_batch` in eval mode (noise off) and the drift per unit since the
     previous evaluation (:func:`unit_moments`); with ``measure_ics`` and ``depth > 1``, also
     :func:`ics` on that step's minibatch (not at ``step == steps``, where there is none).
 
@@ -265,14 +265,14 @@ def _finals(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def regime_scores(frame: pd.DataFrame) -> pd.DataFrame:
-    """The tuning's score of ``rnn_regimes`` (:func:`helpers.lstm.pilot_scores` per regime and
+    """The tuning's score of ``rnn_regimes`` (:func:`helpers.experiments.lstm_adding.pilot_scores` per regime and
     variant): the restricted mean steps to :data:`THRESHOLD` over the pilot seeds."""
     return pilot_scores(frame, arm_keys=("seq_len", "hidden", "variant"))
 
 
 def _speed_words(report: pd.DataFrame, cap: int, label: str) -> dict:
     """Per variant the time to :data:`THRESHOLD` (Kaplan-Meier), then LN vs no norm, paired by
-    seed, on steps and final held-out loss (:func:`helpers.training_speed.normed_vs_plain`)."""
+    seed, on steps and final held-out loss (:func:`helpers.experiments.rnn_models.normed_vs_plain`)."""
     reached = lstm_steps_to_threshold(report)
     out = {f"time, {v}, {label}": words for v, words in time_words(reached, cap, ("no norm", "LayerNorm")).items()}
     both = normed_vs_plain(reached, _finals(report), cap, final="final held-out loss")
@@ -322,7 +322,7 @@ def mechanism_verdicts(frame: pd.DataFrame) -> dict[str, str]:
       scored in eval mode (noise off), paired by seed. Nothing is claimed: the sentence says
       which way the interval lies. And ``"noise s ics, lr r"``: its ICS against plain LN's.
     """
-    from helpers.inference import paired_difference_ci, verdict
+    from helpers.evidence.statistics import paired_difference_ci, verdict
 
     cap = int(frame["step"].max())
     out = {}
@@ -356,7 +356,7 @@ def mechanism_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 
 
 def keep_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows to store: every run's first :data:`helpers.runner.REPRO_STEPS` steps and its
+    """The rows to store: every run's first :data:`helpers.evidence.runner.REPRO_STEPS` steps and its
     evaluation steps; the minibatch-loss columns of the others are not needed."""
     return frame[(frame["step"] < runner.REPRO_STEPS) | frame["eval_loss"].notna()]
 

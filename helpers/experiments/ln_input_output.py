@@ -5,7 +5,7 @@ LN of trained Transformers, each element's input against its normalized output, 
 tanh-like S-curves in the deeper layers: most points lie on a near-straight middle part, the few
 large inputs are squashed. That is what led them to replace every norm by Dynamic Tanh,
 ``DyT(x) = gain * tanh(alpha x) + bias``. The arms ``"Pre-RMSNorm"`` and ``"DyT, alpha0 ..."`` of
-:mod:`helpers.small_transformer`'s shared experiment test the replacement; this module tests the
+:mod:`helpers.experiments.small_transformer`'s shared experiment test the replacement; this module tests the
 observation on that experiment's task and model:
 
 - :func:`fit_s_shape`: least-squares fits of ``y = s x + c`` and of ``y = a tanh(b x + d) + c`` to
@@ -31,9 +31,9 @@ import pandas as pd
 import torch
 from scipy.optimize import curve_fit
 
-from helpers import runner
-from helpers.inference import bootstrap_ci
-from helpers.small_transformer import (
+from helpers.evidence import runner
+from helpers.evidence.statistics import bootstrap_ci
+from helpers.experiments.small_transformer import (
     EVAL_EVERY,
     N_COPY,
     STEPS,
@@ -72,7 +72,7 @@ S_SHAPED = 0.10
 
 
 def layer_names(blocks: int) -> list[str]:
-    """The names of a Pre-LN :class:`~helpers.small_transformer.StackedDecoder`'s ``2 blocks + 1``
+    """The names of a Pre-LN :class:`~helpers.experiments.small_transformer.StackedDecoder`'s ``2 blocks + 1``
     LNs, in the order of its ``apply_norm``: ``"block 1, attention"``, ``"block 1, MLP"``, ...,
     ``"final"``."""
     if blocks < 1:

@@ -92,7 +92,7 @@ def bandwidth_figure(results: pd.DataFrame, width: int = 1024, direction: str = 
 def partial_sums_figure(values, block_rows: int) -> Figure:
     """Three panels for a small ``(rows, columns)`` tensor: the values with the row blocks outlined,
     each block's partial column sums (stage 1), and the final column sums (stage 2)."""
-    from helpers.param_grad_reduction import block_partial_sums, two_stage_column_sum
+    from helpers.lessons.param_grad_reduction import block_partial_sums, two_stage_column_sum
 
     partials = block_partial_sums(values, block_rows)
     total = two_stage_column_sum(values, block_rows)

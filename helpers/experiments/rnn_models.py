@@ -1,9 +1,9 @@
-"""Notebook 05's building blocks: the adding task, a stacked tanh RNN, per-model Adam, the paired
-LN-vs-plain verdicts, and the notebook's two exercises.
+"""Notebook 05's building blocks: the adding task, a stacked tanh RNN, per-model Adam and the paired
+LN-vs-plain verdicts. (The notebook's two exercises are in :mod:`helpers.exercises.training_speed`.)
 
 Does LayerNorm speed up training? The stored experiments notebook 05 reads are declared in
-:mod:`helpers.rnn_regimes` (tiny tanh RNNs), :mod:`helpers.lstm` (LSTM vs LN-LSTM),
-:mod:`helpers.small_transformer` (no norm, Pre-LN and Post-LN) and :mod:`helpers.step_times`
+:mod:`helpers.experiments.rnn_regimes` (tiny tanh RNNs), :mod:`helpers.experiments.lstm_adding` (LSTM vs LN-LSTM),
+:mod:`helpers.experiments.small_transformer` (no norm, Pre-LN and Post-LN) and :mod:`helpers.experiments.step_times`
 (the wall-clock cost of a step). They build on what is here:
 
 - :func:`adding_task` (Hochreiter and Schmidhuber 1997): an offline sequence task a tiny RNN can
@@ -20,7 +20,6 @@ Does LayerNorm speed up training? The stored experiments notebook 05 reads are d
   model of the stack, and one Adam step with each model's own learning rate.
 - :func:`paired` and :func:`normed_vs_plain`: a normalized arm against its plain twin, paired by
   seed, on steps to a threshold and on the final loss, in words.
-- :func:`check_first_step_below` and :func:`check_noisy_layer_norm`: the exercises.
 
 Every model of one seed starts from the same weights and sees the same minibatches, so
 models differ only by the variant, the noise and the learning rate. The loss is a sum over models
@@ -36,7 +35,6 @@ import pandas as pd
 import torch
 from torch import nn
 
-from helpers.checks import Case, Exercise, Verdict, check, register
 from helpers.functional import layer_norm
 
 __all__ = [
@@ -47,8 +45,6 @@ __all__ = [
     "adding_task",
     "arm_label",
     "arms",
-    "check_first_step_below",
-    "check_noisy_layer_norm",
     "normed_vs_plain",
     "paired",
 ]
@@ -264,11 +260,11 @@ def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a:
 
     The claim tested is ``claim`` about ``a`` (default the lesson's: the normalized arm needs fewer
     steps and ends lower; ``None``: nothing claimed, the words say which way the interval lies)
-    (:func:`helpers.inference.paired_difference_ci`, relative, and :func:`helpers.inference.verdict`).
+    (:func:`helpers.evidence.statistics.paired_difference_ci`, relative, and :func:`helpers.evidence.statistics.verdict`).
     Where neither arm gets anywhere, the verdict says so (naming them ``noun``s and the level
     ``nothing_name``) instead of an empty interval.
     """
-    from helpers.inference import paired_difference_ci, verdict
+    from helpers.evidence.statistics import paired_difference_ci, verdict
 
     out = {}
     sa, sb = paired(reached.assign(steps=reached["steps"].fillna(cap)), "steps", a, b)
@@ -284,85 +280,3 @@ def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a:
         out["final loss"] = verdict(paired_difference_ci(fa, fb, relative=True), a=a, b=b, quantity=final,
                                     claim=claim, verb="ends with", words=("lower", "higher"))
     return out
-
-
-# ------------------------------------------------------------ exercises
-
-
-def _first_below(losses: torch.Tensor, threshold: float) -> torch.Tensor:
-    below = torch.nonzero(losses < threshold)
-    return below[0, 0] if len(below) else torch.tensor(-1)
-
-
-def _curve(steps: int, rate: float, never: bool = False):
-    def make(g: torch.Generator) -> tuple:
-        noise = 1 + 0.3 * torch.rand(steps, generator=g)
-        curve = torch.exp(-rate * torch.arange(steps)) * noise + (0.2 if never else 0.0)
-        return curve, 0.1
-    return make
-
-
-register(Exercise(
-    name="first_step_below",
-    reference=_first_below,
-    cases=[Case("a falling curve of 50 steps", _curve(50, 0.1)),
-           Case("a noisy, slower curve of 200 steps", _curve(200, 0.02)),
-           Case("a curve that never gets there", _curve(50, 0.1, never=True))],
-    mistakes={
-        "you returned the LAST step below the threshold: the first one is when the run got there.":
-            lambda losses, t: torch.nonzero(losses < t)[-1, 0] if (losses < t).any() else torch.tensor(-1),
-        "you returned how many steps are below the threshold, not the first one.":
-            lambda losses, t: (losses < t).sum(),
-    },
-    hint="torch.nonzero(losses < threshold) lists the steps below; take the first, or -1 if there is none.",
-    example="torch.tensor([1.0, 0.5, 0.05, 0.2]), 0.1",
-    shape_hint="return a 0-d tensor: one step number (torch.tensor(-1) if the run never got there).",
-))
-
-
-def check_first_step_below(fn) -> Verdict:
-    """Check ``fn(losses, threshold)``: the first index with ``losses < threshold`` as a 0-d
-    tensor, or ``torch.tensor(-1)`` when there is none."""
-    return check("first_step_below", fn)
-
-
-def _noisy_reference(a: torch.Tensor, shift: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    return layer_norm(a, a.shape[-1:]) * scale + shift
-
-
-def _noisy_case(rows: int, width: int, mean: float = 0.0, std: float = 3.0):
-    def make(g: torch.Generator) -> tuple:
-        a = mean + std * torch.randn(rows, width, generator=g)
-        return a, torch.rand(width, generator=g) - 0.5, 1 + torch.rand(width, generator=g)
-    return make
-
-
-register(Exercise(
-    name="noisy_layer_norm",
-    reference=_noisy_reference,
-    cases=[Case("2 rows of 4", _noisy_case(2, 4)), Case("8 rows of 16, mean 5", _noisy_case(8, 16, 5.0)),
-           Case("3 rows of 8 whose units barely differ (std 0.003)", _noisy_case(3, 8, std=0.003))],
-    mistakes={
-        "normalize first: the noise is applied to LN's output, x_hat * scale + shift.":
-            lambda a, shift, scale: a * scale + shift,
-        "scale, then shift: x_hat * scale + shift, not (x_hat + shift) * scale.":
-            lambda a, shift, scale: (layer_norm(a, a.shape[-1:]) + shift) * scale,
-        "`var()` divides by n - 1 (unbiased); LayerNorm divides by n: `((a - mean) ** 2).mean(-1)`.":
-            lambda a, shift, scale: (a - a.mean(-1, keepdim=True))
-            / torch.sqrt(a.var(-1, keepdim=True) + 1e-5) * scale + shift,
-        "eps goes inside the square root: `torch.sqrt(var + eps)`, not `torch.sqrt(var) + eps`.":
-            lambda a, shift, scale: (a - a.mean(-1, keepdim=True))
-            / (a.var(-1, unbiased=False, keepdim=True).sqrt() + 1e-5) * scale + shift,
-        "each row (sample) is normalized over its own units, the last dim, not over the batch (dim 0).":
-            lambda a, shift, scale: (a - a.mean(0, keepdim=True))
-            / torch.sqrt(a.var(0, unbiased=False, keepdim=True) + 1e-5) * scale + shift,
-    },
-    hint="x_hat = (a - mean) / sqrt(var + 1e-5) per row (biased var), then x_hat * scale + shift.",
-    example="torch.randn(2, 4), torch.zeros(4), torch.ones(4)",
-))
-
-
-def check_noisy_layer_norm(fn) -> Verdict:
-    """Check ``fn(a, shift, scale)``: LayerNorm over the last dim (eps 1e-5, no gamma/beta),
-    then the noisy variant's ``* scale + shift``, per unit."""
-    return check("noisy_layer_norm", fn)

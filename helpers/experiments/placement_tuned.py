@@ -13,7 +13,7 @@ experiments notebook 04 reads for it:
   (:func:`converged`, checked and stored per run), and the verdicts compare the final losses,
   paired by seed (:func:`placement_verdicts`).
 - ``xiong_grad_norms``: at initialisation, the gradient norm of the last block's FFN weights in
-  Pre-LN and Post-LN Transformers (:class:`helpers.small_transformer.StackedDecoder`) of depth
+  Pre-LN and Post-LN Transformers (:class:`helpers.experiments.small_transformer.StackedDecoder`) of depth
   2 to 24, and its slope against depth on log-log axes (:func:`depth_slope`), against Xiong et
   al.'s (2020) Theorem 1: flat for Post-LN, ``1/sqrt(L)`` for Pre-LN.
 
@@ -34,10 +34,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers import runner
+from helpers.evidence import runner
+from helpers.experiments.rnn_models import _adam
+from helpers.experiments.small_transformer import N_COPY, VOCAB, StackedDecoder, copy_task
 from helpers.functional import layer_norm
-from helpers.small_transformer import N_COPY, VOCAB, StackedDecoder, copy_task
-from helpers.training_speed import _adam
 
 __all__ = [
     "ACTIVATIONS",
@@ -460,7 +460,7 @@ def mlp_runs(seeds=(0,), lrs=(1e-3,), *, activation: str = "relu", arrangement: 
 
 
 def keep_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows to store: every run's first :data:`helpers.runner.REPRO_STEPS` steps and its
+    """The rows to store: every run's first :data:`helpers.evidence.runner.REPRO_STEPS` steps and its
     evaluation steps (where ``eval_loss`` was measured)."""
     return frame[(frame["step"] < runner.REPRO_STEPS) | frame["eval_loss"].notna()]
 
@@ -529,9 +529,9 @@ def _capped(values: pd.Series) -> np.ndarray:
 
 def _compare(finals: pd.DataFrame, activation: str, a: str, b: str, quantity: str, seeds=None) -> tuple[str, int]:
     """Arrangement ``a`` against ``b`` for one activation, paired by seed on the final loss: the relative
-    difference ``1 - mean(a) / mean(b)`` with its interval, in :func:`helpers.inference.verdict`'s words
+    difference ``1 - mean(a) / mean(b)`` with its interval, in :func:`helpers.evidence.statistics.verdict`'s words
     (the claim: ``a`` ends lower). Returns the words and the number of seeds."""
-    from helpers.inference import paired_difference_ci, verdict
+    from helpers.evidence.statistics import paired_difference_ci, verdict
 
     at = finals[finals["activation"] == activation]
     table = at.pivot_table(index="seed", columns="arrangement", values="final", dropna=False)
@@ -571,9 +571,9 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 
     A diverged run, or one that ends above :data:`NOTHING`, counts as :data:`NOTHING`. Intervals are
     95% BCa bootstrap intervals over the seeds of the relative difference ``1 - mean(A) / mean(B)``
-    (:func:`helpers.inference.paired_difference_ci`, :func:`helpers.inference.verdict`).
+    (:func:`helpers.evidence.statistics.paired_difference_ci`, :func:`helpers.evidence.statistics.verdict`).
     """
-    from helpers.inference import best_rates
+    from helpers.evidence.statistics import best_rates
 
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
@@ -633,7 +633,7 @@ def _pct(x: float) -> str:
 # ------------------------------------------------------------------ Xiong et al.'s depth law
 
 
-#: The two placements of :class:`helpers.small_transformer.StackedDecoder` compared, by name, with
+#: The two placements of :class:`helpers.experiments.small_transformer.StackedDecoder` compared, by name, with
 #: the slope of log |gradient| against log L that Xiong et al. (2020, Theorem 1) predict for the
 #: last block's FFN weights at initialisation: flat for Post-LN, ``L^(-1/2)`` for Pre-LN.
 FORMS = {"Pre-LN": ("pre", -0.5), "Post-LN": ("post", 0.0)}
@@ -647,9 +647,9 @@ def xiong_grad_norms(forms=tuple(FORMS), depths=XIONG_DEPTHS, seeds=(0, 1), *, n
                      vocab: int = VOCAB, width: int = 32, heads: int = 2, batch: int = 32) -> pd.DataFrame:
     """The gradient norms of every block's FFN weights at initialisation, Pre-LN and Post-LN.
 
-    For each form, depth ``L`` and seed: a :class:`helpers.small_transformer.StackedDecoder` of
+    For each form, depth ``L`` and seed: a :class:`helpers.experiments.small_transformer.StackedDecoder` of
     ``L`` blocks (its own initial weights, drawn from a generator seeded with the seed; both forms
-    draw the same), one batch of :func:`helpers.small_transformer.copy_task` drawn next from the same
+    draw the same), one batch of :func:`helpers.experiments.small_transformer.copy_task` drawn next from the same
     generator (so the seed decides the batch too, the same for both forms), the mean next-token
     cross-entropy, one backward pass. The MLP of block ``k`` is ``W_2 gelu(W_1 x + b_1) + b_2``
     (``W_1``: width -> 4 width, ``W_2``: 4 width -> width); Xiong et al.'s Theorem 1 is about the
@@ -688,12 +688,12 @@ def depth_slope(table: pd.DataFrame, value: str = "grad_norm"):
     ``table`` holds one row per (seed, blocks). With every seed measured at the same depths, the
     least-squares slope through all points equals the mean of the seeds' own slopes (the slope is
     linear in the values, and its weights depend only on the depths), so the seeds, the independent
-    units, are resampled: :func:`helpers.inference.bootstrap_ci` of the per-seed slopes.
+    units, are resampled: :func:`helpers.evidence.statistics.bootstrap_ci` of the per-seed slopes.
 
     Returns:
-        An :class:`helpers.inference.Interval` (mean of the per-seed slopes, 95% BCa interval).
+        An :class:`helpers.evidence.statistics.Interval` (mean of the per-seed slopes, 95% BCa interval).
     """
-    from helpers.inference import bootstrap_ci
+    from helpers.evidence.statistics import bootstrap_ci
 
     wide = table.pivot_table(index="seed", columns="blocks", values=value)
     if wide.isna().any().any():

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from helpers.checks import Case, Exercise, Verdict, check, register
+from helpers.exercises.checking import Case, Exercise, Verdict, check, register
 
 __all__ = ["check_chan_merge_m2", "check_layer_norm_backward"]
 
@@ -94,7 +94,7 @@ register(Exercise(
     hint="M2 = M2_a + M2_b + delta² · n_a · n_b / (n_a + n_b), with delta = mean_b - mean_a.",
     example="*[torch.tensor([2.0]), torch.tensor([0.0]), torch.tensor([2.0])] * 2",
     shape_hint="one merged M2 per row: the shape of m2_a.",
-    forbidden=("helpers.variance.chan_merge",),
+    forbidden=("helpers.lessons.variance.chan_merge",),
 ))
 
 

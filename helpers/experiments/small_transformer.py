@@ -39,17 +39,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers import runner
-from helpers.functional import layer_norm, rms_norm
-from helpers.inference import threshold_level
-from helpers.lstm import (
+from helpers.evidence import runner
+from helpers.evidence.statistics import threshold_level
+from helpers.experiments.lstm_adding import (
     best_rate_words,
     clip_per_model,
     keep_rows,
     lstm_steps_to_threshold,
     time_words,
 )
-from helpers.training_speed import _adam, normed_vs_plain
+from helpers.experiments.rnn_models import _adam, normed_vs_plain
+from helpers.functional import layer_norm, rms_norm
 
 __all__ = [
     "ARMS",
@@ -495,7 +495,7 @@ def copy_runs(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: int = 
 
     Each step: one minibatch of ``batch`` sequences per seed (the same for every model of that
     seed), the mean next-token cross-entropy, its gradient clipped per model to norm ``clip``
-    (:func:`helpers.lstm.clip_per_model`, every arm alike), then one Adam step (torch's defaults)
+    (:func:`helpers.experiments.lstm_adding.clip_per_model`, every arm alike), then one Adam step (torch's defaults)
     at each model's rate times :func:`warmup_factor` (``warmup`` steps for the arms whose
     :data:`ARMS` entry warms up, none for the others). At step 0, every ``eval_every`` steps and
     after the last update (``step == steps``), the loss on the fixed :func:`heldout_batch` too,
@@ -546,7 +546,7 @@ def pilot_scores(frame: pd.DataFrame) -> pd.DataFrame:
     """The tuning's score: per (variant, lr), the restricted mean steps to :data:`THRESHOLD` over
     the seeds in ``frame``, a run that never gets there counting as the step cap (the last step of
     ``frame``). Lower is better; the cap itself means that no seed got there."""
-    from helpers.inference import time_to_threshold
+    from helpers.evidence.statistics import time_to_threshold
 
     cap = int(frame["step"].max())
     reached = lstm_steps_to_threshold(frame, THRESHOLD)
@@ -601,7 +601,7 @@ def _largest_stable(pilot: pd.DataFrame, arm: str, cap: int) -> str:
 def _learns(finals: pd.DataFrame) -> str:
     """Whether an arm's reported runs close at least half the gap between :data:`NO_COPY` and
     :data:`FLOOR`: the mean fraction closed over seeds with its interval, in words."""
-    from helpers.inference import bootstrap_ci
+    from helpers.evidence.statistics import bootstrap_ci
 
     closed = _gap_closed(finals["final"])
     ci = bootstrap_ci(closed.to_numpy())
@@ -623,7 +623,7 @@ def _paired_verdicts(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, a: s
     """Arm ``a`` against arm ``b``, paired by seed: restricted mean steps to the threshold (a run that
     never gets there counting as ``cap``) and the final held-out loss (capped at :data:`NO_COPY`: a
     diverged run learned nothing), each a relative difference with its interval, in words
-    (:func:`helpers.training_speed.normed_vs_plain`)."""
+    (:func:`helpers.experiments.rnn_models.normed_vs_plain`)."""
     return normed_vs_plain(reached, finals, cap, a=a, b=b, final="final held-out loss", claim=claim,
                            nothing=NO_COPY, nothing_name="the no-copy level", noun="arm")
 
@@ -650,13 +650,13 @@ def small_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     - ``"largest stable rate, <arm>"``: the largest pilot rate at which every pilot seed still
       learns: ends with a held-out loss below :data:`THRESHOLD`;
     - ``"time, <arm>"``: the reported runs' steps to :data:`THRESHOLD` (Kaplan-Meier median, how
-      many got there; :func:`helpers.inference.time_to_threshold`);
+      many got there; :func:`helpers.evidence.statistics.time_to_threshold`);
     - ``"learns, <arm>"``: whether, at its best rate, it closes at least half the gap between the
       no-copy level and the floor (the mean fraction over the reported seeds, by its interval).
 
     Paired by seed, for each of :data:`COMPARISONS`: ``"steps, A vs B"`` and ``"final loss, A vs
     B"``. Intervals are 95% BCa bootstrap intervals over the seeds
-    (:func:`helpers.inference.paired_difference_ci`, :func:`helpers.inference.bootstrap_ci`).
+    (:func:`helpers.evidence.statistics.paired_difference_ci`, :func:`helpers.evidence.statistics.bootstrap_ci`).
     """
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]

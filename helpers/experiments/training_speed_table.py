@@ -1,9 +1,9 @@
 """Notebook 05's evidence in one table: every stored run of its experiments, scored the same way.
 
 Four stored experiments answer "does LN speed up training?" (see their modules for what each
-trains): ``lstm_adding`` (:mod:`helpers.lstm`, Ba et al.'s LSTM vs LN-LSTM at T = 100),
-``rnn_regimes`` and ``rnn_mechanism`` (:mod:`helpers.rnn_regimes`, tiny tanh RNNs) and
-``small_transformer`` (:mod:`helpers.small_transformer`, a 4-block decoder on a copy task).
+trains): ``lstm_adding`` (:mod:`helpers.experiments.lstm_adding`, Ba et al.'s LSTM vs LN-LSTM at T = 100),
+``rnn_regimes`` and ``rnn_mechanism`` (:mod:`helpers.experiments.rnn_regimes`, tiny tanh RNNs) and
+``small_transformer`` (:mod:`helpers.experiments.small_transformer`, a 4-block decoder on a copy task).
 All of them score each run on a fixed held-out batch at regular steps, so one long table
 (:func:`evidence_table`) holds them all, and one function (:func:`evidence_state`) selects what
 the notebook's dashboard shows: a *setting* (an experiment and its regime), a rate, an arm, a
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from helpers import runner
+from helpers.evidence import runner
 
 __all__ = ["MEASURES", "Setting", "evidence_state", "evidence_table", "settings", "tuning_table"]
 
@@ -55,12 +55,12 @@ class Setting:
 
 def settings() -> list[Setting]:
     """The settings of the stored experiments, in the order the notebook discusses them."""
-    from helpers import lstm, small_transformer
-    from helpers import rnn_regimes as rr
-    from helpers.training_speed import LEARNED_NOTHING
+    from helpers.experiments import lstm_adding, small_transformer
+    from helpers.experiments import rnn_regimes as rr
+    from helpers.experiments.rnn_models import LEARNED_NOTHING
 
     mse = dict(learned_nothing=LEARNED_NOTHING, floor=0.0, threshold=rr.THRESHOLD, loss="held-out MSE", log=True)
-    out = [Setting("LSTM vs LN-LSTM, T 100, hidden 64", "lstm_adding", (), **{**mse, "threshold": lstm.THRESHOLD})]
+    out = [Setting("LSTM vs LN-LSTM, T 100, hidden 64", "lstm_adding", (), **{**mse, "threshold": lstm_adding.THRESHOLD})]
     for t in rr.SEQ_LENS:
         for h in rr.HIDDEN:
             out.append(Setting(f"tiny RNN, T {t}, hidden {h}", "rnn_regimes", (("seq_len", t), ("hidden", h)), **mse))
@@ -81,7 +81,7 @@ def evidence_table() -> pd.DataFrame:
         with the strength when noisy), ``lr``, ``seed``, ``step`` and the measures of
         :data:`MEASURES` (NaN where the experiment does not measure one).
     """
-    from helpers.training_speed import arm_label
+    from helpers.experiments.rnn_models import arm_label
 
     columns = ["setting", "stage", "variant", "noise", "lr", "seed", "step", *MEASURES.values()]
     parts, loaded = {c: [] for c in columns}, {}
@@ -129,7 +129,7 @@ def evidence_state(table: pd.DataFrame, setting: str, rate, arm: str, noise: flo
         Kaplan-Meier median steps, the median final held-out loss) and ``notes`` (what the
         choice could not show, in words).
     """
-    from helpers.inference import time_to_threshold
+    from helpers.evidence.statistics import time_to_threshold
 
     chosen = {s.label: s for s in settings()}
     if setting not in chosen:
@@ -189,9 +189,9 @@ def tuning_table(table: pd.DataFrame) -> pd.DataFrame:
     Returns:
         Columns ``setting``, ``arm``, ``lr``, ``score``, ``cap`` and ``best`` (whether this is the
         arm's best rate: the lowest score, the smaller rate on a tie, as
-        :func:`helpers.inference.best_rates` picks it).
+        :func:`helpers.evidence.statistics.best_rates` picks it).
     """
-    from helpers.inference import time_to_threshold
+    from helpers.evidence.statistics import time_to_threshold
 
     rows = []
     for s in settings():

@@ -14,14 +14,14 @@ so that their stored outputs are exactly what a fresh run prints.
   (beta) on a target that undoes the normalization: the learned parameters find
   the scale and shift that LayerNorm removed.
 
-The stored experiment ``drift`` (:mod:`helpers.runner`) is :func:`drift_runs` for 20
+The stored experiment ``drift`` (:mod:`helpers.evidence.runner`) is :func:`drift_runs` for 20
 seeds, made ahead of time; notebook 01 reads its table (``runner.load("drift")``),
 summarises it per seed with :func:`drift_by_seed` and prints the verdicts of
 :func:`drift_verdicts`, so that its numbers are the same on every CPU.
 
 The other notebooks' runs live in the modules named for their topic, with the same
-conventions: :mod:`helpers.bn_vs_ln` (03), :mod:`helpers.placement_evidence` (04), and for 05 :mod:`helpers.lstm`,
-:mod:`helpers.rnn_regimes`, :mod:`helpers.small_transformer` and :mod:`helpers.step_times`.
+conventions: :mod:`helpers.lessons.bn_vs_ln` (03), :mod:`helpers.experiments.placement_tuned` (04), and for 05 :mod:`helpers.experiments.lstm_adding`,
+:mod:`helpers.experiments.rnn_regimes`, :mod:`helpers.experiments.small_transformer` and :mod:`helpers.experiments.step_times`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from helpers import runner
+from helpers.evidence import runner
 
 __all__ = [
     "DRIFT_COMPARISONS",
@@ -319,11 +319,11 @@ def drift_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     - ``"{comparison}: {measure}"`` for each of :data:`DRIFT_COMPARISONS` and each drift measure
       (``"largest std change"``, ...): the LayerNorm network against the one without,
       ``1 - mean(LN) / mean(no norm)`` with a 95 % BCa bootstrap interval paired by seed
-      (:func:`drift_intervals`, in words by :func:`helpers.inference.verdict`), over the seeds
+      (:func:`drift_intervals`, in words by :func:`helpers.evidence.statistics.verdict`), over the seeds
       where neither run diverged. Leaving out a diverged run without LN, whose drift is
       unbounded, can only favour the run without LN.
     """
-    from helpers.inference import verdict
+    from helpers.evidence.statistics import verdict
 
     by_seed = drift_by_seed(frame)
     finite = _finite_runs(by_seed).groupby(level=["seed", "model"], sort=False).all()
@@ -369,10 +369,10 @@ def drift_intervals(by_seed: pd.DataFrame) -> dict:
         each drift measure (``"largest std change"``, ``"std change after step 20"``,
         ``"largest mean shift"``, ``"largest percentile drift"``): ``1 - mean(LN) / mean(no
         norm)`` with its 95 % BCa bootstrap interval
-        (:func:`helpers.inference.paired_difference_ci`), positive where the LN network's
+        (:func:`helpers.evidence.statistics.paired_difference_ci`), positive where the LN network's
         values drift less. ``Interval.n`` is the number of seeds used.
     """
-    from helpers.inference import paired_difference_ci
+    from helpers.evidence.statistics import paired_difference_ci
 
     kept = _kept_seeds(by_seed)
     no = by_seed.xs(("no norm", "Linear output"), level=("model", "site")).loc[kept]

@@ -15,8 +15,8 @@ notebooks read what they produced:
   flight (one per job), and running again does only what is missing. A cache entry made for another
   config, or that cannot be read, is refused with a message and trained again.
 - When every unit is there, the results are written as package data, so that Colab has
-  them too: ``helpers/results/<name>.csv.gz`` (a tidy table, one row per run and recorded
-  step) and ``helpers/results/<name>.json`` (the config and its hash, the seeds, torch's
+  them too: ``helpers/evidence/results/<name>.csv.gz`` (a tidy table, one row per run and recorded
+  step) and ``helpers/evidence/results/<name>.json`` (the config and its hash, the seeds, torch's
   version, the CPU, the threads, the commit, the wall time and the verdicts).
 - :func:`load` reads them back. Verdicts are computed from the *stored* table by the
   experiment's ``summarize``, so anyone can recompute them and get the same words.
@@ -27,7 +27,7 @@ arm's best rate. Tuning and reporting never share a seed, so the reported number
 the lucky draws the tuning picked. Rows carry ``stage`` = ``"pilot"`` or ``"report"``.
 
 Run it with ``make experiments`` (all) or ``make experiments ONLY=name``; the command line
-is ``python -m helpers.runner --help``.
+is ``python -m helpers.evidence.runner --help``.
 """
 
 from __future__ import annotations
@@ -72,15 +72,16 @@ __all__ = [
 
 #: The modules that declare experiments: one per notebook topic. The runner imports them
 #: to find every :class:`Experiment` they :func:`register`.
-TOPIC_MODULES = ("helpers.experiments", "helpers.bn_vs_ln", "helpers.lstm",
-                 "helpers.rnn_regimes", "helpers.small_transformer", "helpers.step_times",
-                 "helpers.placement_evidence", "helpers.norm_free", "helpers.norm_family_cnn")
+TOPIC_MODULES = ("helpers.experiments.drift", "helpers.experiments.batch_size", "helpers.experiments.lstm_adding",
+                 "helpers.experiments.rnn_regimes", "helpers.experiments.small_transformer",
+                 "helpers.experiments.step_times", "helpers.experiments.placement_tuned",
+                 "helpers.experiments.ln_input_output", "helpers.experiments.norm_family_cnn")
 
 #: Where results ship: inside the package, so ``pip install`` carries them.
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 #: Where finished units are cached: beside the package in a checkout (ignored by git).
-CACHE_DIR = Path(__file__).resolve().parents[1] / ".experiments-cache"
+CACHE_DIR = Path(__file__).resolve().parents[2] / ".experiments-cache"
 
 #: Every stored table keeps at least this many first steps of each run, unsubsampled: the
 #: reproducibility test re-runs them.
@@ -112,7 +113,7 @@ class Tuning:
 
 @dataclass(frozen=True)
 class Experiment:
-    """One experiment, declared once.
+    r"""One experiment, declared once.
 
     Args:
         name: how ``make experiments ONLY=name`` and :func:`load` call it.
@@ -154,7 +155,7 @@ class Experiment:
             grows too fast in every unit for :data:`REPRO_STEPS` steps to stay comparable.
         repro_measured: the largest difference measured between re-trainings of ``repro_unit`` on
             every kernel path one machine reaches and the stored rows (``python -m
-            helpers.reproduction NAME``): the smallest ``rtol`` that passes at the declared
+            helpers.evidence.reproduction NAME``): the smallest ``rtol`` that passes at the declared
             ``atol``\ s. ``repro_rtol`` is at least 10 times it; ``None`` only for an experiment
             not yet measured (a test refuses that for the set's own).
     """
@@ -377,9 +378,9 @@ def fingerprint() -> dict:
 def _git_commit(exp: Experiment) -> str:
     """The checkout's commit, with ``+changes`` when the code that made ``exp`` (its topic module,
     this runner, the statistics) differs from it."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     sources = {Path(sys.modules[exp.train.__module__].__file__), Path(__file__),
-               Path(__file__).with_name("inference.py")}
+               Path(__file__).with_name("statistics.py")}
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
                                 check=True).stdout.strip()
@@ -399,7 +400,7 @@ def _best_rates(exp: Experiment, pilot: pd.DataFrame) -> tuple[dict, pd.DataFram
     An arm whose every pilot run diverged has no best rate; its reported runs use the smallest
     rate of the grid, and the table's note says it did not learn at any rate.
     """
-    from helpers.inference import best_rates
+    from helpers.evidence.statistics import best_rates
 
     tuning, arm_keys = exp.tuning, list(exp.grid)
     scores = tuning.score(pilot)
@@ -591,7 +592,7 @@ def load(name: str, results_dir: Path | None = None) -> StoredResult:
     Raises ``FileNotFoundError`` naming ``make experiments ONLY=name`` when they are missing.
     """
     if results_dir is None:
-        base = importlib.resources.files("helpers") / "results"
+        base = importlib.resources.files("helpers.evidence") / "results"
     else:
         base = results_dir
     table, meta_file = base / f"{name}.csv.gz", base / f"{name}.json"
@@ -676,7 +677,7 @@ def rerun_unit(name: str, unit_index: int | None = None, steps: int | None = Non
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.runner", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.evidence.runner", description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", action="append", metavar="NAME", help="run only this experiment (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the experiments and their budgets, then stop")
     parser.add_argument("--module", action="append", default=[], help=argparse.SUPPRESS)  # tests' own experiments
@@ -706,8 +707,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run as `python -m helpers.runner`, this file is `__main__`, a second copy of the module;
-    # the topic modules register into `helpers.runner`, so its main() must do the work.
-    from helpers import runner as _registry
+    # Run as `python -m helpers.evidence.runner`, this file is `__main__`, a second copy of the module;
+    # the topic modules register into `helpers.evidence.runner`, so its main() must do the work.
+    from helpers.evidence import runner as _registry
 
     sys.exit(_registry.main())

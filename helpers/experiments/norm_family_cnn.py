@@ -56,9 +56,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers import runner
+from helpers.evidence import runner
+from helpers.experiments.placement_tuned import cosine_factor
 from helpers.modules import BatchNorm2d, GroupNorm, InstanceNorm2d
-from helpers.placement_evidence import cosine_factor
 
 __all__ = [
     "BATCH_SIZES",
@@ -461,7 +461,7 @@ def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr: float 
     sequence of ``samples`` images, cut into minibatches of ``batch``: at every batch size and with
     every norm, a seed sees the same images in the same order from the same initial weights. Each
     step: the minibatch's mean cross-entropy, one SGD step (momentum :data:`MOMENTUM`, no weight
-    decay, no Nesterov) at rate ``lr`` times :func:`helpers.placement_evidence.cosine_factor` over
+    decay, no Nesterov) at rate ``lr`` times :func:`helpers.experiments.placement_tuned.cosine_factor` over
     the run's ``samples // batch`` steps. The models train in ``train()`` mode: BN normalises with
     each model's own batch statistics and updates its running averages (momentum 0.1).
 
@@ -484,7 +484,7 @@ def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr: float 
         task: the sets (default :func:`make_task`).
 
     Returns:
-        One row per model and recorded step (the first :data:`helpers.runner.REPRO_STEPS` steps, every
+        One row per model and recorded step (the first :data:`helpers.evidence.runner.REPRO_STEPS` steps, every
         evaluation, and the end): ``norm``, ``batch_size``, ``seed``, ``lr``, ``eval_set``, ``step``
         (updates made before the row's measurements), ``samples_seen`` (``step * batch``), ``loss``
         (the minibatch's loss at that step, before its update; NaN after the last one),
@@ -617,9 +617,9 @@ def pilot_scores(frame: pd.DataFrame) -> pd.DataFrame:
 
 def error_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Per norm and batch size, over the reported seeds: the rate, the seeds, the mean test error with
-    its 95% BCa interval (:func:`helpers.inference.bootstrap_ci`), the mean loss, and for BN the mean
+    its 95% BCa interval (:func:`helpers.evidence.statistics.bootstrap_ci`), the mean loss, and for BN the mean
     error in ``train()`` mode. One row per (norm, batch size); errors as fractions."""
-    from helpers.inference import bootstrap_ci
+    from helpers.evidence.statistics import bootstrap_ci
 
     rows = []
     for (norm, b), runs in final_errors(frame).groupby(["norm", "batch_size"], sort=False):
@@ -650,8 +650,8 @@ _MEASURES = {"error": "test error", "loss": "test loss"}
 
 def _relative(a: np.ndarray, b: np.ndarray, *, claim, a_name: str, b_name: str, quantity: str):
     """``1 - mean(a) / mean(b)`` paired by position, with its interval and
-    :func:`helpers.inference.verdict`'s words (``verb="has"``, lower / higher)."""
-    from helpers.inference import paired_difference_ci, verdict
+    :func:`helpers.evidence.statistics.verdict`'s words (``verb="has"``, lower / higher)."""
+    from helpers.evidence.statistics import paired_difference_ci, verdict
 
     ci = paired_difference_ci(a, b, relative=True)
     return ci, verdict(ci, a=a_name, b=b_name, quantity=quantity, claim=claim, verb="has", words=("lower", "higher"))
@@ -663,7 +663,7 @@ def comparisons(frame: pd.DataFrame) -> pd.DataFrame:
     Paired by seed (a seed's runs share their initial weights and the order of the images seen,
     whatever the norm and the batch size: :func:`cnn_runs`), on the final test error and loss of the
     reported runs, the relative difference ``1 - mean(A) / mean(B)`` (positive: A lower) with its 95%
-    BCa interval (:func:`helpers.inference.paired_difference_ci`):
+    BCa interval (:func:`helpers.evidence.statistics.paired_difference_ci`):
 
     - ``kind="norms"``: at each batch size, each pair of :data:`PAIRS` (A and B two norms);
     - ``kind="batch"``: for each norm, batch 2 and batch 8 each against batch 32;
@@ -674,7 +674,7 @@ def comparisons(frame: pd.DataFrame) -> pd.DataFrame:
         One row per comparison: ``kind``, ``measure`` (``"error"`` or ``"loss"``), ``batch_size`` (for
         ``"batch"``: A's), ``norm`` (the norm of a ``"batch"`` or ``"BN mode"`` row, else None), ``a``, ``b``
         (the names the words use), ``claim``, ``n_seeds``, ``mean_a``, ``mean_b``, ``estimate``,
-        ``low``, ``high`` and ``words`` (:func:`helpers.inference.verdict`'s sentence).
+        ``low``, ``high`` and ``words`` (:func:`helpers.evidence.statistics.verdict`'s sentence).
     """
     finals = final_errors(frame)
     rows = []
@@ -721,7 +721,7 @@ def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:
       vs 32"``, ``"loss, <norm>: batch <b> vs 32"`` and ``"error, BatchNorm, batch <b>: eval vs train
       mode"``: each row of :func:`comparisons`, its words followed by the two means.
     """
-    from helpers.inference import best_rates
+    from helpers.evidence.statistics import best_rates
 
     out = {}
     pilot = frame[frame["stage"] == "pilot"] if "stage" in frame else frame.iloc[:0]

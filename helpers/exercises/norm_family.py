@@ -8,7 +8,7 @@
   sphere of radius ``sqrt(n)``.
 
 While a check runs, torch's norm functions and this set's own refuse to run
-(:data:`helpers.checks.ALWAYS_FORBIDDEN`).
+(:data:`helpers.exercises.checking.ALWAYS_FORBIDDEN`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import torch
 
-from helpers.checks import Case, Exercise, Verdict, check, register
+from helpers.exercises.checking import Case, Exercise, Verdict, check, register
 
 __all__ = ["check_group_norm_by_hand", "check_ln_by_geometry"]
 

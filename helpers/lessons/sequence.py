@@ -12,7 +12,9 @@ notebook 02 needs to show the difference and its costs:
   output position depends on each input position, measured with the Jacobian or by changing
   one token; in a left-to-right model, a sentence-level LN lets every position see the future;
 - :class:`CausalBlock`: one pre-LN block of a GPT (causal self-attention) whose norm is per
-  token or per sentence, to show that the causal mask cannot stop that leak.
+  token or per sentence, to show that the causal mask cannot stop that leak;
+- :func:`check_masked_sentence_layer_norm`: the exercise, a learner's masked sentence-level LN
+  checked against :func:`masked_layer_norm`.
 """
 
 from __future__ import annotations
@@ -21,12 +23,15 @@ import math
 from collections.abc import Callable, Sequence
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from helpers._validation import accumulation_dtype
+from helpers.exercises.checking import Case, Exercise, Verdict, check, register
 
 __all__ = [
     "CausalBlock",
+    "check_masked_sentence_layer_norm",
     "dependency_matrix",
     "future_leak",
     "masked_layer_norm",
@@ -281,3 +286,61 @@ class CausalBlock(nn.Module):
         future = torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool, device=x.device), 1)
         scores = scores.masked_fill(future, float("-inf"))  # position i never attends to j > i
         return x + self.proj(scores.softmax(dim=-1) @ v)
+
+
+# ------------------------------------------------------------------ the exercise (notebook 02)
+# LayerNorm per sentence over the real tokens only, checked against masked_layer_norm above.
+
+
+def _padded(lengths: Sequence[int], dim: int, pad: float = 0.0) -> Callable[[torch.Generator], tuple]:
+    def make(g: torch.Generator) -> tuple:
+        return pad_batch([torch.randn(n, dim, generator=g) for n in lengths], padding_value=pad)
+
+    return make
+
+
+def _masked_slip(x: Tensor, mask: Tensor, *, count_pads: bool = False,
+                 zero_pads: bool = True) -> Tensor:
+    """Masked sentence LN, or a slip: dividing by every position's count, or leaving pads as they come."""
+    real = mask[..., None]
+    count = (x.shape[1] if count_pads else real.sum(dim=(1, 2), keepdim=True)) * x.shape[-1]
+    mean = torch.where(real, x, 0.0).sum(dim=(1, 2), keepdim=True) / count
+    var = torch.where(real, x - mean, 0.0).square().sum(dim=(1, 2), keepdim=True) / count
+    y = (x - mean) / torch.sqrt(var + 1e-5)
+    return torch.where(real, y, 0.0) if zero_pads else y
+
+
+register(Exercise(
+    name="masked_sentence_layer_norm",
+    reference=masked_layer_norm,
+    cases=[
+        Case("2 sentences of 3 and 2 tokens x 4 features, padded with 0", _padded([3, 2], 4)),
+        Case("3 sentences of 5, 1 and 3 tokens x 8 features, padded with 0", _padded([5, 1, 3], 8)),
+        Case("2 sentences of 2 and 4 tokens, padded with 7.0", _padded([2, 4], 4, pad=7.0)),
+        Case("2 sentences of 3 tokens: no pad at all", _padded([3, 3], 4)),
+    ],
+    mistakes={
+        "the pads went into the mean and the variance: take them over the real tokens only "
+        "(e.g. sums of `torch.where(mask[..., None], x, 0.0)`, divided by the number of real "
+        "values), and set the pads' outputs to 0.":
+            lambda x, mask: F.layer_norm(x, x.shape[-2:]),
+        "the pads went into the mean and the variance (the pads' outputs are 0, good): take the "
+        "statistics over the real tokens only.":
+            lambda x, mask: F.layer_norm(x, x.shape[-2:]) * mask[..., None],
+        "divide by the number of REAL values (real tokens x dim), not by seq_len x dim: the "
+        "pads must not count.":
+            lambda x, mask: _masked_slip(x, mask, count_pads=True),
+        "the real tokens are right; now set the pads' outputs to 0, e.g. "
+        "`torch.where(mask[..., None], y, 0.0)`.":
+            lambda x, mask: _masked_slip(x, mask, zero_pads=False),
+    },
+    hint="per sentence, over its real tokens only: mean, then the biased variance of the "
+         "centred values, then (x - mean) / sqrt(var + 1e-5); 0 at every pad.",
+    example="helpers.lessons.sequence.pad_batch([torch.randn(3, 4), torch.randn(2, 4)])",
+))
+
+
+def check_masked_sentence_layer_norm(fn: Callable[[Tensor, Tensor], Tensor]) -> Verdict:
+    """Check ``fn(x, mask)``: LayerNorm per sentence over the real tokens only (``mask`` True),
+    0 at the pads; ``x`` of shape ``(batch, seq_len, dim)``, ``mask`` ``(batch, seq_len)``."""
+    return check("masked_sentence_layer_norm", fn)

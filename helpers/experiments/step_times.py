@@ -21,7 +21,7 @@ import time
 
 import pandas as pd
 
-from helpers import runner
+from helpers.evidence import runner
 
 __all__ = ["LONG", "SHORT", "TIMED", "seconds_per_step", "step_time_verdicts", "time_one_arm"]
 
@@ -42,18 +42,18 @@ def _trainer(arm: str):
     """``train(steps)`` for one model of ``arm`` (seed 0, rate 1e-3)."""
     setting, variant = (part.strip() for part in arm.split("|"))
     if setting.startswith("LSTM"):
-        from helpers.lstm import lstm_runs
+        from helpers.experiments.lstm_adding import lstm_runs
 
         return lambda steps: lstm_runs(seeds=(0,), lrs=(1e-3,), variants=(variant,), steps=steps, seq_len=100,
                                        hidden=64, eval_every=_NO_EVAL)
     if setting.startswith("tiny RNN"):
-        from helpers.rnn_regimes import rnn_eval_runs
+        from helpers.experiments.rnn_regimes import rnn_eval_runs
 
         t, h = (int(word.split()[-1]) for word in setting.split(",")[1:])
         return lambda steps: rnn_eval_runs(seeds=(0,), lrs=(1e-3,), variants=(variant,), hidden=h, seq_len=t,
                                            steps=steps, eval_every=_NO_EVAL)
     if setting == "Transformer":
-        from helpers.small_transformer import copy_runs
+        from helpers.experiments.small_transformer import copy_runs
 
         return lambda steps: copy_runs(seeds=(0,), lrs=(1e-3,), variant=variant, steps=steps, eval_every=_NO_EVAL)
     raise ValueError(f"time_one_arm(): argument 'arm' must be one of {list(TIMED)}, got {arm!r}")
@@ -104,8 +104,8 @@ def _per_step(frame: pd.DataFrame) -> dict[tuple[str, str], float]:
 def _wall_clock(per_step: dict, setting: str, report: pd.DataFrame, threshold: float, a: str, b: str) -> str:
     """``a`` vs ``b`` on seconds to ``threshold``, paired by seed: each run's steps (the cap where it
     never got there) times its arm's seconds per step."""
-    from helpers.inference import paired_difference_ci, verdict
-    from helpers.lstm import lstm_steps_to_threshold
+    from helpers.evidence.statistics import paired_difference_ci, verdict
+    from helpers.experiments.lstm_adding import lstm_steps_to_threshold
 
     cap = int(report["step"].max())
     reached = lstm_steps_to_threshold(report, threshold)
@@ -130,8 +130,8 @@ def step_time_verdicts(frame: pd.DataFrame) -> dict[str, str]:
       by seed, from the reported runs of the experiment that ran that setting (a run that never
       got there counts as the step cap), the claim being that the normalized arm takes less time.
     """
-    from helpers import lstm, small_transformer
-    from helpers import rnn_regimes as rr
+    from helpers.experiments import lstm_adding, small_transformer
+    from helpers.experiments import rnn_regimes as rr
 
     out = {}
     for arm, s in seconds_per_step(frame).items():
@@ -146,7 +146,7 @@ def step_time_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     stored = {name: runner.load(name).frame for name in ("lstm_adding", "rnn_regimes", "small_transformer")}
     for setting, a, b in pairs:
         if setting.startswith("LSTM"):
-            report, threshold = stored["lstm_adding"], lstm.THRESHOLD
+            report, threshold = stored["lstm_adding"], lstm_adding.THRESHOLD
         elif setting == "Transformer":
             report, threshold = stored["small_transformer"], small_transformer.THRESHOLD
         else:
