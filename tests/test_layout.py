@@ -5,7 +5,7 @@ The layers, from the bottom:
 0. the drop-in library, at the package's top level (``helpers``, ``helpers.functional``,
    ``helpers.modules``, ...);
 1. ``helpers.evidence`` (runner, statistics, stored results) and ``helpers.exercises`` (the
-   checkers and their shared machinery);
+   checkers and their shared machinery), side by side: neither imports the other;
 2. ``helpers.lessons`` (the lessons' tables and demos) and ``helpers.experiments`` (the stored
    experiments);
 3. ``helpers.plots``;
