@@ -4,6 +4,11 @@ Everything here mirrors ``torch.nn.functional`` and ``torch.nn`` exactly (same
 signatures, defaults, parameter and buffer names, results and errors), written with
 tensor operations a learner can read instead of torch's fused norm kernels.
 
+This top level is the drop-in library. The course's parts sit in folders, each importing only
+the layers below it: ``helpers.evidence`` (runner, statistics, stored results) and
+``helpers.exercises`` (checkers), then ``helpers.lessons`` (tables and demos) and
+``helpers.experiments`` (the stored experiments), then ``helpers.plots``, then ``helpers.widgets``.
+
 >>> import torch, helpers
 >>> x = torch.randn(2, 3, 4)
 >>> torch.allclose(helpers.layer_norm(x, (4,)), torch.nn.functional.layer_norm(x, (4,)), atol=1e-6)

@@ -1,4 +1,4 @@
-"""helpers.reproduction: the differences it measures between re-trained units, checked on hand-made
+"""helpers.evidence.reproduction: the differences it measures between re-trained units, checked on hand-made
 rows, and the kernel paths it reaches."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import runner_toy  # noqa: F401  (registers the toy experiments)
 import torch
 
-from helpers import reproduction, runner
+from helpers.evidence import reproduction, runner
 
 
 def test_needed_rtol_is_the_smallest_rtol_that_allclose_accepts():

@@ -1,4 +1,4 @@
-"""helpers.rnn_regimes: the held-out measures of the tiny-RNN experiments (per-unit moments, drift,
+"""helpers.experiments.rnn_regimes: the held-out measures of the tiny-RNN experiments (per-unit moments, drift,
 Santurkar's ICS) against direct computations, and the protocol of ``rnn_regimes``/``rnn_mechanism``."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers import lstm, rnn_regimes, runner
-from helpers.training_speed import StackedRNN
+from helpers.evidence import runner
+from helpers.experiments import lstm_adding, rnn_regimes
+from helpers.experiments.rnn_models import StackedRNN
 
 
 def _gens(*seeds):
@@ -36,7 +37,7 @@ MOMENTS_ULPS = 23
 
 def test_unit_moments_are_the_mean_and_std_over_batch_and_time_in_eval_mode(assert_within_ulps):
     model = _model()
-    x, y = lstm.heldout_batch(7, size=40)
+    x, y = lstm_adding.heldout_batch(7, size=40)
     prediction, mean, std = rnn_regimes.unit_moments(model, x, chunk=16)
     assert model.training  # put back as it was
     model.eval()

@@ -1,4 +1,4 @@
-"""The stored experiment results (helpers/results/) are what their declarations say, reproduce, and
+"""The stored experiment results (helpers/evidence/results/) are what their declarations say, reproduce, and
 carry verdicts that follow from the stored tables.
 
 For every declared experiment:
@@ -7,7 +7,7 @@ For every declared experiment:
 - one unit re-trained for its first steps gives the stored rows: exactly on a machine with the
   stored fingerprint (CPU, torch, kernels, threads), elsewhere within the experiment's stated
   tolerance, which is 10 times the largest difference measured across the kernel paths one
-  machine reaches (``python -m helpers.reproduction``), and still catches a planted change
+  machine reaches (``python -m helpers.evidence.reproduction``), and still catches a planted change
   (the learning rate times 1.01);
 - the verdicts recomputed from the stored table are the stored words, character for character.
 """
@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers import runner
+from helpers.evidence import runner
 
 # the set's own experiments (tests may register toy ones too)
 NAMES = sorted(n for n, e in runner._discover().items() if e.train.__module__ in runner.TOPIC_MODULES)
@@ -47,7 +47,7 @@ def test_results_are_stored_for_the_config_declared_today(name):
     stored = runner.load(name)
     exp = runner.experiment(name)
     assert stored.meta["config_hash"] == exp.config_hash(), (
-        f"helpers/results/{name}.* were made for another config: run `make experiments ONLY={name}`")
+        f"helpers/evidence/results/{name}.* were made for another config: run `make experiments ONLY={name}`")
     assert stored.meta["config"] == runner._jsonable(exp.config())
     assert set(stored.frame["seed"]) >= set(exp.seeds)
     for key in ("torch", "cpu", "threads", "capability"):
@@ -100,7 +100,7 @@ def test_one_unit_reproduces_its_stored_rows(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_every_reproduction_tolerance_is_ten_times_its_measured_difference(name):
     exp = runner.experiment(name)
-    assert exp.repro_measured is not None, f"{name}: measure it with `python -m helpers.reproduction {name}`"
+    assert exp.repro_measured is not None, f"{name}: measure it with `python -m helpers.evidence.reproduction {name}`"
     assert exp.repro_atol >= 10 * exp.repro_measured, (name, exp.repro_atol, exp.repro_measured)
     assert exp.repro_measured_by_column.keys() == exp.repro_atol_by_column.keys()
     for pattern, atol in exp.repro_atol_by_column.items():
