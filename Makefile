@@ -25,7 +25,7 @@ help:
 	@echo "make lab    - open JupyterLab at $(FIRST_NB)"
 	@echo "make test   - run every test (unit, property, notebooks, Colab versions, browser)"
 	@echo "make bench  - dashboard redraw times, then speed and memory against torch's kernels (benchmarks/)"
-	@echo "make experiments [ONLY=name] - rebuild the stored experiment results (helpers/results/)"
+	@echo "make experiments [ONLY=name] - rebuild the stored experiment results (helpers/evidence/results/)"
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python 3.11+ is required")'
@@ -82,15 +82,15 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
-# Rebuild the stored experiment results (helpers/results/, shipped with the package): all of them,
+# Rebuild the stored experiment results (helpers/evidence/results/, shipped with the package): all of them,
 # or `make experiments ONLY="name other"`. Resumable: each finished unit is cached in
 # .experiments-cache/, so a second run, or one after a kill, trains only what is missing.
 # JOBS units train at a time, one per core by default, each on one thread (the stored results
-# are the same for any JOBS). Nothing in `make test` runs this. `$(PY) -m helpers.runner --list`
+# are the same for any JOBS). Nothing in `make test` runs this. `$(PY) -m helpers.evidence.runner --list`
 # lists the experiments.
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 experiments: $(STAMP)
-	$(PY) -m helpers.runner --jobs $(JOBS) $(foreach name,$(ONLY),--only $(name))
+	$(PY) -m helpers.evidence.runner --jobs $(JOBS) $(foreach name,$(ONLY),--only $(name))
 
 clean:
 	rm -rf $(VENV) $(COLAB_VENV) .pytest_cache .ruff_cache .hypothesis

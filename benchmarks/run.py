@@ -39,7 +39,7 @@ elsewhere hits them alike. Kept per implementation and size: the fastest round
 the median over torch's median in the same run and direction; ``fastest_ratio_vs_torch``
 the same with the fastest rounds.
 
-**Bandwidth.** Bytes-moved model (``helpers.speed.bytes_moved``): copy and forward 2 passes
+**Bandwidth.** Bytes-moved model (``helpers.lessons.memory_and_speed.bytes_moved``): copy and forward 2 passes
 (read x, write y), backward 3 (read x and dy, write dx), forward+backward 5. ``GBps`` is
 that over the fastest time, ``median_GBps`` over the median, and ``copy_GBps`` the copy's
 fastest at the same size: the practical ceiling.
@@ -70,7 +70,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import helpers  # noqa: E402
 from helpers import compiled, one_pass  # noqa: E402
-from helpers.speed import RESULTS_NAME, bytes_moved, cache_sizes, naive_layer_norm  # noqa: E402
+from helpers.lessons.memory_and_speed import (  # noqa: E402
+    RESULTS_NAME,
+    bytes_moved,
+    cache_sizes,
+    naive_layer_norm,
+)
 
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "10"))

@@ -41,12 +41,12 @@ def dashboards() -> dict:
     from helpers import widgets
 
     def placement_runs():
-        from helpers import runner
+        from helpers.evidence import runner
 
         return widgets.stored_runs_demo(runner.load("placement_tuned").frame)
 
     def speed():
-        from helpers.speed_evidence import evidence_table
+        from helpers.experiments.training_speed_table import evidence_table
 
         return widgets.speed_demo(evidence_table())
 

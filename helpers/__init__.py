@@ -4,11 +4,18 @@ Everything here mirrors ``torch.nn.functional`` and ``torch.nn`` exactly (same
 signatures, defaults, parameter and buffer names, results and errors), written with
 tensor operations a learner can read instead of torch's fused norm kernels.
 
+This top level is the drop-in library. The course's parts sit in folders, each importing only
+the layers below it: ``helpers.evidence`` (runner, statistics, stored results) and
+``helpers.exercises`` (checkers), then ``helpers.lessons`` (tables and demos) and
+``helpers.experiments`` (the stored experiments), then ``helpers.plots``, then ``helpers.widgets``.
+
 >>> import torch, helpers
 >>> x = torch.randn(2, 3, 4)
 >>> torch.allclose(helpers.layer_norm(x, (4,)), torch.nn.functional.layer_norm(x, (4,)), atol=1e-6)
 True
 """
+
+import torch.fx
 
 from helpers.autograd import LayerNormFunction
 from helpers.compiled import (
@@ -35,6 +42,13 @@ from helpers.modules import (
     LayerNorm,
     RMSNorm,
 )
+from helpers.swap import swap_norms
+
+# A model's forward may call helpers.layer_norm(...) directly: torch.fx.symbolic_trace then
+# records it as one call here too, as it does through helpers.functional.
+for _name in ("batch_norm", "group_norm", "instance_norm", "layer_norm", "normalize", "rms_norm"):
+    torch.fx.wrap(_name)
+del _name
 
 __all__ = [
     "BatchNorm1d",
@@ -56,4 +70,5 @@ __all__ = [
     "layer_norm",
     "normalize",
     "rms_norm",
+    "swap_norms",
 ]

@@ -34,6 +34,20 @@ def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in REDUCED_DTYPES else dtype
 
 
+def batch_statistics_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype BatchNorm (and InstanceNorm, computed as BatchNorm) works in: float64 for
+    float32 inputs, float32 for float16/bfloat16 ones.
+
+    One channel's statistics sum over the whole batch, often thousands of values; when the
+    channel's mean is large against its spread, a float32 sum of them (and of the squared
+    deviations, and of the gradients in the backward) loses the digits that matter. torch's
+    CPU BatchNorm kernel therefore sums in double for a float32 input (``acc_type<float>``).
+    Here the whole computation runs in float64 and is rounded to float32 once, at the end,
+    so that autograd's sums in the backward are float64 too.
+    """
+    return torch.float64 if dtype == torch.float32 else accumulation_dtype(dtype)
+
+
 def _as_int(value: object) -> int:
     """``operator.index`` without bools, as torch's int-list parser does."""
     if isinstance(value, bool):

@@ -69,7 +69,7 @@ row. This module's backward is eager PyTorch, one operation at a time, and each
 operation is its own full pass over the ``(M, N)`` data: 12 of them with all three
 gradients (two to recompute :math:`\hat{x}`, one product, two column sums, two
 matrix-vector products, five in-place updates that build :math:`dx`), counted by
-:func:`helpers.speed.count_full_passes`. :class:`helpers.compiled.CompiledLayerNormFunction`
+:func:`helpers.lessons.memory_and_speed.count_full_passes`. :class:`helpers.compiled.CompiledLayerNormFunction`
 runs the same formulas through ``torch.compile``: the forward pass in one sweep over the
 rows, the backward in two (one for :math:`d\gamma` and :math:`d\beta` as block partial
 sums, one for :math:`dx` row by row).
@@ -131,7 +131,7 @@ class LayerNormFunction(torch.autograd.Function):
         num_features = math.prod(shape)
         x = input.to(acc).reshape(num_rows, num_features)
 
-        # The two-pass variance (see helpers.variance): the mean, then the mean square of
+        # The two-pass variance (see helpers.lessons.variance): the mean, then the mean square of
         # the centred values. Later steps work in place: forward() records no graph.
         mean = x.mean(dim=1, keepdim=True)
         centred = x - mean

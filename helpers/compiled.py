@@ -10,7 +10,7 @@ with short loops over the row's ``N`` values inside, so a row is read from memor
 and the rest of the arithmetic finds it in the L1 cache.
 
 **Forward**, row-wise: the row sum, then the sum of squared centred values (the two-pass
-variance of :mod:`helpers.variance`, never :math:`E[x^2] - E[x]^2`), then :math:`y`. The
+variance of :mod:`helpers.lessons.variance`, never :math:`E[x^2] - E[x]^2`), then :math:`y`. The
 graph returns the two sums; the mean and :math:`r = 1/\sqrt{\sigma^2 + \epsilon}` are then
 formed from them (``M`` values each). A graph that returned the mean and :math:`r`
 themselves would make Inductor give each of them a loop over all rows of its own, and
@@ -25,7 +25,7 @@ the rows would be read from memory three times.
             - \hat{x}\,\tfrac{1}{N}\sum_j g_j \hat{x}_j\right), \qquad g = dy\,\gamma
 
 2. the parameter gradients, column sums over all rows, in two stages
-   (:mod:`helpers.param_grad_reduction`, :func:`blocked_column_sum`): the rows are cut into
+   (:mod:`helpers.lessons.param_grad_reduction`, :func:`blocked_column_sum`): the rows are cut into
    blocks of a few rows (:func:`rows_per_block`: 8 at width 1024); stage 1 sums each
    block's rows into a partial row of its own (blocks are independent: threads take
    whole blocks); stage 2 adds the partial rows.
@@ -123,7 +123,7 @@ def blocked_column_sum(term: Callable[..., Tensor], *rows: Tensor, block_rows: i
 
     ``rows`` are 2-D tensors with the same number of rows (a per-row value is a
     ``(rows, 1)`` column); ``term`` combines them elementwise. The stages are those of
-    :func:`helpers.param_grad_reduction.two_stage_column_sum`: each whole block of
+    :func:`helpers.lessons.param_grad_reduction.two_stage_column_sum`: each whole block of
     ``block_rows`` rows is summed into its own partial row (stage 1), the partials are
     summed (stage 2), and the last, shorter block (fewer than ``block_rows`` rows,
     possibly none) is added; ``block_rows=None`` takes :func:`rows_per_block` of the

@@ -32,6 +32,15 @@ Two numerical rules hold throughout, as in torch's kernels:
   when the mean is large compared with the spread, and cancels catastrophically.
 - float16 and bfloat16 inputs are upcast to float32 for the statistics and the
   affine transform; the result is cast back to the input's dtype once, at the end.
+  BatchNorm (and InstanceNorm, computed as BatchNorm) goes one step further, as torch's
+  CPU kernel does: a float32 input is computed in float64, since one channel's sums run
+  over the whole batch (see :func:`helpers._validation.batch_statistics_dtype`).
+
+Each function is registered with ``torch.fx.wrap``: ``torch.fx.symbolic_trace`` records a
+call to it as one node (as it records ``F.layer_norm``) instead of tracing into argument
+checks that branch on the input's shape, which it cannot; the checks then run, with the
+real input, whenever the traced graph runs. ``torch.compile`` and ``torch.export`` trace
+through the functions as written.
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ from torch import Tensor
 
 from helpers._validation import (
     accumulation_dtype,
+    batch_statistics_dtype,
     check_channel_vector,
     check_floating_input,
     check_layer_norm_args,
@@ -92,6 +102,7 @@ def _channel_shape(input: Tensor) -> tuple[int, ...]:
     return (1, input.shape[1]) + (1,) * (input.dim() - 2)
 
 
+@torch.fx.wrap
 def layer_norm(
     input: Tensor,
     normalized_shape: list[int],
@@ -139,6 +150,7 @@ def layer_norm(
     return _affine(x_hat, weight, bias, shape).to(input.dtype)
 
 
+@torch.fx.wrap
 def rms_norm(
     input: Tensor,
     normalized_shape: list[int],
@@ -193,6 +205,7 @@ def rms_norm(
     return y.to(input.dtype)
 
 
+@torch.fx.wrap
 def batch_norm(
     input: Tensor,
     running_mean: Tensor | None,
@@ -232,6 +245,10 @@ def batch_norm(
         momentum: the update factor :math:`m` of the running statistics. Default: 0.1
         eps: added to the variance inside the square root; must be positive in
             training and non-negative in evaluation. Default: 1e-5
+
+    A float32 input is computed in float64 and rounded once, at the end: a channel's
+    statistics (and, in the backward, its gradient sums) run over the whole batch, and
+    torch's CPU kernel sums them in double too. Half-precision inputs are computed in float32.
 
     .. note::
         With float16/bfloat16 *parameters* (not float32 ones), torch's CPU kernel
@@ -321,7 +338,7 @@ def _batch_norm_unchecked(
 ) -> Tensor:
     """batch_norm's arithmetic on arguments already checked (by batch_norm or instance_norm)."""
     num_channels = input.shape[1]
-    acc = accumulation_dtype(input.dtype)
+    acc = batch_statistics_dtype(input.dtype)
     x = input.to(acc)
     channel_shape = _channel_shape(input)
     if training:
@@ -367,6 +384,7 @@ def _describe(stat: Tensor | None) -> str:
     return "None" if stat is None else f"a tensor of shape {list(stat.shape)}"
 
 
+@torch.fx.wrap
 def group_norm(
     input: Tensor,
     num_groups: int,
@@ -437,6 +455,7 @@ def group_norm(
     return _affine(x_hat, weight, bias, _channel_shape(input)).to(input.dtype)
 
 
+@torch.fx.wrap
 def instance_norm(
     input: Tensor,
     running_mean: Tensor | None = None,
@@ -550,6 +569,7 @@ def instance_norm(
     return out.reshape(input.shape)
 
 
+@torch.fx.wrap
 def normalize(x: Tensor, dims: int | tuple[int, ...], eps: float = 1e-5) -> Tensor:
     r"""Standardize ``x`` over ``dims``: the one idea behind every norm layer here.
 

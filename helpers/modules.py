@@ -2,21 +2,50 @@ r"""Drop-in replacements for ``nn.LayerNorm``, ``nn.RMSNorm``, ``nn.BatchNorm1d`
 ``nn.BatchNorm2d``, ``nn.GroupNorm``, ``nn.InstanceNorm1d`` and ``nn.InstanceNorm2d``;
 and DyT, which torch does not have.
 
-Same constructor signatures, parameter and buffer names, ``state_dict`` keys,
-``repr`` and running-statistics updates as torch's modules, so that a model built
-with ``nn.LayerNorm`` can use ``helpers.LayerNorm`` instead and load the same
-checkpoint. Each ``forward`` calls the readable function of the same name in
-:mod:`helpers.functional`.
+Each class *subclasses* torch's own and overrides only ``forward``, which calls the
+readable function of the same name in :mod:`helpers.functional`. Everything else is
+torch's: the constructor, the parameters and buffers, ``state_dict`` and its loading
+(old checkpoints included), ``reset_parameters`` and ``repr``. So a model built with
+``nn.LayerNorm`` can use ``helpers.LayerNorm`` instead and load the same checkpoint, and
+code that asks what a module is (``isinstance(m, nn.LayerNorm)``: weight-decay grouping,
+``nn.SyncBatchNorm.convert_sync_batchnorm``, initialisation schemes) treats the two alike.
 
 >>> import torch
 >>> from torch import nn
 >>> ours, theirs = LayerNorm(4), nn.LayerNorm(4)
 >>> ours
 LayerNorm((4,), eps=1e-05, elementwise_affine=True, bias=True)
+>>> isinstance(ours, nn.LayerNorm)
+True
 >>> _ = theirs.load_state_dict(ours.state_dict())
 >>> x = torch.randn(2, 3, 4)
 >>> torch.allclose(ours(x), theirs(x), atol=1e-6)
 True
+
+Where torch's code does not call ``forward``, the from-scratch computation does not run:
+
+- **torch's fused fast path.** ``nn.TransformerEncoderLayer`` (and ``nn.TransformerEncoder``)
+  in evaluation, under ``torch.no_grad()`` (with ``batch_first=True`` and its other
+  conditions met), hands ``norm1.weight``, ``norm1.bias``, ``norm2.weight`` and
+  ``norm2.bias`` to one fused C++ kernel and never calls the norms. The results agree to
+  float32 rounding; to have the norms run, turn the fast path off with
+  ``torch.backends.mha.set_fastpath_enabled(False)``.
+- **Code that needs an exact type.** ``torch.ao.quantization.fuse_modules`` looks up
+  ``type(module)`` in a table of torch's classes, so it refuses to fuse ``nn.Conv2d`` with
+  ``helpers.BatchNorm2d`` (``AssertionError: did not find fuser method``); fuse
+  torch's classes, or pass ``additional_fuser_method_mapping``.
+- **TorchScript.** ``torch.jit.script`` cannot compile the functions' Python (see the
+  README); ``torch.fx.symbolic_trace``, ``torch.compile`` and ``torch.export`` work.
+
+Tracing with ``torch.fx``: the argument checks branch on the input's shape in Python,
+which symbolic tracing cannot see, so the functions (and the modules' forward logic that
+branches on the input) are registered with ``torch.fx.wrap``: a traced model records each
+as one call, and runs it, checks included, with the real tensors. Unlike torch's norm
+modules, which ``torch.fx`` keeps as calls to the module, helpers' are traced through, so
+a traced graph keeps the mode it was traced in (trace a BatchNorm model once in training
+and once in evaluation, as torchvision's feature extraction does, to have both), and only
+the buffers its graph reads (not the ``num_batches_tracked`` that InstanceNorm registers
+with ``track_running_stats=True`` and never uses).
 """
 
 from __future__ import annotations
@@ -46,24 +75,10 @@ _shape_t = int | list[int] | Size
 
 
 def _as_shape(normalized_shape: _shape_t) -> tuple[int, ...]:
-    # The modules (unlike the functions) accept a bare int: LayerNorm(512).
+    # The modules (unlike the functions) accept a bare int: DyT(512).
     if isinstance(normalized_shape, numbers.Integral):
         return (normalized_shape,)
     return tuple(normalized_shape)
-
-
-def _add_affine(module: nn.Module, enabled: bool, bias: bool, shape, factory_kwargs) -> None:
-    """Register ``weight`` and ``bias`` as torch's norm layers do: a disabled one is
-    registered as ``None``, so ``module.bias`` exists but stays out of ``state_dict``."""
-    if enabled:
-        module.weight = nn.Parameter(torch.empty(shape, **factory_kwargs))
-        if bias:
-            module.bias = nn.Parameter(torch.empty(shape, **factory_kwargs))
-        else:
-            module.register_parameter("bias", None)
-    else:
-        module.register_parameter("weight", None)
-        module.register_parameter("bias", None)
 
 
 def _reset_affine(module: nn.Module) -> None:
@@ -74,7 +89,21 @@ def _reset_affine(module: nn.Module) -> None:
         init.zeros_(module.bias)
 
 
-class LayerNorm(nn.Module):
+# Module code that branches on the input (its rank, its shape) lives in module-level
+# functions registered with torch.fx.wrap (_batch_norm_forward, _instance_norm_forward,
+# _check_trailing_shape): symbolic tracing runs forward with stand-ins that have no shape,
+# so such a branch cannot be traced; wrapped, each function is one node of the traced graph,
+# and runs with the real input whenever the graph runs.
+
+
+def _check_input_rank(input: Tensor, ranks: tuple[int, ...]) -> None:
+    """torch's ``_check_input_dim``, with its message: ``input`` has one of ``ranks`` dimensions."""
+    if input.dim() not in ranks:
+        expected = " or ".join(f"{rank}D" for rank in ranks)
+        raise ValueError(f"expected {expected} input (got {input.dim()}D input)")
+
+
+class LayerNorm(nn.LayerNorm):
     r"""Applies Layer Normalization over the last dimensions of each sample.
 
     .. math::
@@ -86,6 +115,10 @@ class LayerNorm(nn.Module):
     own statistics, in training and in evaluation alike: LayerNorm keeps no running
     mean or variance. :math:`\gamma` (``weight``) and :math:`\beta` (``bias``) are
     learned per element, initialised to 1 and 0.
+
+    A subclass of ``nn.LayerNorm`` whose ``forward`` is :func:`helpers.functional.layer_norm`.
+    ``nn.TransformerEncoderLayer``'s fused fast path (evaluation under ``torch.no_grad()``)
+    reads ``weight`` and ``bias`` without calling it: see this module's docstring.
 
     Args:
         normalized_shape (int or list or torch.Size): the trailing shape to
@@ -112,48 +145,18 @@ class LayerNorm(nn.Module):
         torch.Size([2, 3, 4])
     """
 
-    __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
-    normalized_shape: tuple[int, ...]
-    eps: float
-    elementwise_affine: bool
-
-    def __init__(
-        self,
-        normalized_shape: _shape_t,
-        eps: float = 1e-5,
-        elementwise_affine: bool = True,
-        bias: bool = True,
-        device=None,
-        dtype=None,
-    ) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
-        super().__init__()
-        self.normalized_shape = _as_shape(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        _add_affine(self, elementwise_affine, bias, self.normalized_shape, factory_kwargs)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        """Set ``weight`` to 1 and ``bias`` to 0: the layer starts as a pure standardizer."""
-        _reset_affine(self)
-
     def forward(self, input: Tensor) -> Tensor:
         return HF.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
-    def extra_repr(self) -> str:
-        return (
-            f"{self.normalized_shape}, eps={self.eps}, "
-            f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
-        )
 
-
-class RMSNorm(nn.Module):
+class RMSNorm(nn.RMSNorm):
     r"""Applies Root Mean Square Layer Normalization over the last dimensions.
 
     .. math::
         y_i = \frac{x_i}{\mathrm{RMS}(x)} * \gamma_i, \quad
         \text{where} \quad \mathrm{RMS}(x) = \sqrt{\epsilon + \frac{1}{n} \sum_{i=1}^{n} x_i^2}
+
+    A subclass of ``nn.RMSNorm`` whose ``forward`` is :func:`helpers.functional.rms_norm`.
 
     Args:
         normalized_shape (int or list or torch.Size): the trailing shape to
@@ -178,163 +181,83 @@ class RMSNorm(nn.Module):
         True
     """
 
-    __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
-    normalized_shape: tuple[int, ...]
-    eps: float | None
-    elementwise_affine: bool
-
-    def __init__(
-        self,
-        normalized_shape: _shape_t,
-        eps: float | None = None,
-        elementwise_affine: bool = True,
-        device=None,
-        dtype=None,
-    ) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
-        super().__init__()
-        self.normalized_shape = _as_shape(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = nn.Parameter(torch.empty(self.normalized_shape, **factory_kwargs))
-        else:
-            self.register_parameter("weight", None)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        """Set ``weight`` to 1."""
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-
     def forward(self, x: Tensor) -> Tensor:
         return HF.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
-    def extra_repr(self) -> str:
-        return (
-            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
-        )
+
+@torch.fx.wrap
+def _batch_norm_forward(
+    input: Tensor,
+    ranks: tuple[int, ...],
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    num_batches_tracked: Tensor | None,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    training: bool,
+    track_running_stats: bool,
+    momentum: float | None,
+    eps: float,
+) -> Tensor:
+    """BatchNorm1d's and BatchNorm2d's forward, as torch's ``_BatchNorm.forward``.
+
+    A function rather than a method so that torch.fx records it as one call: it branches on
+    the input's rank, and it counts the batch in ``num_batches_tracked`` each time it runs
+    (traced through, the count would happen once, while tracing).
+    """
+    _check_input_rank(input, ranks)
+
+    # Batch statistics in training, and in evaluation when none are tracked.
+    use_batch_stats = training or (running_mean is None and running_var is None)
+    # Update the running statistics only while training and tracking them.
+    update = training and track_running_stats
+    factor = 0.0 if momentum is None else momentum
+    if update and num_batches_tracked is not None:
+        num_batches_tracked.add_(1)
+        if momentum is None:  # cumulative moving average: the k-th batch weighs 1/k
+            factor = 1.0 / float(num_batches_tracked)
+
+    # A module that does not track (or a training one that is not allowed to
+    # update) passes no buffers, so the function leaves them alone.
+    keep_buffers = not training or track_running_stats
+    return HF.batch_norm(
+        input,
+        running_mean if keep_buffers else None,
+        running_var if keep_buffers else None,
+        weight,
+        bias,
+        use_batch_stats,
+        factor,
+        eps,
+    )
 
 
-class _NormBase(nn.Module):
-    """What BatchNorm and InstanceNorm share, as in torch: ``weight``/``bias`` of shape
-    ``(C,)``, the ``running_mean``/``running_var``/``num_batches_tracked`` buffers
-    (registered as ``None`` when not tracked), their reset, ``repr`` and loading."""
+class _BatchNormForward:
+    """BatchNorm1d's and BatchNorm2d's ``forward``; each class names the input ranks it takes.
 
-    _version = 2  # version 2 added num_batches_tracked; keeps old checkpoints loading
-    __constants__ = ["track_running_stats", "momentum", "eps", "num_features", "affine"]
-    num_features: int
-    eps: float
-    momentum: float | None
-    affine: bool
-    track_running_stats: bool
+    Mixed in before torch's class, which supplies everything else (``nn.BatchNorm1d``'s
+    buffers, ``reset_running_stats``, loading of checkpoints without ``num_batches_tracked``).
+    """
 
-    def __init__(
-        self,
-        num_features: int,
-        eps: float = 1e-5,
-        momentum: float | None = 0.1,
-        affine: bool = True,
-        track_running_stats: bool = True,
-        device=None,
-        dtype=None,
-        *,
-        bias: bool = True,
-    ) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
-        super().__init__()
-        self.num_features = num_features
-        self.eps = eps
-        self.momentum = momentum
-        self.affine = affine
-        self.track_running_stats = track_running_stats
-        _add_affine(self, affine, bias, (num_features,), factory_kwargs)
-        if track_running_stats:
-            self.register_buffer("running_mean", torch.zeros(num_features, **factory_kwargs))
-            self.register_buffer("running_var", torch.ones(num_features, **factory_kwargs))
-            # A count, so always int64 whatever the module's dtype.
-            self.register_buffer(
-                "num_batches_tracked", torch.tensor(0, dtype=torch.long, device=device)
-            )
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
-        self.reset_parameters()
-
-    def reset_running_stats(self) -> None:
-        """Forget all batches seen: mean 0, variance 1, count 0."""
-        if self.track_running_stats:
-            self.running_mean.zero_()
-            self.running_var.fill_(1)
-            self.num_batches_tracked.zero_()
-
-    def reset_parameters(self) -> None:
-        """Reset the running statistics, ``weight`` to 1 and ``bias`` to 0."""
-        self.reset_running_stats()
-        _reset_affine(self)
-
-    def extra_repr(self) -> str:
-        return (
-            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-            f"affine={self.affine}, bias={self.bias is not None}, "
-            f"track_running_stats={self.track_running_stats}"
-        )
-
-    def _load_from_state_dict(
-        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-    ) -> None:
-        # Checkpoints saved before num_batches_tracked existed (version < 2) lack it:
-        # keep the current count instead of reporting a missing key, as torch does.
-        version = local_metadata.get("version", None)
-        key = prefix + "num_batches_tracked"
-        if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
-            state_dict[key] = (
-                self.num_batches_tracked
-                if self.num_batches_tracked is not None
-                and self.num_batches_tracked.device != torch.device("meta")
-                else torch.tensor(0, dtype=torch.long)
-            )
-        super()._load_from_state_dict(
-            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-        )
-
-
-class _BatchNorm(_NormBase):
-    """The BatchNorm forward; subclasses only say which input ranks they accept."""
-
-    def _check_input_dim(self, input: Tensor) -> None:
-        raise NotImplementedError
+    _ranks: tuple[int, ...]
 
     def forward(self, input: Tensor) -> Tensor:
-        self._check_input_dim(input)
-
-        # Batch statistics in training, and in evaluation when none are tracked.
-        use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
-        # Update the running statistics only while training and tracking them.
-        update = self.training and self.track_running_stats
-        momentum = 0.0 if self.momentum is None else self.momentum
-        if update and self.num_batches_tracked is not None:
-            self.num_batches_tracked.add_(1)
-            if self.momentum is None:  # cumulative moving average: the k-th batch weighs 1/k
-                momentum = 1.0 / float(self.num_batches_tracked)
-
-        # A module that does not track (or a training one that is not allowed to
-        # update) passes no buffers, so the function leaves them alone.
-        keep_buffers = not self.training or self.track_running_stats
-        return HF.batch_norm(
+        return _batch_norm_forward(
             input,
-            self.running_mean if keep_buffers else None,
-            self.running_var if keep_buffers else None,
+            self._ranks,
+            self.running_mean,
+            self.running_var,
+            self.num_batches_tracked,
             self.weight,
             self.bias,
-            use_batch_stats,
-            momentum,
+            self.training,
+            self.track_running_stats,
+            self.momentum,
             self.eps,
         )
 
 
-class BatchNorm1d(_BatchNorm):
+class BatchNorm1d(_BatchNormForward, nn.BatchNorm1d):
     r"""Applies Batch Normalization over a 2D ``(N, C)`` or 3D ``(N, C, L)`` input.
 
     .. math::
@@ -350,6 +273,13 @@ class BatchNorm1d(_BatchNorm):
     ``momentum=None`` the update factor is ``1 / num_batches_tracked``, a cumulative
     (simple) average of all batches seen. In evaluation the running estimates are
     used instead of the batch's statistics, unless ``track_running_stats=False``.
+
+    A subclass of ``nn.BatchNorm1d`` (and so of torch's ``_BatchNorm`` and ``_NormBase``)
+    whose ``forward`` is :func:`helpers.functional.batch_norm`; code that asks
+    ``isinstance`` treats it as torch's (``nn.SyncBatchNorm.convert_sync_batchnorm``
+    converts it to torch's ``nn.SyncBatchNorm``). Code that looks up the exact type does
+    not: ``torch.ao.quantization.fuse_modules`` refuses to fuse it with the layer before it
+    (``AssertionError: did not find fuser method``).
 
     Args:
         num_features: the number of channels :math:`C`.
@@ -378,16 +308,16 @@ class BatchNorm1d(_BatchNorm):
         True
     """
 
-    def _check_input_dim(self, input: Tensor) -> None:
-        if input.dim() != 2 and input.dim() != 3:
-            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+    _ranks = (2, 3)
 
 
-class BatchNorm2d(_BatchNorm):
+class BatchNorm2d(_BatchNormForward, nn.BatchNorm2d):
     r"""Applies Batch Normalization over a 4D ``(N, C, H, W)`` input.
 
     As :class:`BatchNorm1d`, with the statistics of each channel taken over the
-    batch and both spatial dimensions, ``N * H * W`` values.
+    batch and both spatial dimensions, ``N * H * W`` values. A subclass of
+    ``nn.BatchNorm2d``; ``torch.ao.quantization.fuse_modules`` refuses to fuse it with the
+    convolution before it, as it looks up exact types.
 
     Args: as :class:`BatchNorm1d`.
 
@@ -403,93 +333,72 @@ class BatchNorm2d(_BatchNorm):
         True
     """
 
-    def _check_input_dim(self, input: Tensor) -> None:
-        if input.dim() != 4:
-            raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+    _ranks = (4,)
 
 
-class _InstanceNorm(_NormBase):
-    """The InstanceNorm forward: affine and running statistics off by default, and an
-    input without its batch dimension treated as a batch of one, as in torch."""
+@torch.fx.wrap
+def _instance_norm_forward(
+    input: Tensor,
+    unbatched_rank: int,
+    num_features: int,
+    affine: bool,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    use_input_stats: bool,
+    momentum: float,
+    eps: float,
+) -> Tensor:
+    """InstanceNorm1d's and InstanceNorm2d's forward, torch's checks included.
 
-    _ranks: tuple[int, int]  # (without batch dimension, with it)
-
-    def __init__(
-        self,
-        num_features: int,
-        eps: float = 1e-5,
-        momentum: float = 0.1,
-        affine: bool = False,
-        track_running_stats: bool = False,
-        device=None,
-        dtype=None,
-        *,
-        bias: bool = True,
-    ) -> None:
-        super().__init__(
-            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
+    A function rather than a method so that torch.fx can record it as one call: an input
+    without its batch dimension is handled as a batch of one, a branch on its rank.
+    """
+    _check_input_rank(input, (unbatched_rank, unbatched_rank + 1))
+    feature_dim = input.dim() - unbatched_rank
+    if input.size(feature_dim) != num_features:
+        if affine:
+            raise ValueError(
+                f"expected input's size at dim={feature_dim} to match num_features"
+                f" ({num_features}), but got: {input.size(feature_dim)}."
+            )
+        warnings.warn(
+            f"input's size at dim={feature_dim} does not match num_features. "
+            "You can silence this warning by not passing in num_features, "
+            "which is not used because affine=False",
+            stacklevel=3,
         )
+    unbatched = input.dim() == unbatched_rank
+    x = input.unsqueeze(0) if unbatched else input
+    y = HF.instance_norm(
+        x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps
+    )
+    return y.squeeze(0) if unbatched else y
+
+
+class _InstanceNormForward:
+    """InstanceNorm1d's and InstanceNorm2d's ``forward``, mixed in before torch's class
+    (affine and running statistics off by default, the loading of pre-0.4 checkpoints)."""
 
     def forward(self, input: Tensor) -> Tensor:
-        unbatched, batched = self._ranks
-        if input.dim() not in self._ranks:
-            raise ValueError(
-                f"expected {unbatched}D or {batched}D input (got {input.dim()}D input)"
-            )
-        feature_dim = input.dim() - unbatched
-        if input.size(feature_dim) != self.num_features:
-            if self.affine:
-                raise ValueError(
-                    f"expected input's size at dim={feature_dim} to match num_features"
-                    f" ({self.num_features}), but got: {input.size(feature_dim)}."
-                )
-            warnings.warn(
-                f"input's size at dim={feature_dim} does not match num_features. "
-                "You can silence this warning by not passing in num_features, "
-                "which is not used because affine=False",
-                stacklevel=2,
-            )
-        x = input.unsqueeze(0) if input.dim() == unbatched else input
-        # Unlike BatchNorm, InstanceNorm never counts batches: momentum=None means 0.
-        y = HF.instance_norm(
-            x,
+        return _instance_norm_forward(
+            input,
+            self._get_no_batch_dim(),
+            self.num_features,
+            self.affine,
             self.running_mean,
             self.running_var,
             self.weight,
             self.bias,
+            # Unlike BatchNorm, InstanceNorm never counts batches: momentum=None means 0.
             self.training or not self.track_running_stats,
             0.0 if self.momentum is None else self.momentum,
             self.eps,
         )
-        return y.squeeze(0) if input.dim() == unbatched else y
-
-    def _load_from_state_dict(
-        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-    ) -> None:
-        # Checkpoints from before torch 0.4 (no version) stored running statistics that
-        # InstanceNorm no longer tracks by default: report them, and drop them, as torch does.
-        version = local_metadata.get("version", None)
-        stale = [prefix + name for name in ("running_mean", "running_var")]
-        stale = [key for key in stale if key in state_dict]
-        if version is None and not self.track_running_stats and stale:
-            klass = type(self).__name__
-            names = " and ".join(f'"{key}"' for key in stale)
-            error_msgs.append(
-                f"Unexpected running stats buffer(s) {names} for "
-                f"{klass} with track_running_stats=False. If state_dict is a checkpoint saved "
-                f"before 0.4.0, this may be expected because {klass} does not track running "
-                "stats by default since 0.4.0. Please remove these keys from state_dict. If the "
-                f"running stats are actually needed, instead set track_running_stats=True in "
-                f"{klass} to enable them. See the documentation of {klass} for details."
-            )
-            for key in stale:
-                state_dict.pop(key)
-        super()._load_from_state_dict(
-            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
-        )
 
 
-class InstanceNorm1d(_InstanceNorm):
+class InstanceNorm1d(_InstanceNormForward, nn.InstanceNorm1d):
     r"""Applies Instance Normalization over a ``(N, C, L)`` or ``(C, L)`` input.
 
     .. math::
@@ -498,6 +407,9 @@ class InstanceNorm1d(_InstanceNorm):
     Mean and biased variance are computed over ``L`` for each channel of each
     sample. With ``track_running_stats=True`` the running estimates are updated in
     training (the batch average of each sample's update) and used in evaluation.
+
+    A subclass of ``nn.InstanceNorm1d`` (and so of torch's ``_InstanceNorm`` and
+    ``_NormBase``) whose ``forward`` is :func:`helpers.functional.instance_norm`.
 
     Args:
         num_features: the number of channels :math:`C`.
@@ -522,14 +434,13 @@ class InstanceNorm1d(_InstanceNorm):
         True
     """
 
-    _ranks = (2, 3)
 
-
-class InstanceNorm2d(_InstanceNorm):
+class InstanceNorm2d(_InstanceNormForward, nn.InstanceNorm2d):
     r"""Applies Instance Normalization over a ``(N, C, H, W)`` or ``(C, H, W)`` input.
 
     As :class:`InstanceNorm1d`, with the statistics of each channel of each sample
     taken over ``H`` and ``W``: the per-image contrast normalization of style transfer.
+    A subclass of ``nn.InstanceNorm2d``.
 
     Args: as :class:`InstanceNorm1d`.
 
@@ -544,10 +455,8 @@ class InstanceNorm2d(_InstanceNorm):
         torch.Size([2, 3, 4, 4])
     """
 
-    _ranks = (3, 4)
 
-
-class GroupNorm(nn.Module):
+class GroupNorm(nn.GroupNorm):
     r"""Applies Group Normalization over a mini-batch of ``(N, C, *)`` inputs.
 
     .. math::
@@ -557,6 +466,8 @@ class GroupNorm(nn.Module):
     mean and biased variance are computed per group. :math:`\gamma` and
     :math:`\beta` are per channel. ``GroupNorm(1, C)`` normalizes like LayerNorm
     over ``(C, *)``; ``GroupNorm(C, C)`` like InstanceNorm.
+
+    A subclass of ``nn.GroupNorm`` whose ``forward`` is :func:`helpers.functional.group_norm`.
 
     Args:
         num_groups (int): number of groups; must divide ``num_channels``.
@@ -577,12 +488,6 @@ class GroupNorm(nn.Module):
         torch.Size([20, 6, 10])
     """
 
-    __constants__ = ["num_groups", "num_channels", "eps", "affine"]
-    num_groups: int
-    num_channels: int
-    eps: float
-    affine: bool
-
     def __init__(
         self,
         num_groups: int,
@@ -594,35 +499,25 @@ class GroupNorm(nn.Module):
         *,
         bias: bool = True,
     ) -> None:
-        factory_kwargs = {"device": device, "dtype": dtype}
-        super().__init__()
         if num_groups == 0:  # torch raises this type too, computing num_channels % 0
             raise ZeroDivisionError(
                 f"num_groups must be a positive divisor of num_channels ({num_channels}), "
                 f"but got num_groups=0"
             )
-        if num_channels % num_groups != 0:
-            raise ValueError(
-                f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
-            )
-        self.num_groups = num_groups
-        self.num_channels = num_channels
-        self.eps = eps
-        self.affine = affine
-        _add_affine(self, affine, bias, (num_channels,), factory_kwargs)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        """Set ``weight`` to 1 and ``bias`` to 0."""
-        _reset_affine(self)
+        super().__init__(num_groups, num_channels, eps, affine, device, dtype, bias=bias)
 
     def forward(self, input: Tensor) -> Tensor:
         return HF.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
-    def extra_repr(self) -> str:
-        return (
-            f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
-            f"affine={self.affine}, bias={self.bias is not None}"
+
+@torch.fx.wrap
+def _check_trailing_shape(x: Tensor, shape: tuple[int, ...]) -> None:
+    """DyT's input must end in its ``normalized_shape``, as LayerNorm's must."""
+    if tuple(x.shape[-len(shape) :]) != shape or x.dim() < len(shape):
+        expected = ", ".join(["*", *map(str, shape)])
+        raise RuntimeError(
+            f"DyT: given normalized_shape={list(shape)}, expected input with shape "
+            f"[{expected}], but got input of shape {list(x.shape)}"
         )
 
 
@@ -694,13 +589,7 @@ class DyT(nn.Module):
         _reset_affine(self)
 
     def forward(self, x: Tensor) -> Tensor:
-        shape = self.normalized_shape
-        if tuple(x.shape[-len(shape) :]) != shape or x.dim() < len(shape):
-            expected = ", ".join(["*", *map(str, shape)])
-            raise RuntimeError(
-                f"DyT: given normalized_shape={list(shape)}, expected input with shape "
-                f"[{expected}], but got input of shape {list(x.shape)}"
-            )
+        _check_trailing_shape(x, self.normalized_shape)
         return self.weight * torch.tanh(self.alpha * x) + self.bias
 
     def extra_repr(self) -> str:

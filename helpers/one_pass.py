@@ -21,7 +21,7 @@ loops that Numba compiles to machine code:
 with :math:`g = dy\,\gamma` and :math:`\hat{x} = (x - \mu) r`. A row is read from
 memory once, by the first walk; the second finds it in the L1 cache. Blocks are
 independent, so threads never write to the same partial row; stage 2 adds
-``blocks x N`` values (:mod:`helpers.param_grad_reduction` shows the two stages and
+``blocks x N`` values (:mod:`helpers.lessons.param_grad_reduction` shows the two stages and
 their rounding).
 
 ``fastmath`` is limited to reassociation and fused multiply-add, so that Numba may

@@ -147,9 +147,10 @@ import torch.nn.functional as F
 from IPython.display import display
 from torch import nn
 
-from helpers.bn_vs_ln import batch_dependence, both_ways, state_and_modes
-from helpers.checks import check_layer_norm_one_token, compare
-from helpers.stats import group_stats, rounded
+from helpers.exercises.checking import compare
+from helpers.exercises.layer_norm import check_layer_norm_one_token
+from helpers.lessons.bn_vs_ln import batch_dependence, both_ways, state_and_modes
+from helpers.lessons.group_stats import group_stats, rounded
 from helpers.widgets import shift_scale_demo, shift_scale_state
 
 x = torch.tensor([[1.0, 2.0, 3.0, 4.0],
@@ -400,8 +401,8 @@ check_layer_norm_one_token(lambda x: (x - x.mean()) / torch.sqrt(x.var() + 1e-5)
 # - Shifting a sample, or scaling it by a positive factor, leaves its LN output unchanged as
 #   long as its spread is large next to `eps`; the other samples are never affected.
 # - The tools of the set: `helpers.layer_norm` and friends (drop-in for PyTorch's),
-#   `helpers.stats.group_stats` (one row per normalized group), `helpers.checks.compare`
-#   (exact / close / max difference) and `helpers.checks` exercises (instant feedback).
+#   `helpers.lessons.group_stats.group_stats` (one row per normalized group), `helpers.exercises.checking.compare`
+#   (exact / close / max difference) and `helpers.exercises.checking` exercises (instant feedback).
 #
 # Next: [`01_layernorm_from_the_formula.ipynb`](01_layernorm_from_the_formula.ipynb).
 #

@@ -67,15 +67,15 @@ import torch.nn.functional as F
 from IPython.display import display
 from torch import nn
 
-from helpers import plots, runner
-from helpers.bn_vs_ln import batch_dependence, both_ways, state_and_modes
-from helpers.checks import (
+from helpers import plots
+from helpers.evidence import runner
+from helpers.exercises.checking import compare
+from helpers.exercises.layer_norm import (
     check_biased_variance,
     check_layer_norm_last_dim,
     check_output_variance,
-    compare,
 )
-from helpers.experiments import (
+from helpers.experiments.drift import (
     DRIFT_SETTINGS,
     DRIFT_STEPS,
     drift_by_seed,
@@ -84,7 +84,8 @@ from helpers.experiments import (
     drift_summary,
     fit_gamma_beta,
 )
-from helpers.stats import group_stats, rounded
+from helpers.lessons.bn_vs_ln import batch_dependence, both_ways, state_and_modes
+from helpers.lessons.group_stats import group_stats, rounded
 from helpers.widgets import affine_demo, affine_state, eps_demo, eps_state
 
 torch.set_num_threads(1)  # fixed: a training run below then gives the same digits every time on this machine
@@ -104,7 +105,7 @@ torch.set_num_threads(1)  # fixed: a training run below then gives the same digi
 # surface smoother. Notebook 05 (`05_does_it_speed_up_training`) tests the speed claim. Here we
 # test only its first half: does the input of a hidden layer drift, and what does LN do to it?
 #
-# **The experiment** (`helpers.experiments.drift_runs`): a stack of 8 blocks
+# **The experiment** (`helpers.experiments.drift.drift_runs`): a stack of 8 blocks
 # `Linear(→ 32) → [LayerNorm(32)] → ReLU` and a final `Linear(32 → 1)`, trained with plain SGD
 # (learning rate 0.05, batches of 32) for 400 steps on a synthetic task, `y = sin(x · w)` for 16
 # Gaussian inputs, with the mean squared error (MSE) as the loss. Both networks start from the
@@ -141,7 +142,7 @@ rounded(live[live["step"].isin([0, DRIFT_STEPS])][["model", "site", "step", "los
 # %% [markdown]
 # A training run amplifies the last-bit differences between CPUs, so your digits above may
 # differ from another computer's. The same runs were therefore made ahead of time, for seeds 0
-# to 19, and stored: the experiment `drift` in `helpers.experiments` (`make experiments
+# to 19, and stored: the experiment `drift` in `helpers.experiments.drift` (`make experiments
 # ONLY=drift`). Everything below reads them, and is the same everywhere.
 #
 # **The summary measures** (`drift_summary`, one column per recorded place of seed 0's runs).
@@ -266,7 +267,7 @@ rounded(per_seed, 3)
 # %% [markdown]
 # Each seed is one pair of runs, so the seeds are compared in pairs: for each drift measure, how
 # much smaller the LN network's is on average, with a 95% bootstrap confidence interval over the
-# seeds (`helpers.inference.paired_difference_ci`), at two places: what enters the activation
+# seeds (`helpers.evidence.statistics.paired_difference_ci`), at two places: what enters the activation
 # (LN's output against the Linear output without LN) and the Linear output of both. A run that
 # diverged has no finite drift; its seed is left out, which can only favour the run without LN.
 
@@ -308,7 +309,7 @@ for key in ("diverged", "learning", "LayerNorm's tokens",
 # feature with them; LN computes the mean and variance of **each sample over its own features**
 # (在每个样本内独立计算) and standardises the sample. On a `(batch, features)` tensor: BN reduces
 # dim 0, LN dim -1. A batch of 3 samples × 4 features whose features live on different scales,
-# normalized both ways (`helpers.bn_vs_ln.both_ways`: BN in training mode, LN, `eps = 1e-5`, no
+# normalized both ways (`helpers.lessons.bn_vs_ln.both_ways`: BN in training mode, LN, `eps = 1e-5`, no
 # `gamma` or `beta`):
 
 # %%

@@ -128,14 +128,12 @@ import pandas as pd
 import torch.nn.functional as F
 from IPython.display import display
 
-from helpers.checks import (
-    check_masked_sentence_layer_norm,
-    check_sentence_layer_norm,
-    compare,
-)
-from helpers.plots import dependency_figure
-from helpers.sequence import (
+from helpers.exercises.checking import compare
+from helpers.exercises.layer_norm import check_sentence_layer_norm
+from helpers.lessons.group_stats import group_stats, rounded
+from helpers.lessons.sequence import (
     CausalBlock,
+    check_masked_sentence_layer_norm,
     dependency_matrix,
     future_leak,
     masked_layer_norm,
@@ -144,7 +142,7 @@ from helpers.sequence import (
     reduced_dims,
     token_jacobian_norm,
 )
-from helpers.stats import group_stats, rounded
+from helpers.plots import dependency_figure
 from helpers.widgets import norm_unit_demo, norm_unit_state
 
 per_token = nn.LayerNorm(dim, elementwise_affine=False, bias=False)(batch_inputs)
@@ -340,7 +338,7 @@ pd.concat({"sentence 1, real tokens only": group_stats(sentences[1], dims=(0, 1)
 # with what that sentence gets when it is alone (unpadded):
 #
 # - per sentence, pads counted: `F.layer_norm(padded, (3, dim))`;
-# - per sentence, pads ignored: `helpers.sequence.masked_layer_norm(padded, mask)`: the sums
+# - per sentence, pads ignored: `helpers.lessons.sequence.masked_layer_norm(padded, mask)`: the sums
 #   for the mean and the variance run over the real tokens only, and the pads' outputs are 0;
 # - per token: `F.layer_norm(padded, (dim,))`: each token has its own statistics, so a pad
 #   elsewhere cannot touch it.
@@ -415,7 +413,7 @@ plt.show()
 # directions (moving every feature by the same amount, and scaling the token), which LN cannot
 # see, so its Frobenius norm is $\sqrt{n - 2}$ when `eps` is negligible, and exactly
 # $\sqrt{n - 2 + (1 - r)^2}$ with $r = \mathrm{Var}/(\mathrm{Var} + \epsilon)$
-# (`helpers.sequence.token_jacobian_norm`). So the diagonal is about $\sqrt{2}/\sigma$ here: a
+# (`helpers.lessons.sequence.token_jacobian_norm`). So the diagonal is about $\sqrt{2}/\sigma$ here: a
 # token with a small spread is made *more* sensitive to its inputs, by $1/\sigma$, and `eps`,
 # inside $\sigma$, is what caps that sensitivity for a token whose features are all nearly equal.
 # In float64, from each token's variance (the lesson's: 0.0546, 0.0418, 0.1090):
@@ -621,7 +619,7 @@ check_sentence_layer_norm(lambda x: (x - x.mean(-1, keepdim=True))
 # $(x - \mathrm{E}[x]) / \sqrt{\mathrm{Var}[x] + 10^{-5}}$ for the real tokens and 0 for the
 # pads. `check_masked_sentence_layer_norm` tries batches padded with 0, one padded with 7.0 (a
 # pad value that would show if it leaked in) and one without pads, and compares with
-# `helpers.sequence.masked_layer_norm` (which, like torch's norms, refuses to run inside your
+# `helpers.lessons.sequence.masked_layer_norm` (which, like torch's norms, refuses to run inside your
 # function while it is checked). As shipped, it ignores the mask.
 
 # %%

@@ -68,10 +68,13 @@ import torch.nn.functional as F
 from IPython.display import display
 from torch import nn
 
-from helpers import bn_vs_ln, plots, runner
-from helpers.bn_vs_ln import check_batch_norm_train, check_running_var_update
-from helpers.checks import compare
-from helpers.stats import rounded
+from helpers import plots
+from helpers.evidence import runner
+from helpers.exercises.checking import compare
+from helpers.experiments import batch_size
+from helpers.lessons import bn_vs_ln
+from helpers.lessons.bn_vs_ln import check_batch_norm_train, check_running_var_update
+from helpers.lessons.group_stats import rounded
 from helpers.widgets import other_samples_demo, other_samples_state
 
 torch.set_num_threads(1)  # one thread: the live training run below repeats itself on this machine
@@ -88,7 +91,7 @@ print(x)
 # %% [markdown]
 # **BN** takes one mean and one (biased) variance **per feature, down the batch**: three groups of
 # two values. **LN** takes one mean and one variance **per sample, across its features**: two
-# groups of three values. `two_sample_stats` lists both (`helpers.stats.group_stats` underneath):
+# groups of three values. `two_sample_stats` lists both (`helpers.lessons.group_stats.group_stats` underneath):
 
 # %%
 rounded(bn_vs_ln.two_sample_stats(x), 3)
@@ -295,7 +298,7 @@ print("units where exactly one of the two samples fires:", int(((fired > 0).sum(
 # (so guessing gives 50 %):
 
 # %%
-print(bn_vs_ln.TASK_RULE)
+print(batch_size.TASK_RULE)
 
 # %% [markdown]
 # **The models**: `Linear(8 → 32) → norm → ReLU → Linear(32 → 32) → norm → ReLU → Linear(32 → 1)`,
@@ -324,50 +327,50 @@ print(bn_vs_ln.TASK_RULE)
 # %%
 # NBVAL_IGNORE_OUTPUT
 # (a live training run: its digits depend on the CPU; the table and verdicts below read stored results)
-live = bn_vs_ln.batch_size_runs(batch_sizes=(4, 128), seeds=(0,), samples=3200, lr=0.03)
+live = batch_size.batch_size_runs(batch_sizes=(4, 128), seeds=(0,), samples=3200, lr=0.03)
 assert (live["samples_seen"] == 3200).all() and live["test_accuracy"].between(0, 1).all()
 rounded(live.set_index(["batch_size", "norm"])[["lr", "step", "test_accuracy", "train_mode_accuracy",
                                                 "precise_accuracy"]], 3)
 
 # %% [markdown]
-# One seed decides nothing. The experiment `batch_size`, declared in `helpers/bn_vs_ln.py`, ran
+# One seed decides nothing. The experiment `batch_size`, declared in `helpers/lessons/bn_vs_ln.py`, ran
 # the protocol above ahead of time (`make experiments ONLY=batch_size`: 92 s on one core) and
 # stored every run with the package. The notebook reads those stored runs, so its numbers are the
 # same on every computer. First the tuned rates, then each arm's mean final accuracy:
 
 # %%
 stored = runner.load("batch_size")
-for norm in bn_vs_ln.NORMS:
+for norm in batch_size.NORMS:
     print(f"{norm}: {stored.verdicts[f'best rate, {norm}']}")
-final = bn_vs_ln.final_accuracy(stored.frame)  # each reported run's last step: 12,800 samples seen
-assert (final["samples_seen"] == bn_vs_ln.BATCH_SIZE_SAMPLES).all()
+final = batch_size.final_accuracy(stored.frame)  # each reported run's last step: 12,800 samples seen
+assert (final["samples_seen"] == batch_size.BATCH_SIZE_SAMPLES).all()
 n_seeds = final["seed"].nunique()
 print(f"{n_seeds} seeds x {final['batch_size'].nunique()} batch sizes x {final['norm'].nunique()} norms "
       f"= {len(final)} reported runs")
-accuracy = bn_vs_ln.batch_size_summary(final)
+accuracy = batch_size.batch_size_summary(final)
 rounded(accuracy.xs("mean", axis=1, level=1), 3)
 
 # %%
-fig = plots.batch_size_figure(accuracy, seeds=n_seeds, samples=bn_vs_ln.BATCH_SIZE_SAMPLES)
+fig = plots.batch_size_figure(accuracy, seeds=n_seeds, samples=batch_size.BATCH_SIZE_SAMPLES)
 plt.show()
 
 # %% [markdown]
 # Means alone do not say whether a gap is more than seed-to-seed noise. The runs of one seed share
 # data, initial weights and minibatch order, so each seed gives one **paired difference** (BN's
 # accuracy minus LN's, say). `accuracy_gaps` takes the mean of the 10 differences, in percentage
-# points, with a 95 % bootstrap confidence interval (`helpers.inference.paired_difference_ci`: it
+# points, with a 95 % bootstrap confidence interval (`helpers.evidence.statistics.paired_difference_ci`: it
 # resamples the seeds). The words follow the interval: a gap is claimed only when the whole
 # interval is on one side of 0. These verdicts were computed from the stored runs when they were
 # made:
 
 # %%
-for a, b in bn_vs_ln.GAP_PAIRS:
+for a, b in batch_size.GAP_PAIRS:
     print(f"{a} vs {b}")
-    for size in bn_vs_ln.BATCH_SIZES:
+    for size in batch_size.BATCH_SIZES:
         print(f"  batch {size:>3}: {stored.verdicts[f'batch {size}: {a} vs {b}']}")
 
 # %%
-gaps = bn_vs_ln.accuracy_gaps(stored.frame).set_index(["a", "b", "batch_size"]).sort_index()  # same intervals
+gaps = batch_size.accuracy_gaps(stored.frame).set_index(["a", "b", "batch_size"]).sort_index()  # same intervals
 for arm in ("BatchNorm", "BatchNorm, precise statistics", "BatchNorm, train mode"):
     assert (gaps.loc[(arm, "LayerNorm"), "high"].loc[[2, 4, 8]] < -5).all()  # batch 2-8: BN far below LN, every way
 assert (gaps.loc[("BatchNorm", "LayerNorm"), "high"].loc[2] < -30)  # batch 2: more than 30 points
@@ -553,7 +556,7 @@ layout.map(lambda v: "< 1e-5" if v < 1e-5 else f"{v:.2f}")
 # ### Padding
 #
 # Sentences in a batch have different lengths, so the short ones are padded
-# (`helpers.sequence.pad_batch`). BN over `(batch, seq_len, features)` pools each feature over
+# (`helpers.lessons.sequence.pad_batch`). BN over `(batch, seq_len, features)` pools each feature over
 # every position, **pads included**: the real tokens' outputs then depend on how much padding
 # the batch happens to have. `padding_pollution` normalizes two sentences (5 and 2 tokens × 4
 # features), padded with zeros to length 5, then with 3 more pad tokens, and measures how much

@@ -63,9 +63,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from helpers import placement, plots, runner, widgets
-from helpers import placement_evidence as pe
-from helpers import small_transformer as st
+from helpers import plots, widgets
+from helpers.evidence import runner
+from helpers.experiments import placement_tuned as pe
+from helpers.experiments import small_transformer as st
+from helpers.lessons import placement
 
 torch.set_num_threads(1)  # one thread: the live run below takes the same path on every run of this machine
 
@@ -272,7 +274,7 @@ plt.show()
 # **Xiong et al.'s prediction** (2020, Theorem 1): at initialisation, the gradient of the last
 # block's FFN weights is bounded independently of the depth $L$ for Post-LN, and shrinks like
 # $1/\sqrt L$ for Pre-LN, because Pre-LN's residual stream grows with $L$ and its final LN divides by
-# it. Measured on the shared 4-block Transformer's code (`helpers.small_transformer`) at depths 2 to
+# it. Measured on the shared 4-block Transformer's code (`helpers.experiments.small_transformer`) at depths 2 to
 # 24, 20 seeds each (stored `xiong_grad_norms`):
 
 # %%

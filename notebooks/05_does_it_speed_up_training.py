@@ -64,16 +64,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
-from helpers import plots, runner
-from helpers import rnn_regimes as rr
-from helpers import small_transformer as st
-from helpers.speed_evidence import evidence_state, evidence_table, tuning_table
-from helpers.training_speed import (
-    LEARNED_NOTHING,
-    adding_task,
-    check_first_step_below,
-    check_noisy_layer_norm,
-)
+from helpers import plots
+from helpers.evidence import runner
+from helpers.exercises.training_speed import check_first_step_below, check_noisy_layer_norm
+from helpers.experiments import rnn_regimes as rr
+from helpers.experiments import small_transformer as st
+from helpers.experiments.rnn_models import LEARNED_NOTHING, adding_task
+from helpers.experiments.training_speed_table import evidence_state, evidence_table, tuning_table
 from helpers.widgets import speed_demo
 
 torch.set_num_threads(1)  # one thread: the live run below takes the same path on every run of this machine
@@ -109,12 +106,12 @@ print(f"threshold: {rr.THRESHOLD:.4f}")
 # %% [markdown]
 # ## 2 · The networks, and one live run
 #
-# **A tiny tanh RNN** (`helpers.training_speed.StackedRNN`) computes $h_t = \tanh(a_t + b)$ from
+# **A tiny tanh RNN** (`helpers.experiments.rnn_models.StackedRNN`) computes $h_t = \tanh(a_t + b)$ from
 # the summed inputs $a_t = W_x x_t + W_h h_{t-1}$. Ba, Kiros and Hinton (2016, section 3.1)
 # normalize $a_t$ over the hidden units at every time step, with a learned gain $g$:
 # $h_t = \tanh\big(g \odot \mathrm{LN}(a_t) + b\big)$. A deeper one stacks such layers.
 #
-# **An LSTM** (`helpers.lstm.StackedLSTM`), Ba et al.'s own test bed. Its gates' summed inputs
+# **An LSTM** (`helpers.experiments.lstm_adding.StackedLSTM`), Ba et al.'s own test bed. Its gates' summed inputs
 # $W_x x_t$ and $W_h h_{t-1}$ are each normalized (LN over all $4H$ of them, with their own gain and
 # bias), and so is the cell before its output `tanh`:
 #
@@ -143,7 +140,7 @@ assert (held_out[300] < LEARNED_NOTHING / 4).all()  # both learn: far below the 
 #
 # One seed is an anecdote, and a run's last digits depend on the CPU it ran on. So the runs this
 # notebook reads were trained once, ahead of time, by `make experiments`, and ship with the package
-# (`helpers/results/`), each with what made it (seeds, steps, torch, CPU) and its **verdicts**:
+# (`helpers/evidence/results/`), each with what made it (seeds, steps, torch, CPU) and its **verdicts**:
 # sentences computed from the stored table, which this notebook prints word for word. The protocol:
 #
 # 1. **Each arm at its own best rate.** A network with LN may prefer another learning rate than
@@ -276,7 +273,7 @@ plt.show()
 # %% [markdown]
 # ## 6 · A 4-block Transformer: no norm, Pre-LN, Post-LN, and warm-up
 #
-# `helpers.small_transformer.StackedDecoder`: a decoder-only Transformer with 4 blocks, width 32,
+# `helpers.experiments.small_transformer.StackedDecoder`: a decoder-only Transformer with 4 blocks, width 32,
 # 2 heads, an MLP of 128 GELU units, learned token and position embeddings. The norms go in one of
 # three places: **nowhere**; **Pre-LN** (GPT-2; Xiong et al. 2020), $x + f(\mathrm{LN}(x))$ around
 # each sublayer and one LN before the read-out, so the residual stream itself is never normalized;

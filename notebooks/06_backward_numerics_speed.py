@@ -70,17 +70,17 @@ from IPython.display import display
 from torch.utils import benchmark
 
 from helpers import LayerNormFunction, one_pass
-from helpers.checks import compare
-from helpers.numerics_exercises import check_chan_merge_m2, check_layer_norm_backward
-from helpers.param_grad_reduction import (
+from helpers.exercises.checking import compare
+from helpers.exercises.numerics import check_chan_merge_m2, check_layer_norm_backward
+from helpers.lessons.memory_and_speed import count_full_passes, load_results, saved_bytes_table
+from helpers.lessons.param_grad_reduction import (
     column_sum_errors,
     layer_norm_param_grads,
     two_stage_column_sum,
 )
+from helpers.lessons.variance import adversarial_rows, error_table, layer_norm_error, welford_var
 from helpers.plots import bandwidth_figure, saved_bytes_figure
-from helpers.plots.speed import partial_sums_figure
-from helpers.speed import count_full_passes, load_results, saved_bytes_table
-from helpers.variance import adversarial_rows, error_table, layer_norm_error, welford_var
+from helpers.plots.memory_and_speed import partial_sums_figure
 from helpers.widgets import stability_demo
 
 torch.set_num_threads(2)  # fixed, as in `make bench`
@@ -150,7 +150,7 @@ print("gradcheck:", torch.autograd.gradcheck(LayerNormFunction.apply, (x64, (8,)
 # %% [markdown]
 # And on a float64 batch `(16, 32, 64)`, forward and all three gradients against autograd
 # through `helpers.layer_norm` and against PyTorch's own kernel (`compare` from
-# `helpers.checks`: close within float64 tolerances, and the largest difference). They add
+# `helpers.exercises.checking`: close within float64 tolerances, and the largest difference). They add
 # the same numbers in different orders, so they differ in the last bits, and which bits
 # depends on the CPU (how many values its vector registers add at once). The table shows
 # what holds on every CPU, checked in the cell: a float64 spacing near 1 is 2.2e-16, `y`
@@ -220,7 +220,7 @@ for eps in (0.0, 1e-5):
 # `(2, num_threads, N)` buffer for the partials, filled while each thread computes its rows'
 # $dx$, then sums it over the threads in a second parallel loop over the columns. Triton's
 # LayerNorm tutorial does it on a GPU: each program instance adds into one of `GROUP_SIZE_M`
-# partial buffers, and a second kernel sums them. `helpers.param_grad_reduction` writes the same
+# partial buffers, and a second kernel sums them. `helpers.lessons.param_grad_reduction` writes the same
 # two stages out, with the block size an argument; the figure shows them on 12 rows of 8 columns,
 # in blocks of 4:
 
@@ -276,7 +276,7 @@ reduction.assign(**{c: reduction[c].map(lambda v: f"{v:.0e}") for c in ["max err
 # ## 2. Memory: what the backward pass keeps alive
 #
 # Autograd hands every tensor it saves for the backward pass to the *pack* hook of
-# `torch.autograd.graph.saved_tensors_hooks`; `helpers.speed.saved_bytes` counts those
+# `torch.autograd.graph.saved_tensors_hooks`; `helpers.lessons.memory_and_speed.saved_bytes` counts those
 # tensors' storages (each once), apart from the ones the caller already holds (`x`, `gamma`,
 # `beta`), which cost nothing extra. A float32 `(64, 256)` input is 64 KiB:
 #
@@ -306,7 +306,7 @@ assert memory.loc["naive composition", "new bytes"] > memory.loc["helpers.layer_
 #
 # ## 3. Numerical stability: three ways to compute a variance
 #
-# `helpers/variance.py` has three readable algorithms, each returning a row's mean and biased
+# `helpers/lessons/variance.py` has three readable algorithms, each returning a row's mean and biased
 # variance:
 #
 # - **one-pass**: $E[x^2] - E[x]^2$: one sweep, but when the mean is large next to the spread
@@ -331,7 +331,7 @@ print(inspect.getsource(welford_var))
 # How a row is added up matters here too. torch's own `sum` and `mean` cut a row into chunks
 # as wide as the CPU's vector registers (16 float32 values with AVX-512, 8 with AVX2, 4 with
 # NEON), so their last bits, and with them every digit of a cancellation error, change from
-# one CPU to the next. The three algorithms therefore add with `helpers.variance.row_sum`:
+# one CPU to the next. The three algorithms therefore add with `helpers.lessons.variance.row_sum`:
 # 16 running sums over the row, as one AVX-512 register holds, then the 16 lanes pairwise,
 # each step an elementwise addition that rounds the same on every CPU. The table below is the
 # same, bit for bit, everywhere.
@@ -430,7 +430,7 @@ plt.show()
 # second; it moves every element through memory at least twice (forward: read $x$, write $y$)
 # and three more times in the backward pass (read $x$ and $dy$, write $dx$). So its speed limit
 # is memory bandwidth, and the machine's **copy bandwidth** (`y.copy_(x)`: read once, write
-# once) is the practical ceiling. `helpers.speed.bytes_moved` writes that model out:
+# once) is the practical ceiling. `helpers.lessons.memory_and_speed.bytes_moved` writes that model out:
 # forward $2MN$ elements, forward+backward $5MN$.
 #
 # `make bench` (`benchmarks/run.py`, a few minutes) times, on 2 threads, the naive composition,
@@ -461,7 +461,7 @@ ratios[["forward", "backward", "forward+backward"]].round(2)
 # $dy\cdot\hat{x}$ shared by $d\gamma$ (its column sums) and by $\frac1N\sum g\hat{x}$ (a
 # matrix-vector product with $\gamma$, no new $M\times N$ tensor), gets $\frac1N\sum g$ the same
 # way from $dy$, and builds $dx$ in $\hat{x}$'s buffer with in-place operations. Each is a
-# separate eager operation and a full pass through memory; `helpers.speed.count_full_passes`
+# separate eager operation and a full pass through memory; `helpers.lessons.memory_and_speed.count_full_passes`
 # lists the operations on $M\times N$ tensors that autograd runs in the backward:
 
 # %%

@@ -65,11 +65,13 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from helpers import norm_free, plots, runner, widgets
-from helpers import small_transformer as st
-from helpers.checks import compare
-from helpers.norm_family_checks import check_group_norm_by_hand, check_ln_by_geometry
-from helpers.norm_in_models import NORM_IN_MODELS
+from helpers import plots, widgets
+from helpers.evidence import runner
+from helpers.exercises.checking import compare
+from helpers.exercises.norm_family import check_group_norm_by_hand, check_ln_by_geometry
+from helpers.experiments import ln_input_output
+from helpers.experiments import small_transformer as st
+from helpers.lessons.norm_in_models import NORM_IN_MODELS
 
 
 def agreement(table):
@@ -189,7 +191,7 @@ fig = widgets.norm_family_static(groups=2)
 plt.show()
 
 # %%
-from helpers import norm_family  # noqa: E402
+from helpers.lessons import norm_family  # noqa: E402
 
 table = norm_family.parameter_table(channels=6, groups=2, spatial=(2, 2))
 table
@@ -238,7 +240,7 @@ fig = widgets.ln_geometry_static()
 plt.show()
 
 # %%
-from helpers import geometry  # noqa: E402
+from helpers.lessons import geometry  # noqa: E402
 
 pts = geometry.GEOMETRY_POINTS
 scene = geometry.ln_geometry(pts, eps=0.0)
@@ -283,7 +285,7 @@ assert not np.allclose(geometry.ln_geometry(pts + 2.0, eps=0.0)["rms"], scene["r
 #   size; test error in `eval()` mode.
 
 # %%
-from helpers import norm_family_cnn as cnn  # noqa: E402
+from helpers.experiments import norm_family_cnn as cnn  # noqa: E402
 
 fig = plots.class_examples_figure(cnn.example_images())
 plt.show()
@@ -432,7 +434,7 @@ plt.show()
 # %%
 maps = pd.DataFrame([{"LN": layer, "at initialisation": stored_io.verdicts[f"map, init, {layer}"],
                       "after training": stored_io.verdicts[f"map, trained, {layer}"]}
-                     for layer in norm_free.layer_names(4)]).set_index("LN")
+                     for layer in ln_input_output.layer_names(4)]).set_index("LN")
 with pd.option_context("display.max_colwidth", None):
     display(maps)
 runner.print_verdicts("ln_input_output", "S-shaped LNs, init", "S-shaped LNs, trained")

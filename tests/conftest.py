@@ -34,6 +34,29 @@ def assert_close():
     return _assert_close
 
 
+def _assert_within_ulps(actual, expected, ulps: float, msg: str = "") -> None:
+    """``|actual - expected| <= ulps * eps * max|expected|`` everywhere: a bound in units in the
+    last place of the values' scale, in ``expected``'s dtype (``eps`` of float32 for float64
+    references of float32 results: pass ``expected`` in the dtype the result was computed in).
+
+    For one quantity computed two ways in floating point (a batch in chunks against the whole
+    batch, say): the two sum in different orders, so they differ by a few roundings of the
+    largest value, however small each element is; a relative tolerance fails near 0.
+    """
+    eps = torch.finfo(expected.dtype).eps
+    assert actual.shape == expected.shape, f"{msg}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+    diff = (actual.double() - expected.double()).abs().max().item()
+    scale = expected.double().abs().max().item()
+    assert diff <= ulps * eps * scale, (
+        f"{msg}: largest difference {diff:.3g} is {diff / (eps * scale):.3g} ulps of the scale {scale:.3g}, "
+        f"more than {ulps}")
+
+
+@pytest.fixture
+def assert_within_ulps():
+    return _assert_within_ulps
+
+
 # --- JupyterLab started exactly as `make lab` starts it ---------------------------
 # Shared by tests/test_lab_server.py and tests/browser/. The server runs `make lab`
 # with LAB_PORT=<a free port>, LAB_FLAGS=--no-browser and JUPYTER_TOKEN=<random>, in

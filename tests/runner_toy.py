@@ -13,7 +13,7 @@ import time
 import pandas as pd
 import torch
 
-from helpers import runner
+from helpers.evidence import runner
 
 
 def train(*, lr, seeds, steps, width=4, tag="toy"):

@@ -11,7 +11,12 @@ from hypothesis import strategies as st
 
 import helpers
 from helpers import LayerNormFunction
-from helpers.speed import bytes_moved, naive_layer_norm, saved_bytes, saved_bytes_table
+from helpers.lessons.memory_and_speed import (
+    bytes_moved,
+    naive_layer_norm,
+    saved_bytes,
+    saved_bytes_table,
+)
 
 
 def _leaves(*tensors):

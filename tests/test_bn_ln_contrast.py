@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers.bn_vs_ln import batch_dependence, both_ways, state_and_modes
+from helpers.lessons.bn_vs_ln import batch_dependence, both_ways, state_and_modes
 
 
 def _batch(seed=0, n=3, c=5):
@@ -92,7 +92,7 @@ def test_state_and_modes_names_bn_buffers_and_ln_agrees_in_both_modes():
 
 
 def test_shift_robustness_bn_passes_a_per_feature_shift_and_ln_does_not_undo_it():
-    from helpers.bn_vs_ln import shift_robustness
+    from helpers.lessons.bn_vs_ln import shift_robustness
 
     shift, scale = torch.tensor([3.0, -2.0, 0.0, 1.0]), torch.tensor([2.0, 0.5, 1.0, 1.0])
     table = shift_robustness(shift, scale, n=2048)
@@ -109,7 +109,7 @@ def test_shift_robustness_bn_passes_a_per_feature_shift_and_ln_does_not_undo_it(
 
 
 def test_shift_robustness_ln_removes_a_shift_common_to_every_feature():
-    from helpers.bn_vs_ln import shift_robustness
+    from helpers.lessons.bn_vs_ln import shift_robustness
 
     table = shift_robustness(torch.full((5,), 3.0), torch.full((5,), 2.0), n=1024)
     assert table.loc[("LayerNorm", "shifted"), "largest change from in distribution"] < 1e-4
@@ -117,7 +117,7 @@ def test_shift_robustness_ln_removes_a_shift_common_to_every_feature():
 
 
 def test_shift_robustness_refuses_mismatched_arguments():
-    from helpers.bn_vs_ln import shift_robustness
+    from helpers.lessons.bn_vs_ln import shift_robustness
 
     with pytest.raises(ValueError, match=r"'shift' and 'scale' must be 1-D of one length, got shapes \(3,\) and \(4,\)"):
         shift_robustness(torch.zeros(3), torch.ones(4))

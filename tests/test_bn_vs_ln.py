@@ -1,5 +1,6 @@
-"""Notebook 03's data: helpers.bn_vs_ln (statistics, pooling groups, batch-size experiment,
-running statistics, padding, invariances, exercises) and its figures, read from their data."""
+"""Notebook 03's data: helpers.lessons.bn_vs_ln (statistics, pooling groups, running statistics,
+padding, invariances, exercises), helpers.experiments.batch_size (the batch-size experiment) and
+their figures, read from their data."""
 
 from __future__ import annotations
 
@@ -10,19 +11,24 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from helpers import bn_vs_ln, plots, runner
-from helpers.bn_vs_ln import (
+from helpers import plots
+from helpers.evidence import runner
+from helpers.experiments import batch_size
+from helpers.experiments.batch_size import (
     NORMS,
-    PAPER_TABLE,
-    TWO_SAMPLES,
     StackedMLP,
-    batch_mean_noise,
     batch_size_runs,
     batch_size_summary,
+    make_task,
+)
+from helpers.lessons import bn_vs_ln
+from helpers.lessons.bn_vs_ln import (
+    PAPER_TABLE,
+    TWO_SAMPLES,
+    batch_mean_noise,
     check_batch_norm_train,
     check_running_var_update,
     invariance_table,
-    make_task,
     padding_pollution,
     pooling_groups,
     state_dict_diff,
@@ -227,7 +233,7 @@ def test_batch_size_runs_are_seeded_and_a_step_cap_trains_the_same_first_steps(s
 
 
 def test_bn_fails_at_batch_2_in_every_mode_and_learns_at_batch_64(small_runs):
-    arms = bn_vs_ln.arm_accuracy(small_runs).groupby(level="batch_size").mean()
+    arms = batch_size.arm_accuracy(small_runs).groupby(level="batch_size").mean()
     assert arms.loc[2, "BatchNorm"] < arms.loc[2, "LayerNorm"] - 0.05
     assert arms.loc[2, "BatchNorm, train mode"] < 0.55 and arms.loc[2, "BatchNorm, precise statistics"] < 0.6
     assert arms.loc[64, "BatchNorm"] > 0.7
@@ -235,7 +241,7 @@ def test_bn_fails_at_batch_2_in_every_mode_and_learns_at_batch_64(small_runs):
 
 def test_batch_size_summary_and_figure(small_runs):
     summary = batch_size_summary(small_runs)
-    assert list(summary.columns.get_level_values(0).unique()) == list(bn_vs_ln.ARMS)
+    assert list(summary.columns.get_level_values(0).unique()) == list(batch_size.ARMS)
     assert summary.index.tolist() == [2, 64]
     ln = small_runs[small_runs["norm"] == "LayerNorm"].groupby("batch_size")["test_accuracy"]
     assert summary[("LayerNorm", "mean")].tolist() == pytest.approx(ln.mean().tolist())
@@ -244,14 +250,14 @@ def test_batch_size_summary_and_figure(small_runs):
     assert summary[("BatchNorm, precise statistics", "max")].tolist() == pytest.approx(bn.max().tolist())
     fig = plots.batch_size_figure(summary, seeds=3, samples=6400)
     ax = fig.axes[0]
-    for arm in bn_vs_ln.ARMS:
+    for arm in batch_size.ARMS:
         assert list(find_line(ax, arm).get_ydata()) == pytest.approx(summary[(arm, "mean")].tolist())
     assert list(find_line(ax, "chance").get_ydata()) == [0.5, 0.5]
     assert ax.get_title().startswith("3 seeds, 6400 training samples each")
 
 
 def test_recorded_steps_cover_the_first_20_and_the_last():
-    from helpers.bn_vs_ln import _recorded_steps
+    from helpers.experiments.batch_size import _recorded_steps
 
     steps = _recorded_steps(6400)
     assert steps[:20] == list(range(20)) and steps[-1] == 6399 and len(steps) <= 32
@@ -271,7 +277,7 @@ def _gap_frame(bn, ln, none=None):
 
 def test_accuracy_gaps_pair_seeds_and_let_the_interval_pick_the_words():
     ln = [0.60, 0.70, 0.65, 0.75, 0.62]
-    gaps = bn_vs_ln.accuracy_gaps(_gap_frame([a - 0.1 for a in ln], ln)).set_index(["a", "b"])
+    gaps = batch_size.accuracy_gaps(_gap_frame([a - 0.1 for a in ln], ln)).set_index(["a", "b"])
     lower = gaps.loc[("BatchNorm", "LayerNorm")]
     # every seed 10 points lower: a paired difference without spread, despite the spread over seeds
     assert lower["estimate"] == pytest.approx(-10) and lower["high"] == pytest.approx(-10)
@@ -280,11 +286,11 @@ def test_accuracy_gaps_pair_seeds_and_let_the_interval_pick_the_words():
     assert gaps.loc[("BatchNorm, precise statistics", "LayerNorm"), "estimate"] == pytest.approx(-10)
     same = gaps.loc[("LayerNorm", "no norm")]
     assert same["outcome"] == "no difference detectable" and same["estimate"] == 0  # identical arms
-    noisy = bn_vs_ln.accuracy_gaps(_gap_frame([a + d for a, d in zip(ln, [0.01, -0.01, 0.02, -0.02, 0.0], strict=True)], ln))
+    noisy = batch_size.accuracy_gaps(_gap_frame([a + d for a, d in zip(ln, [0.01, -0.01, 0.02, -0.02, 0.0], strict=True)], ln))
     row = noisy.set_index(["a", "b"]).loc[("BatchNorm", "LayerNorm")]
     assert row["low"] < 0 < row["high"] and row["outcome"] == "no difference detectable"
     assert row["words"].startswith("no difference detectable with 5 seeds: BatchNorm vs LayerNorm, +0.0 (95% CI")
-    above = bn_vs_ln.accuracy_gaps(_gap_frame([a + 0.1 + d for a, d in zip(ln, [0.01, -0.01, 0.02, -0.02, 0], strict=True)], ln))
+    above = batch_size.accuracy_gaps(_gap_frame([a + 0.1 + d for a, d in zip(ln, [0.01, -0.01, 0.02, -0.02, 0], strict=True)], ln))
     row = above.set_index(["a", "b"]).loc[("BatchNorm", "LayerNorm")]
     assert row["outcome"] == "a higher" and row["words"].startswith("BatchNorm has 10.0 points higher test accuracy than LayerNorm (95% CI")
     assert 8 < row["low"] < 10 < row["high"] < 12
@@ -294,15 +300,15 @@ def test_the_stored_batch_size_experiment_is_the_notebooks_and_its_verdicts_foll
     stored = runner.load("batch_size")
     exp = runner.experiment("batch_size")
     config = stored.meta["config"]
-    assert config["steps"] == bn_vs_ln.BATCH_SIZE_SAMPLES // 2 and len(exp.seeds) >= 10
+    assert config["steps"] == batch_size.BATCH_SIZE_SAMPLES // 2 and len(exp.seeds) >= 10
     assert config["tuning"]["pilot_seeds"] == [100, 101, 102] and len(config["tuning"]["rates"]) >= 5
-    final = bn_vs_ln.final_accuracy(stored.frame)
-    assert len(final) == len(exp.seeds) * len(bn_vs_ln.BATCH_SIZES) * 3
-    assert (final["samples_seen"] == bn_vs_ln.BATCH_SIZE_SAMPLES).all()
+    final = batch_size.final_accuracy(stored.frame)
+    assert len(final) == len(exp.seeds) * len(batch_size.BATCH_SIZES) * 3
+    assert (final["samples_seen"] == batch_size.BATCH_SIZE_SAMPLES).all()
     assert final.groupby(["batch_size", "norm"]).size().eq(len(exp.seeds)).all()
     assert stored.verdicts == exp.summarize(stored.frame)
     for row in stored.meta["best_rates"]:  # each norm's best rate strictly inside the grid
-        assert min(bn_vs_ln.BATCH_SIZE_RATES) < row["best_lr"] < max(bn_vs_ln.BATCH_SIZE_RATES)
+        assert min(batch_size.BATCH_SIZE_RATES) < row["best_lr"] < max(batch_size.BATCH_SIZE_RATES)
     report = stored.frame[stored.frame["stage"] == "report"]
     assert report.groupby(["norm", "batch_size", "seed"])["step"].apply(lambda s: set(range(20)) <= set(s)).all()
 
@@ -315,7 +321,7 @@ def test_a_stored_batch_size_unit_reruns_to_its_stored_rows():
         same_machine = runner.load("batch_size").meta["fingerprint"] == runner.fingerprint()
     finally:
         torch.set_num_threads(threads)
-    assert len(fresh) == 20 * len(bn_vs_ln.BATCH_SIZES) * 10 and fresh["step"].max() == 19
+    assert len(fresh) == 20 * len(batch_size.BATCH_SIZES) * 10 and fresh["step"].max() == 19
     assert set(fresh["norm"]) == {"BatchNorm"}
     if same_machine:
         pd.testing.assert_frame_equal(fresh, stored)
@@ -407,7 +413,7 @@ def test_running_var_exercise_accepts_the_answer_and_names_the_slips():
 
 
 def test_exercises_are_registered():
-    from helpers.checks import registered
+    from helpers.exercises.checking import registered
 
     assert {"batch_norm_train", "running_var_update"} <= set(registered())
     assert bn_vs_ln.check_batch_norm_train is check_batch_norm_train

@@ -25,7 +25,7 @@ from helpers.compiled import (
     layer_norm_backward,
     rows_per_block,
 )
-from helpers.param_grad_reduction import two_stage_column_sum
+from helpers.lessons.param_grad_reduction import two_stage_column_sum
 
 # torch.compile's own internals warn while they compile; nothing of this module's.
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")

@@ -101,6 +101,14 @@ def run_all(dtype):
     for momentum in (0.1, None):
         bn = helpers.BatchNorm1d(6, momentum=momentum, **stats)
         outputs += [bn(x), bn(x), bn.eval()(x)]
+    # The modules subclass torch's: each forward that runs must still be helpers' own.
+    bn2d = helpers.BatchNorm2d(6, **stats)
+    outputs += [bn2d(x.unsqueeze(-1)), bn2d.eval()(x.unsqueeze(-1))]
+    for instance_norm in (
+        helpers.InstanceNorm1d(6, affine=True, track_running_stats=True, **stats),
+        helpers.InstanceNorm2d(4, **stats),
+    ):
+        outputs += [instance_norm(x), instance_norm.eval()(x)]
     sum(out.float().sum() for out in outputs).backward()
     return x.grad, w6.grad, w5.grad
 

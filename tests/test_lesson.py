@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 
 import helpers
-from helpers.stats import group_stats
+from helpers.lessons.group_stats import group_stats
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "lesson_output.txt"

@@ -122,12 +122,27 @@ def test_constructor_signature_matches_torch(name):
     assert_same_signature(getattr(helpers, name).__init__, getattr(nn, name).__init__)
 
 
+# torch's private bases that library code checks for (convert_sync_batchnorm asks for
+# _BatchNorm; initialisation schemes ask for _NormBase).
+TORCH_BASES = {
+    "BatchNorm1d": (nn.modules.batchnorm._BatchNorm, nn.modules.batchnorm._NormBase),
+    "BatchNorm2d": (nn.modules.batchnorm._BatchNorm, nn.modules.batchnorm._NormBase),
+    "InstanceNorm1d": (nn.modules.instancenorm._InstanceNorm, nn.modules.batchnorm._NormBase),
+    "InstanceNorm2d": (nn.modules.instancenorm._InstanceNorm, nn.modules.batchnorm._NormBase),
+}
+
+
 @pytest.mark.parametrize("name", MODULES)
-def test_is_an_nn_module_exported_at_top_level(name):
-    cls = getattr(helpers, name)
+def test_subclasses_torchs_class_and_overrides_forward(name):
+    cls, theirs = getattr(helpers, name), getattr(nn, name)
     assert cls is getattr(HM, name)
-    assert issubclass(cls, nn.Module) and not issubclass(cls, getattr(nn, name))
-    assert cls.__constants__ == getattr(nn, name).__constants__
+    assert issubclass(cls, theirs) and isinstance(cls.__new__(cls), theirs)
+    for base in TORCH_BASES.get(name, ()):
+        assert issubclass(cls, base), base
+    # forward is helpers' own, defined in helpers.modules; everything else may be torch's
+    assert cls.forward is not theirs.forward
+    assert cls.forward.__module__ == "helpers.modules"
+    assert cls.__constants__ == theirs.__constants__
 
 
 @pytest.mark.parametrize("name,args,kwargs,shape", CASES, ids=CASE_IDS)
@@ -346,3 +361,185 @@ def test_a_model_trains_identically_with_either_library(assert_close):
     theirs.eval()
     x = torch.randn(4, 6, generator=gen)
     assert_close(ours(x), theirs(x), scale=100)
+
+
+# --- What real code does with a module: isinstance, tracing, compiling -------------------
+
+
+def test_convert_sync_batchnorm_converts_helpers_batch_norms_to_torchs(assert_close):
+    ours = make_model(helpers, seed=0)
+    randomize(ours[1], seed=2)
+    converted = nn.SyncBatchNorm.convert_sync_batchnorm(ours)
+    assert type(converted[1]) is nn.SyncBatchNorm
+    # the other norms are left as they are, as torch leaves its own
+    assert [type(m) for i, m in enumerate(converted) if i != 1] == [
+        type(m) for i, m in enumerate(make_model(helpers, seed=0)) if i != 1
+    ]
+    # with the BatchNorm's parameters and running statistics
+    assert_same_state(assert_close, converted[1], ours[1])
+
+
+def test_fuse_modules_needs_torchs_exact_type():
+    # torch.ao.quantization looks up type(module) in a table of torch's classes
+    from torch.ao.quantization import fuse_modules
+
+    theirs = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)).eval()
+    assert type(fuse_modules(theirs, [["0", "1"]])[1]) is nn.Identity  # folded into the conv
+    ours = nn.Sequential(nn.Conv2d(3, 4, 3), helpers.BatchNorm2d(4)).eval()
+    with pytest.raises(AssertionError, match="did not find fuser method"):
+        fuse_modules(ours, [["0", "1"]])
+
+
+def test_transformer_fast_path_skips_forward_until_turned_off(assert_close, monkeypatch):
+    """nn.TransformerEncoderLayer in evaluation under no_grad reads norm1's and norm2's
+    weights into one fused kernel; torch.backends.mha.set_fastpath_enabled(False) turns it off."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).eval()
+    for name in ("norm1", "norm2"):
+        theirs, ours = getattr(layer, name), helpers.LayerNorm(8)
+        randomize(theirs)
+        ours.load_state_dict(theirs.state_dict())
+        setattr(layer, name, ours)
+    calls = []
+    layer_norm = helpers.functional.layer_norm
+    monkeypatch.setattr(
+        helpers.functional, "layer_norm", lambda *a, **k: calls.append(1) or layer_norm(*a, **k)
+    )
+    x = randn(2, 5, 8)
+    with torch.no_grad():
+        fused = layer(x)
+    assert calls == []  # the fused kernel never called helpers' forward
+    enabled = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        with torch.no_grad():
+            unfused = layer(x)
+    finally:
+        torch.backends.mha.set_fastpath_enabled(enabled)
+    assert len(calls) == 2
+    assert_close(unfused, fused)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_torchscript_is_not_supported():
+    # The README says why: the readable checks use Python that TorchScript cannot compile.
+    with pytest.raises(Exception, match="LayerNorm.forward|check_layer_norm_args"):
+        torch.jit.script(helpers.LayerNorm(4))
+
+
+def _qualified_name(target) -> str:
+    return f"{getattr(target, '__module__', '')}.{getattr(target, '__name__', target)}"
+
+
+def _run_both(assert_close, model, traced, shape, seed):
+    """One forward and backward through ``model`` and its traced copy ``traced`` (which
+    share nothing but their starting state): outputs, parameter gradients and buffers agree."""
+    x = randn(*shape, seed=seed)
+    outputs = [m(x) for m in (model, traced)]
+    assert_close(outputs[1], outputs[0])
+    if outputs[0].requires_grad:
+        for out in outputs:
+            out.square().sum().backward()
+    # torch.compile's wrapper keeps the model as _orig_mod; a GraphModule lists its
+    # parameters in the order the graph first reads them
+    traced = getattr(traced, "_orig_mod", traced)
+    if outputs[0].requires_grad:
+        traced_parameters = dict(traced.named_parameters())
+        assert traced_parameters.keys() == dict(model.named_parameters()).keys()
+        for name, p in model.named_parameters():
+            assert_close(traced_parameters[name].grad, p.grad, scale=10, msg=f"grad of {name}")
+    # A GraphModule keeps only what its graph reads: not the num_batches_tracked that
+    # InstanceNorm registers (as torch's does) and never uses.
+    state, traced_state = model.state_dict(), traced.state_dict()
+    unread = {key for key in state.keys() - traced_state.keys() if key.endswith("num_batches_tracked")}
+    assert traced_state.keys() == state.keys() - unread
+    for key, value in traced_state.items():
+        if value.is_floating_point():
+            assert_close(value, state[key], msg=key)
+        else:  # num_batches_tracked: an exact count
+            assert torch.equal(value, state[key]), key
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_fx_symbolic_trace_of_a_model(assert_close, mode):
+    model = make_model(helpers, seed=0).train(mode == "train")
+    twin = make_model(helpers, seed=0).train(mode == "train")
+    traced = torch.fx.symbolic_trace(twin)
+    # each norm is one recorded call to helpers' code, never torch's
+    targets = {node.target for node in traced.graph.nodes if node.op == "call_function"}
+    assert {_qualified_name(t) for t in targets} >= {
+        "helpers.modules._batch_norm_forward",
+        "helpers.functional.layer_norm",
+        "helpers.functional.group_norm",
+        "helpers.functional.rms_norm",
+    }
+    assert not any("torch.nn.functional" in _qualified_name(t) for t in targets)
+    for seed in range(2):  # the traced graph counts batches and updates statistics each run
+        _run_both(assert_close, model, traced, (16, 6), seed)
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 5), (3, 5)], ids=["batched", "unbatched"])
+def test_fx_symbolic_trace_of_instance_norm_cumulative_batch_norm_and_dyt(assert_close, shape):
+    def model():
+        torch.manual_seed(0)
+        return nn.Sequential(
+            helpers.InstanceNorm1d(3, affine=True, track_running_stats=True),
+            *([helpers.BatchNorm1d(3, momentum=None)] if len(shape) == 3 else []),
+            helpers.DyT(5),
+        )
+
+    eager, traced = model(), torch.fx.symbolic_trace(model())
+    for seed in range(2):  # the second run sees the running statistics the first updated
+        _run_both(assert_close, eager, traced, shape, seed)
+
+
+def test_a_traced_model_raises_the_eager_error():
+    traced = torch.fx.symbolic_trace(nn.Sequential(helpers.LayerNorm(4), helpers.BatchNorm1d(4)))
+    with pytest.raises(RuntimeError, match=r"normalized_shape=\[4\].*input of shape \[2, 5\]"):
+        traced(randn(2, 5))
+    traced = torch.fx.symbolic_trace(nn.Sequential(nn.Identity(), helpers.BatchNorm2d(4)))
+    with pytest.raises(ValueError, match=r"expected 4D input \(got 3D input\)"):
+        traced(randn(2, 4, 5))
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # torch.compile's own, while it compiles
+def test_torch_compile_fullgraph_on_a_model(assert_close):
+    # fullgraph=True is Dynamo's verdict (one graph, no break); aot_eager then also runs
+    # AOTAutograd over the in-place running-statistics updates, without Inductor's C++ build.
+    model = make_model(helpers, seed=0)
+    compiled = torch.compile(make_model(helpers, seed=0), fullgraph=True, backend="aot_eager")
+    _run_both(assert_close, model, compiled, (16, 6), seed=0)
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_torch_export_of_a_model(assert_close, mode):
+    model = make_model(helpers, seed=0).train(mode == "train")
+    exported = torch.export.export(make_model(helpers, seed=0).train(mode == "train"), (randn(16, 6),))
+    x = randn(16, 6, seed=1)
+    assert_close(exported.module()(x), model(x))
+
+
+def test_swap_norms_keeps_arguments_state_dtype_and_mode_and_leaves_subclasses_alone():
+    class OwnNorm(nn.LayerNorm):  # a library's own subclass may compute something else
+        pass
+
+    model = nn.Sequential(
+        nn.BatchNorm1d(3, momentum=None, dtype=torch.float64),
+        OwnNorm(3),
+        nn.Sequential(nn.GroupNorm(1, 3, eps=1e-3, bias=False)),
+    ).eval()
+    randomize(model[0])
+    state = {key: value.clone() for key, value in model.state_dict().items()}
+    assert helpers.swap_norms(model) is model  # children are replaced in place
+    assert [type(m) for m in (model[0], model[1], model[2][0])] == [
+        helpers.BatchNorm1d,
+        OwnNorm,
+        helpers.GroupNorm,
+    ]
+    assert model[0].momentum is None and model[0].weight.dtype == torch.float64
+    assert not model[0].training
+    assert model[2][0].eps == 1e-3 and model[2][0].bias is None
+    assert list(model.state_dict()) == list(state)
+    assert all(torch.equal(value, state[key]) for key, value in model.state_dict().items())
+    root = helpers.swap_norms(nn.InstanceNorm2d(3, affine=True, track_running_stats=True))
+    assert type(root) is helpers.InstanceNorm2d and root.affine and root.track_running_stats

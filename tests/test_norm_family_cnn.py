@@ -1,4 +1,4 @@
-"""helpers.norm_family_cnn: the image task, each norm's statistics in the stacked CNN, BN's two modes,
+"""helpers.experiments.norm_family_cnn: the image task, each norm's statistics in the stacked CNN, BN's two modes,
 the stacking, the rate scaling, the training runs' rows and pairing, the verdicts' words and the
 declaration of ``norm_family_cnn``."""
 
@@ -12,8 +12,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import norm_family_cnn as nf
-from helpers import runner
+from helpers.evidence import runner
+from helpers.experiments import norm_family_cnn as nf
 
 
 def _gens(*seeds):
@@ -420,7 +420,7 @@ def test_best_rate_words_flag_a_grid_edge():
 
 
 def test_the_experiment_is_declared_as_the_protocol_says():
-    assert "helpers.norm_family_cnn" in runner.TOPIC_MODULES
+    assert "helpers.experiments.norm_family_cnn" in runner.TOPIC_MODULES
     exp = runner.experiment("norm_family_cnn")
     assert exp.budget_s <= 2700
     assert len(exp.seeds) >= 10 and not set(exp.seeds) & set(exp.tuning.pilot_seeds)

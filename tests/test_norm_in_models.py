@@ -1,8 +1,8 @@
-"""helpers.norm_in_models: the table of which norm well-known models use is complete and sourced."""
+"""helpers.lessons.norm_in_models: the table of which norm well-known models use is complete and sourced."""
 
 import re
 
-from helpers.norm_in_models import NORM_IN_MODELS
+from helpers.lessons.norm_in_models import NORM_IN_MODELS
 
 
 def test_every_row_is_filled_in_and_cites_a_source_with_its_year():

@@ -1,4 +1,4 @@
-"""helpers.param_grad_reduction: dgamma and dbeta as block partial sums, then a second reduction."""
+"""helpers.lessons.param_grad_reduction: dgamma and dbeta as block partial sums, then a second reduction."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers.param_grad_reduction import (
+from helpers.lessons.param_grad_reduction import (
     block_partial_sums,
     column_sum_bound,
     column_sum_errors,

@@ -8,8 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import layer_norm, placement, plots, widgets
-from helpers.placement_evidence import init_gain
+from helpers import layer_norm, plots, widgets
+from helpers.experiments.placement_tuned import init_gain
+from helpers.lessons import placement
 from helpers.plots import find_line
 from helpers.plots.placement import layer_colours
 from helpers.widgets.placement import placement_table

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from helpers import plots
-from helpers.experiments import drift_runs, fit_gamma_beta
+from helpers.experiments.drift import drift_runs, fit_gamma_beta
 
 
 @pytest.fixture(scope="module")

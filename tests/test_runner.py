@@ -1,4 +1,4 @@
-"""helpers.runner: units, the cache (atomic, refused when stale or damaged), the tuned protocol,
+"""helpers.evidence.runner: units, the cache (atomic, refused when stale or damaged), the tuned protocol,
 stored results read back, and a run killed mid-way that resumes losing only the unit in flight."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import runner_toy  # noqa: F401  (registers the toy experiments)
 
-from helpers import runner
+from helpers.evidence import runner
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -109,7 +109,7 @@ def test_a_cache_entry_made_for_another_config_is_refused(dirs):
 def test_an_unknown_name_lists_the_known_ones(dirs):
     with pytest.raises(ValueError, match=r"unknown experiment 'nope'; the known ones are: .*toy.*toy_tuned"):
         runner.run("nope", **{k: v for k, v in dirs.items() if k != "log"})
-    out = subprocess.run([sys.executable, "-m", "helpers.runner", "--only", "nope"], cwd=ROOT,
+    out = subprocess.run([sys.executable, "-m", "helpers.evidence.runner", "--only", "nope"], cwd=ROOT,
                          capture_output=True, text=True)
     assert out.returncode == 2 and "unknown experiment 'nope'" in out.stderr and "the known ones are" in out.stderr
 
@@ -143,7 +143,7 @@ def test_the_tuned_protocol_picks_each_arms_rate_on_pilot_seeds_then_reports_fre
 def test_a_killed_run_resumes_and_loses_only_the_unit_in_flight(tmp_path):
     log = tmp_path / "units.log"
     env = {**os.environ, "RUNNER_TOY_LOG": str(log), "RUNNER_TOY_SLEEP": "0.4", "PYTHONPATH": str(TESTS)}
-    cmd = [sys.executable, "-m", "helpers.runner", "--module", "runner_toy", "--only", "toy",
+    cmd = [sys.executable, "-m", "helpers.evidence.runner", "--module", "runner_toy", "--only", "toy",
            "--cache", str(tmp_path / "cache"), "--results", str(tmp_path / "results")]
     (tmp_path / "results").mkdir()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

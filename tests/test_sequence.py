@@ -1,4 +1,4 @@
-"""helpers.sequence: reduced dims, padding, the masked LN, the dependency measures, the causal block."""
+"""helpers.lessons.sequence: reduced dims, padding, the masked LN, the dependency measures, the causal block."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.sequence import (
+from helpers.lessons.sequence import (
     CausalBlock,
     dependency_matrix,
     future_leak,
@@ -251,7 +251,7 @@ def test_causal_block_refuses_an_unknown_unit():
 
 @pytest.mark.parametrize("n, scale, eps", [(4, 1.0, 1e-5), (4, 0.003, 1e-5), (7, 0.3, 1e-5), (16, 2.0, 0.1)])
 def test_token_jacobian_norm_is_the_diagonal_of_the_autograd_dependency_matrix(n, scale, eps):
-    from helpers.sequence import dependency_matrix, token_jacobian_norm
+    from helpers.lessons.sequence import dependency_matrix, token_jacobian_norm
 
     sentence = torch.randn(5, n, generator=torch.Generator().manual_seed(n), dtype=torch.float64) * scale + 1
     deps = dependency_matrix(lambda x: F.layer_norm(x, (n,), eps=eps), sentence)
@@ -260,7 +260,7 @@ def test_token_jacobian_norm_is_the_diagonal_of_the_autograd_dependency_matrix(n
 
 
 def test_token_jacobian_norm_tends_to_sqrt_n_minus_2_over_sigma():
-    from helpers.sequence import token_jacobian_norm
+    from helpers.lessons.sequence import token_jacobian_norm
 
     x = torch.randn(3, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 5
     var = x.var(-1, unbiased=False)
@@ -270,7 +270,7 @@ def test_token_jacobian_norm_tends_to_sqrt_n_minus_2_over_sigma():
 
 
 def test_token_jacobian_norm_refuses_one_feature():
-    from helpers.sequence import token_jacobian_norm
+    from helpers.lessons.sequence import token_jacobian_norm
 
     with pytest.raises(ValueError, match=r"argument 'x' must be a tensor of tokens \(\.\.\., n\) with n >= 2, "
                                          r"got torch.Size\(\[3, 1\]\)"):

@@ -1,4 +1,4 @@
-"""helpers.small_transformer: the copy task and its two levels, the three placements of the norm,
+"""helpers.experiments.small_transformer: the copy task and its two levels, the three placements of the norm,
 causality, the stacking, the warm-up, the timing hook and the declaration of ``small_transformer``."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers import inference, runner
-from helpers import small_transformer as st
+from helpers.evidence import runner, statistics
+from helpers.experiments import small_transformer as st
 
 
 def _gens(*seeds):
@@ -81,7 +81,7 @@ def test_an_oracle_scores_the_floor_and_a_uniform_predictor_the_no_copy_level(n,
 def test_the_threshold_is_halfway_and_fixed_before_any_run():
     assert st.NO_COPY == st.no_copy_level(st.N_COPY, st.VOCAB) == pytest.approx(math.log(st.VOCAB))
     assert st.FLOOR == pytest.approx((st.N_COPY - 1) / (2 * st.N_COPY - 1) * math.log(st.VOCAB))
-    assert st.THRESHOLD == inference.threshold_level(st.NO_COPY, st.FLOOR, 0.5)
+    assert st.THRESHOLD == statistics.threshold_level(st.NO_COPY, st.FLOOR, 0.5)
     assert st.THRESHOLD == pytest.approx((st.NO_COPY + st.FLOOR) / 2)
 
 
@@ -419,8 +419,8 @@ def test_the_stored_best_rates_are_inside_the_grid():
 
 
 def test_the_arm_groups_cover_every_arm_and_notebook_05_reads_only_the_placement_arms():
-    from helpers import speed_evidence
+    from helpers.experiments import training_speed_table
 
     assert set(st.PLACEMENT_ARMS) | set(st.NORM_FREE_ARMS) == set(st.ARMS)
-    transformer = [s for s in speed_evidence.settings() if s.experiment == "small_transformer"]
+    transformer = [s for s in training_speed_table.settings() if s.experiment == "small_transformer"]
     assert transformer and dict(transformer[0].where)["variant"] == st.PLACEMENT_ARMS

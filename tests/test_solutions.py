@@ -16,15 +16,9 @@ import torch
 import torch.nn.functional as F
 
 import helpers
-from helpers import (
-    bn_vs_ln,
-    checks,
-    norm_family_checks,
-    numerics_exercises,
-    placement,
-    training_speed,
-)
-from helpers.checks import ALWAYS_FORBIDDEN, check
+from helpers.exercises import checking, layer_norm, norm_family, numerics, training_speed
+from helpers.exercises.checking import ALWAYS_FORBIDDEN, check
+from helpers.lessons import bn_vs_ln, placement, sequence
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 _DETAILS = re.compile(r"<details><summary>Solution</summary>.*?```python\n(.*?)```.*?</details>", re.S)
@@ -46,7 +40,7 @@ def _cells(path: pathlib.Path) -> list[tuple[str, str]]:
 
 def _namespace() -> dict:
     ns = {"torch": torch, "F": F, "helpers": helpers, "placement": placement}
-    for module in (checks, bn_vs_ln, training_speed, numerics_exercises, norm_family_checks):
+    for module in (layer_norm, sequence, bn_vs_ln, training_speed, numerics, norm_family):
         ns.update({name: getattr(module, name) for name in dir(module) if name.startswith("check_")})
     return ns
 
@@ -74,7 +68,7 @@ EXERCISES = _exercises()
 IDS = [f"{nb[:2]}-{name}" for nb, _, name, _, _ in EXERCISES]
 
 
-def _verdict(checker: str, code: str, name: str) -> checks.Verdict:
+def _verdict(checker: str, code: str, name: str) -> checking.Verdict:
     ns = _namespace()
     exec(compile(code, f"<{name}>", "exec"), ns)  # noqa: S102 (the notebook's own cell)
     return eval(f"{checker}({name})", ns)  # noqa: S307
@@ -103,7 +97,7 @@ def test_the_stub_runs_and_fails_with_a_hint(notebook, checker, name, stub, solu
     assert "Hint:" in verdict.message and "Traceback" not in verdict.message
 
 
-def _replaying(exercise: checks.Exercise, wrong):
+def _replaying(exercise: checking.Exercise, wrong):
     """A learner's function that returns what ``wrong`` gives on each case, computed beforehand:
     a mistake written by hand, even where ``wrong`` itself calls a function the check refuses."""
     answers = [(args, wrong(*args)) for args in exercise.inputs()]
@@ -116,9 +110,9 @@ def _replaying(exercise: checks.Exercise, wrong):
     return replay
 
 
-@pytest.mark.parametrize("name", checks.registered())
+@pytest.mark.parametrize("name", checking.registered())
 def test_every_listed_mistake_fails_with_its_hint(name):
-    exercise = checks._REGISTRY[name]
+    exercise = checking._REGISTRY[name]
     for hint, wrong in exercise.mistakes.items():
         verdict = check(exercise, _replaying(exercise, wrong))
         assert not verdict, f"{name}: the mistake {hint!r} passes"
@@ -136,7 +130,7 @@ HANDED_IN = [
     ("biased_variance", lambda x: x.std(-1, unbiased=False) ** 2),
     ("biased_variance", lambda x: torch.var_mean(x, -1, correction=0)[0]),
     ("sentence_layer_norm", lambda x: F.layer_norm(x, x.shape[-2:])),
-    ("masked_sentence_layer_norm", lambda x, mask: helpers.sequence.masked_layer_norm(x, mask)),
+    ("masked_sentence_layer_norm", lambda x, mask: helpers.lessons.sequence.masked_layer_norm(x, mask)),
     ("batch_norm_train", lambda x: F.batch_norm(x, None, None, training=True)),
     ("batch_norm_train", lambda x: torch.nn.BatchNorm1d(x.shape[1], affine=False)(x)),
     ("batch_norm_train", lambda x: helpers.batch_norm(x, None, None, training=True)),
@@ -154,7 +148,7 @@ HANDED_IN = [
     ("layer_norm_backward", lambda x, dy, eps: torch.autograd.grad(
         ((x.requires_grad_() - x.mean(-1, keepdim=True))
          / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps)), x, dy)[0]),
-    ("chan_merge_m2", lambda *args: helpers.variance.chan_merge(*args)[2]),
+    ("chan_merge_m2", lambda *args: helpers.lessons.variance.chan_merge(*args)[2]),
     ("group_norm_by_hand", lambda x, groups, eps: F.group_norm(x, groups, eps=eps)),
     ("group_norm_by_hand", lambda x, groups, eps: helpers.group_norm(x, groups, eps=eps)),
     ("group_norm_by_hand", lambda x, groups, eps: torch.nn.GroupNorm(groups, x.shape[1], eps=eps, affine=False,
@@ -193,13 +187,13 @@ def test_everything_refused_is_put_back():
 @pytest.mark.parametrize("name", ["layer_norm_one_token", "layer_norm_last_dim", "sentence_layer_norm",
                                   "batch_norm_train", "biased_variance", "group_norm_by_hand"])
 def test_the_one_pass_formula_fails_at_a_large_mean(name):
-    exercise = checks._REGISTRY[name]
+    exercise = checking._REGISTRY[name]
     [(hint, one_pass)] = [(h, f) for h, f in exercise.mistakes.items() if "E[x²] - E[x]²" in h]
     large = [args for case, args in zip(exercise.cases, exercise.inputs(), strict=True) if "10000" in case.description]
     assert large, "a case with a mean around 10000"
     for args in large:
         assert args[0].dtype == torch.float32 and args[0].mean().abs() > 5e3
-        why, got_hint, _ = checks._run(exercise, _replaying(exercise, one_pass), args)
+        why, got_hint, _ = checking._run(exercise, _replaying(exercise, one_pass), args)
         assert why is not None and got_hint == hint  # the solutions pass it: test_the_solution_passes
 
 

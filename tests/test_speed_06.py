@@ -7,8 +7,13 @@ import pathlib
 
 import pytest
 
+from helpers.lessons.memory_and_speed import (
+    IMPLEMENTATIONS,
+    RESULTS_NAME,
+    load_results,
+    saved_bytes_table,
+)
 from helpers.plots import bandwidth_figure, find_line, saved_bytes_figure, stability_figure
-from helpers.speed import IMPLEMENTATIONS, RESULTS_NAME, load_results, saved_bytes_table
 from helpers.widgets import stability_demo, stability_state
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -145,7 +150,7 @@ def test_count_full_passes_lists_the_eager_backward_and_torchs_single_kernel():
     import torch.nn.functional as F
 
     from helpers import LayerNormFunction
-    from helpers.speed import count_full_passes
+    from helpers.lessons.memory_and_speed import count_full_passes
 
     ops = count_full_passes(LayerNormFunction.apply)
     assert len(ops) == 12  # the number helpers/autograd.py's docstring states
@@ -157,8 +162,8 @@ def test_count_full_passes_lists_the_eager_backward_and_torchs_single_kernel():
 def test_partial_sums_figure_outlines_the_blocks_and_shows_both_stages():
     import torch
 
-    from helpers.param_grad_reduction import block_partial_sums
-    from helpers.plots.speed import partial_sums_figure
+    from helpers.lessons.param_grad_reduction import block_partial_sums
+    from helpers.plots.memory_and_speed import partial_sums_figure
 
     values = torch.randn(12, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     fig = partial_sums_figure(values, block_rows=4)
@@ -170,7 +175,7 @@ def test_partial_sums_figure_outlines_the_blocks_and_shows_both_stages():
 
 
 def test_cache_sizes_are_read_from_the_machine(monkeypatch, tmp_path):
-    from helpers.speed import cache_sizes
+    from helpers.lessons.memory_and_speed import cache_sizes
 
     for index, (level, kind, size) in enumerate([(1, "Data", "32K"), (1, "Instruction", "32K"),
                                                   (2, "Unified", "1024K"), (3, "Unified", "32768K")]):
@@ -180,7 +185,7 @@ def test_cache_sizes_are_read_from_the_machine(monkeypatch, tmp_path):
         (folder / "type").write_text(f"{kind}\n")
         (folder / "size").write_text(f"{size}\n")
     real_path = pathlib.Path
-    monkeypatch.setattr("helpers.speed.pathlib.Path",
+    monkeypatch.setattr("helpers.lessons.memory_and_speed.pathlib.Path",
                         lambda p: tmp_path / p.removeprefix("/sys/devices/system/cpu/") if str(p).startswith("/sys")
                         else real_path(p))
     assert cache_sizes() == {"L1d": 32 * 2**10, "L2": 2**20, "L3": 32 * 2**20}

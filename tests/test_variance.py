@@ -1,4 +1,4 @@
-"""helpers.variance: one-pass, two-pass and Welford/Chan against float64 references."""
+"""helpers.lessons.variance: one-pass, two-pass and Welford/Chan against float64 references."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.variance import (
+from helpers.lessons.variance import (
     ALGORITHMS,
     adversarial_rows,
     chan_merge,
@@ -129,8 +129,8 @@ def test_adversarial_rows_rejects_unknown_kinds():
 
 
 def test_exercises_accept_the_right_answer_and_name_each_mistake():
-    from helpers.checks import _REGISTRY
-    from helpers.numerics_exercises import check_chan_merge_m2, check_layer_norm_backward
+    from helpers.exercises.checking import _REGISTRY
+    from helpers.exercises.numerics import check_chan_merge_m2, check_layer_norm_backward
 
     def dx(x, dy, eps):
         mean = x.mean(-1, keepdim=True)

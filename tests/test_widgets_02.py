@@ -12,7 +12,7 @@ from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
 
 from helpers import plots
-from helpers.sequence import dependency_matrix
+from helpers.lessons.sequence import dependency_matrix
 from helpers.widgets import NORM_UNITS, Dashboard, norm_unit_demo, norm_unit_state, png_bytes
 
 

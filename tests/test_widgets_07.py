@@ -17,14 +17,14 @@ from matplotlib.figure import Figure
 
 import helpers
 from helpers import plots
-from helpers.geometry import (
+from helpers.lessons.geometry import (
     GEOMETRY_POINTS,
     ln_geometry,
     ln_geometry_state,
     ln_geometry_table,
     plane_circle,
 )
-from helpers.norm_family import (
+from helpers.lessons.norm_family import (
     NORMS,
     divisors,
     norm_family_state,

@@ -24,13 +24,13 @@ def _close_figures():
 @pytest.fixture(scope="module")
 def stored_runs() -> pd.DataFrame:
     """The runs notebook 05's dashboard shows (every stored run of its experiments)."""
-    from helpers.speed_evidence import evidence_table
+    from helpers.experiments.training_speed_table import evidence_table
 
     return evidence_table()
 
 
 def _placement_frame():
-    from helpers import runner
+    from helpers.evidence import runner
 
     return runner.load("placement_tuned").frame
 
@@ -153,7 +153,7 @@ def test_snapshot_draws_a_new_open_figure_at_chosen_values_and_leaves_the_contro
 
 
 def test_every_control_of_the_speed_dashboard_changes_what_it_selects(stored_runs):
-    from helpers.speed_evidence import evidence_state
+    from helpers.experiments.training_speed_table import evidence_state
 
     base = ("3-layer RNN, T 10, hidden 64 (why)", 0.01, "all arms", 0.5, "held-out loss")
     shown = evidence_state(stored_runs, *base)
@@ -173,7 +173,7 @@ def test_every_control_of_the_speed_dashboard_changes_what_it_selects(stored_run
 
 
 def test_every_control_of_the_stored_placement_dashboard_changes_what_it_selects():
-    from helpers.placement_evidence import stored_runs_state
+    from helpers.experiments.placement_tuned import stored_runs_state
 
     frame = _placement_frame()
     base = stored_runs_state(frame, "tanh", "all", "tuned")

@@ -36,6 +36,12 @@ from helpers.plots.geometry import (
     update_ln_geometry_figure,
 )
 from helpers.plots.invariance import shift_scale_figure, update_shift_scale_figure
+from helpers.plots.memory_and_speed import (
+    bandwidth_figure,
+    saved_bytes_figure,
+    stability_figure,
+    update_stability_figure,
+)
 from helpers.plots.norm_family import (
     block_grid,
     norm_family_figure,
@@ -50,12 +56,6 @@ from helpers.plots.placement import (
     update_stored_runs_figure,
 )
 from helpers.plots.small_batches import NORM_COLOURS, class_examples_figure, small_batch_figure
-from helpers.plots.speed import (
-    bandwidth_figure,
-    saved_bytes_figure,
-    stability_figure,
-    update_stability_figure,
-)
 from helpers.plots.training_speed import (
     ARM_COLOURS,
     evidence_figure,

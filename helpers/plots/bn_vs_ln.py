@@ -31,7 +31,7 @@ def pooling_figure(groups: dict, *, figsize: tuple[float, float] = (10, 5.6), dp
         groups: ``{(norm, ndim): labels}`` for norms ``"BatchNorm"``/``"LayerNorm"`` and
             ``ndim`` 2 (labels of shape ``(batch, features)``) and 3 (``(batch, seq_len,
             features)``, drawn one panel per sample), as
-            :func:`helpers.bn_vs_ln.pooling_groups` returns them.
+            :func:`helpers.lessons.bn_vs_ln.pooling_groups` returns them.
 
     Returns:
         A Figure whose axes have ``gid`` ``"<norm> 2d"`` and ``"<norm> 3d sample <b>"``; each
@@ -108,7 +108,7 @@ def update_other_samples_figure(fig: Figure, state: dict) -> None:
 
 def batch_noise_figure(frame: pd.DataFrame, *, figsize: tuple[float, float] = (5, 3.2), dpi: int = DPI) -> Figure:
     """Spread of a batch's mean against batch size (log-log), measured (``gid`` ``"measured"``)
-    and ``1 / sqrt(B)`` (``gid`` ``"theory"``), from :func:`helpers.bn_vs_ln.batch_mean_noise`."""
+    and ``1 / sqrt(B)`` (``gid`` ``"theory"``), from :func:`helpers.lessons.bn_vs_ln.batch_mean_noise`."""
     fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
     ax.plot(frame["batch_size"], frame["std_of_batch_mean"], "o-", color="C3", gid="measured",
             label="measured std of the batch mean")
@@ -133,7 +133,7 @@ def batch_size_figure(summary: pd.DataFrame, *, seeds: int, samples: int, chance
     """Mean final test accuracy over seeds (line, ``gid`` = the arm) and min-max band per arm, against batch size.
 
     Args:
-        summary: :func:`helpers.bn_vs_ln.batch_size_summary`'s table: index ``batch_size``,
+        summary: :func:`helpers.experiments.batch_size.batch_size_summary`'s table: index ``batch_size``,
             columns ``(arm, "mean" | "min" | "max")``.
         seeds, samples: named in the title (how many seeds; the training samples every batch size saw).
         chance: the accuracy of a guess, drawn dotted (``gid`` ``"chance"``).

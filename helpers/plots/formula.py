@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI, HIGHLIGHT, OTHER, find_line
 
-__all__ = ["DRIFT_PANELS", "affine_figure", "drift_figure", "eps_figure", "gamma_beta_fit_figure", "update_affine_figure",
+__all__ = ["AFFINE_YLIM", "DRIFT_PANELS", "affine_figure", "drift_figure", "eps_figure", "gamma_beta_fit_figure", "update_affine_figure",
            "update_eps_figure"]
 
 
@@ -25,7 +25,7 @@ def drift_figure(frame, *, figsize: tuple[float, float] = (12, 6.4), dpi: int = 
     """Per step, the distributions recorded in one hidden block, the runs' spread, loss and token means.
 
     Args:
-        frame: what :func:`helpers.experiments.drift_runs` returns for one seed (columns
+        frame: what :func:`helpers.experiments.drift.drift_runs` returns for one seed (columns
             ``model``, ``site``, ``step``, ``loss``, ``loss_of_mean``, ``std``, ``p05`` ... ``p95``,
             ``token_mean_absmax``).
 
@@ -145,6 +145,9 @@ def update_eps_figure(fig: Figure, state: dict) -> None:
 #: How far left (x̂) and right (y) of its feature each dot column of :func:`affine_figure` sits.
 AFFINE_OFFSET = 0.2
 
+#: The value range of :func:`affine_figure` (fixed, so the axis never moves when a slider does).
+AFFINE_YLIM = (-12.0, 12.0)
+
 
 def _affine_offsets(values, offset: float):
     """``(n_tokens * dim, 2)`` points: feature index + offset, value (token-major)."""
@@ -165,10 +168,8 @@ def affine_figure(state: dict, *, figsize: tuple[float, float] = (8, 3.2), dpi: 
         each token's x̂ at each feature, just left of it; blue dots (``gid`` ``"output"``), its
         y, just right; token 0's y across the features as a line (``gid`` ``"token 0"``); a pale
         band over the chosen feature (``gid`` ``"feature"``). The y-range is
-        ``helpers.widgets.AFFINE_YLIM`` whatever the sliders say.
+        :data:`AFFINE_YLIM` whatever the sliders say.
     """
-    from helpers.widgets.formula import AFFINE_YLIM
-
     fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
     dim = state["normalised"].shape[1]
     ax.axvspan(state["feature"] - 0.45, state["feature"] + 0.45, color=HIGHLIGHT, alpha=0.12, lw=0,
@@ -209,7 +210,7 @@ def gamma_beta_fit_figure(frame, *, targets: dict | None = None,
     """gamma and beta (every feature) and the loss against the step, of a fit_gamma_beta run.
 
     Args:
-        frame: what :func:`helpers.experiments.fit_gamma_beta` returns.
+        frame: what :func:`helpers.experiments.drift.fit_gamma_beta` returns.
         targets: optional ``{"gamma": value, "beta": value}``, drawn dashed.
 
     Returns:

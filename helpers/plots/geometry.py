@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from mpl_toolkits.mplot3d.art3d import Line3DCollection, Poly3DCollection
 
-from helpers.geometry import plane_circle
+from helpers.lessons.geometry import plane_circle
 from helpers.plots.core import DPI, HIGHLIGHT, find_line
 
 __all__ = ["GEOMETRY_VIEWS", "ln_geometry_figure", "ln_geometry_views_figure", "update_ln_geometry_figure"]
@@ -102,7 +102,7 @@ def ln_geometry_figure(state: dict, *, figsize: tuple[float, float] = (7.0, 5.4)
     """LayerNorm and RMSNorm of a few 3-D points, as geometry, on 3-D axes.
 
     Args:
-        state: what :func:`helpers.geometry.ln_geometry_state` returns.
+        state: what :func:`helpers.lessons.geometry.ln_geometry_state` returns.
 
     Returns:
         A Figure with one 3-D axes and a legend. Lines (markers only) tagged by ``gid``:
@@ -115,7 +115,7 @@ def ln_geometry_figure(state: dict, *, figsize: tuple[float, float] = (7.0, 5.4)
         the projection to its LN image and from each point to its RMSNorm image
         (``Line3DCollection`` ``"to plane"``, ``"to circle"``, ``"to sphere"``). The camera is at
         ``state["elevation"], state["azimuth"]``. The numbers are in
-        :func:`helpers.geometry.ln_geometry_table`, shown under the dashboard's figure (text is
+        :func:`helpers.lessons.geometry.ln_geometry_table`, shown under the dashboard's figure (text is
         what costs most in a redraw).
     """
     fig = plt.figure(figsize=figsize, dpi=dpi)
@@ -138,7 +138,7 @@ def ln_geometry_views_figure(state: dict, views: dict | None = None, *,
     """The scene of :func:`ln_geometry_figure` from several cameras, side by side.
 
     Args:
-        state: what :func:`helpers.geometry.ln_geometry_state` returns (its camera is ignored).
+        state: what :func:`helpers.lessons.geometry.ln_geometry_state` returns (its camera is ignored).
         views: ``title -> (elevation, azimuth)``; default :data:`GEOMETRY_VIEWS`: oblique, down
             the (1, 1, 1) axis (the plane face-on: the circle looks round) and along (1, -1, 0)
             (the plane edge-on: LN's images on a line, RMSNorm's off it).

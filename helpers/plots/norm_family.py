@@ -113,7 +113,7 @@ def norm_family_figure(state: dict, *, figsize: tuple[float, float] = (11.0, 3.0
     """The statistic groups of one norm on an image batch (left) and on token sequences (right).
 
     Args:
-        state: what :func:`helpers.norm_family.norm_family_state` returns.
+        state: what :func:`helpers.lessons.norm_family.norm_family_state` returns.
 
     Returns:
         A Figure with two axes. Each shows its block laid out by :func:`block_grid`, one coloured
@@ -144,7 +144,7 @@ def norm_family_panels_figure(states: list[dict], *, token_norms=("BatchNorm", "
     ``token_norms``, the token block below (the other columns' lower axes are left empty).
 
     Args:
-        states: from :func:`helpers.norm_family.norm_family_state`, one per norm.
+        states: from :func:`helpers.lessons.norm_family.norm_family_state`, one per norm.
         token_norms: the norms whose token block is drawn: those Transformers use.
 
     Returns:

@@ -25,7 +25,7 @@ def norm_free_curves_figure(frame: pd.DataFrame, panels: dict[str, list[str]], *
 
     Args:
         frame: the stored table (``runner.load("small_transformer").frame``).
-        panels: ``{title: [arm, ...]}``, arms as named in :data:`helpers.small_transformer.ARMS`.
+        panels: ``{title: [arm, ...]}``, arms as named in :data:`helpers.experiments.small_transformer.ARMS`.
         levels: e.g. ``{"no copy": NO_COPY, "threshold": THRESHOLD, "floor": FLOOR}``.
     """
     report = frame[(frame["stage"] == "report") & frame["eval_loss"].notna()]
@@ -57,7 +57,7 @@ def s_shape_figure(frame: pd.DataFrame, layers: list[str], *, seed: int = 0, dpi
 
     Args:
         frame: the stored table of ``ln_input_output`` (``runner.load("ln_input_output").frame``).
-        layers: LN names, as :func:`helpers.norm_free.layer_names` gives them.
+        layers: LN names, as :func:`helpers.experiments.ln_input_output.layer_names` gives them.
         seed: a seed whose points were stored.
     """
     points, fits = frame[frame["kind"] == "point"], frame[frame["kind"] == "fit"]

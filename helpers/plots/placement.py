@@ -32,7 +32,7 @@ def layer_histograms_figure(state: dict) -> Figure:
     """Left: one histogram line per layer (gid ``"layer N"``), coloured by depth, with a colourbar
     naming the layers; right: the weight-gradient norm per layer on a log axis (gid ``"grad_norm"``).
 
-    ``state`` is :func:`helpers.placement.placement_state`'s dict (or one with the same keys). The
+    ``state`` is :func:`helpers.lessons.placement.placement_state`'s dict (or one with the same keys). The
     axes are, in order: histograms, gradient norms, colourbar.
     """
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.3), dpi=DPI, gridspec_kw={"width_ratios": [2, 1]})
@@ -58,7 +58,7 @@ def update_layer_histograms_figure(fig: Figure, state: dict) -> None:
     """Show ``state`` (any activation and depth) on a figure from :func:`layer_histograms_figure`:
     one line per layer over the activation's bins (re-made when the depth changes, with the
     colourbar), the x range and label, the gradient norms, the title."""
-    from helpers.placement import BINS
+    from helpers.lessons.placement import BINS
 
     left, right, cax = fig.axes
     depth = len(state["hist"])
@@ -105,7 +105,7 @@ def _log_range(values: np.ndarray) -> tuple[float, float]:
 
 
 def stored_runs_figure(state: dict, *, figsize: tuple[float, float] = (7, 3.4), dpi: int = DPI) -> Figure:
-    """:func:`helpers.placement_evidence.stored_runs_state` drawn: one thin line per seed, the median
+    """:func:`helpers.experiments.placement_tuned.stored_runs_state` drawn: one thin line per seed, the median
     in bold (``gid`` = the arrangement), the learned-nothing level dotted, log loss axis."""
     return curves_figure(update_stored_runs_figure, state, figsize=figsize, dpi=dpi)
 

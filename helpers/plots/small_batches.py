@@ -23,9 +23,9 @@ def small_batch_figure(table: pd.DataFrame, finals: pd.DataFrame, *, chance: flo
     mode dashed (``gid`` ``"BatchNorm, train() mode"``).
 
     Args:
-        table: :func:`helpers.norm_family_cnn.error_table`'s rows (``norm``, ``batch_size``,
+        table: :func:`helpers.experiments.norm_family_cnn.error_table`'s rows (``norm``, ``batch_size``,
             ``error``, ``error_low``, ``error_high``, ``train_mode_error``; errors as fractions).
-        finals: :func:`helpers.norm_family_cnn.final_errors`'s rows (one per run: ``norm``,
+        finals: :func:`helpers.experiments.norm_family_cnn.final_errors`'s rows (one per run: ``norm``,
             ``batch_size``, ``error``), for the dots.
         chance: the error of a guess, drawn dotted, if given.
     """
@@ -61,7 +61,7 @@ def small_batch_figure(table: pd.DataFrame, finals: pd.DataFrame, *, chance: flo
 
 
 def class_examples_figure(examples: pd.DataFrame, *, dpi: int = DPI) -> Figure:
-    """One panel per row of ``examples`` (:func:`helpers.norm_family_cnn.example_images`: ``name``
+    """One panel per row of ``examples`` (:func:`helpers.experiments.norm_family_cnn.example_images`: ``name``
     and a 2-D ``image``), in grey, with the class name as title."""
     fig, axes = plt.subplots(1, len(examples), figsize=(1.55 * len(examples), 1.9), dpi=dpi, squeeze=False)
     for ax, (_, row) in zip(axes[0], examples.iterrows(), strict=True):

@@ -20,7 +20,7 @@ ARM_COLOURS = {"no norm": "0.35", "LSTM": "0.35", "LayerNorm": "C0", "LN-LSTM": 
 
 
 def evidence_figure(state: dict, *, figsize: tuple[float, float] = (7, 3.4), dpi: int = DPI) -> Figure:
-    """:func:`helpers.speed_evidence.evidence_state` drawn: one thin line per seed, the median over
+    """:func:`helpers.experiments.training_speed_table.evidence_state` drawn: one thin line per seed, the median over
     seeds in bold (``gid`` = the arm), and for the loss the threshold, the learned-nothing level
     and the task's floor as horizontal lines."""
     return curves_figure(update_evidence_figure, state, figsize=figsize, dpi=dpi)
@@ -63,7 +63,7 @@ def update_evidence_figure(fig: Figure, state: dict) -> None:
 def tuning_figure(scores: pd.DataFrame, *, columns: int = 4, dpi: int = DPI,
                   ylabel: str = "steps to threshold\n(restricted mean, pilot)", cap: str = "the cap",
                   log: bool = False) -> Figure:
-    """:func:`helpers.speed_evidence.tuning_table` as small multiples: per setting, each arm's pilot
+    """:func:`helpers.experiments.training_speed_table.tuning_table` as small multiples: per setting, each arm's pilot
     score against the rate (log axis), its best rate ringed, the ``cap`` column dotted (the step cap,
     or whatever level means "learned nothing"). A best rate strictly inside the grid is what makes
     "each arm at its own best rate" a fair comparison. ``ylabel`` names the score; ``log`` puts it

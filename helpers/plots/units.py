@@ -123,7 +123,7 @@ def dependency_figure(matrices, *, figsize: tuple[float, float] | None = None, d
 
     Args:
         matrices: ``title -> (seq_len, seq_len)`` tensor, e.g. from
-            :func:`helpers.sequence.dependency_matrix`.
+            :func:`helpers.lessons.sequence.dependency_matrix`.
 
     Returns:
         A Figure with one axis per matrix: the matrix as an annotated heatmap, and a hatched
@@ -132,7 +132,7 @@ def dependency_figure(matrices, *, figsize: tuple[float, float] | None = None, d
     """
     from matplotlib.patches import Rectangle
 
-    from helpers.sequence import future_leak
+    from helpers.lessons.sequence import future_leak
 
     n = len(matrices)
     fig, axes = plt.subplots(1, n, figsize=figsize or (3.4 * n, 3.2), dpi=dpi, squeeze=False)

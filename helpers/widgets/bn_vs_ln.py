@@ -7,7 +7,7 @@ import torch
 
 from helpers import plots
 from helpers.functional import batch_norm, layer_norm
-from helpers.stats import rounded
+from helpers.lessons.group_stats import rounded
 from helpers.widgets.core import Dashboard, shift_scale_sliders
 
 __all__ = ["other_samples_demo", "other_samples_state"]

@@ -8,7 +8,8 @@ import torch
 
 from helpers import plots
 from helpers.functional import layer_norm
-from helpers.stats import group_stats, rounded
+from helpers.lessons.group_stats import group_stats, rounded
+from helpers.plots.formula import AFFINE_YLIM
 from helpers.widgets.core import Dashboard, log_slider, slider
 
 __all__ = ["AFFINE_YLIM", "affine_demo", "affine_state", "eps_demo", "eps_state"]
@@ -74,10 +75,6 @@ def eps_demo(seed: int = 0, *, n_features: int = 8, mean: float = 1.0,
         table=_eps_table,
         title="<b>A token whose features barely differ: how much does eps flatten it?</b>",
     )
-
-
-#: The value range of :func:`helpers.plots.affine_figure` (fixed, so the axis never moves).
-AFFINE_YLIM = (-12.0, 12.0)
 
 
 def affine_state(x: torch.Tensor, feature: int, gamma: float, beta: float, *, eps: float = 1e-5) -> dict:

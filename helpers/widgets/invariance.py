@@ -7,7 +7,7 @@ import torch
 
 from helpers import plots
 from helpers.functional import layer_norm
-from helpers.stats import group_stats, rounded
+from helpers.lessons.group_stats import group_stats, rounded
 from helpers.widgets.core import Dashboard, shift_scale_sliders
 
 __all__ = ["shift_scale_demo", "shift_scale_state"]

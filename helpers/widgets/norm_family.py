@@ -9,8 +9,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from helpers import plots
-from helpers.geometry import ln_geometry_state, ln_geometry_table
-from helpers.norm_family import NORMS, divisors, norm_family_state, parameter_table
+from helpers.lessons.geometry import ln_geometry_state, ln_geometry_table
+from helpers.lessons.norm_family import NORMS, divisors, norm_family_state, parameter_table
 from helpers.widgets.core import Dashboard, log_slider, slider
 
 __all__ = ["ln_geometry_demo", "ln_geometry_static", "norm_family_demo", "norm_family_static",
@@ -40,7 +40,7 @@ def _parameters(channels: int, groups: int, spatial: tuple[int, int]) -> pd.Data
 
 
 def norm_family_table(state: dict) -> pd.DataFrame:
-    """:func:`helpers.norm_family.parameter_table` for the state's shape and groups, the rows of the
+    """:func:`helpers.lessons.norm_family.parameter_table` for the state's shape and groups, the rows of the
     norm shown marked ``◀`` in a first column ``shown``."""
     _, channels, *spatial = state["image"]["shape"]
     table = _parameters(channels, state["groups"], tuple(spatial))
@@ -102,7 +102,7 @@ def ln_geometry_demo() -> Dashboard:
     along (1, 1, 1) applied to P (LN's image of P stays where its ring is; RMSNorm's moves with
     the shift); γ on the first coordinate (the circle becomes an ellipse); eps (the images move
     inside the circle where the variance is small against eps). The table gives P and its images
-    as numbers (:func:`helpers.geometry.ln_geometry_table`).
+    as numbers (:func:`helpers.lessons.geometry.ln_geometry_table`).
     """
     controls = {
         "azimuth": slider("camera azimuth", -25.0, -180.0, 180.0, 5.0),

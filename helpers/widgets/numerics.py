@@ -6,8 +6,8 @@ import ipywidgets as widgets
 import pandas as pd
 import torch
 
-from helpers.plots.speed import stability_figure, update_stability_figure
-from helpers.variance import ALGORITHMS, layer_norm_error, two_pass_var
+from helpers.lessons.variance import ALGORITHMS, layer_norm_error, two_pass_var
+from helpers.plots.memory_and_speed import stability_figure, update_stability_figure
 from helpers.widgets.core import Dashboard, log_slider
 
 __all__ = ["DTYPES", "stability_demo", "stability_state"]

@@ -6,7 +6,7 @@ import ipywidgets as widgets
 import pandas as pd
 
 from helpers import plots
-from helpers.placement import ACTIVATIONS, PLACEMENTS, placement_state
+from helpers.lessons.placement import ACTIVATIONS, PLACEMENTS, placement_state
 from helpers.widgets.core import Dashboard
 
 __all__ = ["DEPTHS", "placement_demo", "placement_table", "stored_runs_demo"]
@@ -31,7 +31,7 @@ def placement_table(state: dict) -> pd.DataFrame:
 
 def placement_demo(activation: str = "tanh", placement: str = "LN -> act", depth: int = 8) -> Dashboard:
     """Dropdowns for the activation, the placement and the depth, on a freshly initialised MLP
-    (:func:`helpers.placement.placement_state`, with the stored ``placement_tuned`` experiment's init)."""
+    (:func:`helpers.lessons.placement.placement_state`, with the stored ``placement_tuned`` experiment's init)."""
     controls = {
         "activation": widgets.Dropdown(options=list(ACTIVATIONS), value=activation, description="activation"),
         "placement": widgets.Dropdown(options=list(PLACEMENTS), value=placement, description="placement"),
@@ -45,7 +45,7 @@ def placement_demo(activation: str = "tanh", placement: str = "LN -> act", depth
 def stored_runs_demo(frame: pd.DataFrame) -> Dashboard:
     """The stored ``placement_tuned`` runs: an activation, one arrangement or all, and a rate (each
     arrangement's tuned one, or one of the pilot grid) -> every seed's curve and a table."""
-    from helpers.placement_evidence import ARRANGEMENTS, stored_runs_state
+    from helpers.experiments.placement_tuned import ARRANGEMENTS, stored_runs_state
 
     rates = sorted(set(frame.loc[frame["stage"] == "pilot", "lr"]))
     style = {"description_width": "initial"}

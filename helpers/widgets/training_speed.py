@@ -6,7 +6,7 @@ import ipywidgets as widgets
 import pandas as pd
 
 from helpers import plots
-from helpers.speed_evidence import MEASURES, evidence_state, settings
+from helpers.experiments.training_speed_table import MEASURES, evidence_state, settings
 from helpers.widgets.core import Dashboard
 
 __all__ = ["speed_demo"]
@@ -14,7 +14,7 @@ __all__ = ["speed_demo"]
 
 def speed_demo(table: pd.DataFrame) -> Dashboard:
     """A setting (experiment and regime), a rate (each arm's tuned one, or one of the grid), an arm,
-    a noise strength and a measure, over ``table`` (:func:`helpers.speed_evidence.evidence_table`)."""
+    a noise strength and a measure, over ``table`` (:func:`helpers.experiments.training_speed_table.evidence_table`)."""
     rates = sorted(set(table["lr"]))
     noises = sorted(set(table["noise"]))
     style = {"description_width": "initial"}

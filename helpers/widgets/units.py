@@ -8,7 +8,7 @@ import torch
 
 from helpers import plots
 from helpers.functional import layer_norm
-from helpers.stats import group_stats, rounded
+from helpers.lessons.group_stats import group_stats, rounded
 from helpers.widgets.core import Dashboard, slider
 
 __all__ = ["NORM_UNITS", "norm_unit_demo", "norm_unit_state"]
@@ -39,9 +39,9 @@ def norm_unit_state(x: torch.Tensor, n_trailing: int, scale: float = 1.0, *,
         ``changed`` (bool, ``(batch, seq_len)``: whose output moved by more than 1e-4 compared
         with ``scale=1``), ``token``, ``scale`` and ``table``: per group, its ``count`` and the
         mean and (biased) variance of its input and of its output, from
-        :func:`helpers.stats.group_stats`.
+        :func:`helpers.lessons.group_stats.group_stats`.
     """
-    from helpers.sequence import reduced_dims
+    from helpers.lessons.sequence import reduced_dims
 
     if not isinstance(x, torch.Tensor) or x.ndim != 3:
         got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__

@@ -1,0 +1,477 @@
+"""BatchNorm against LayerNorm (notebook 03): whose statistics, what depends on the batch.
+
+Plain functions that return tensors or tidy DataFrames, so a notebook can show them and
+tests can assert on them:
+
+- :func:`two_sample_stats`: the lesson's promised two-sample example, BN's per-feature and
+  LN's per-sample mean and variance side by side.
+- :func:`both_ways`, :func:`batch_dependence`, :func:`state_and_modes`: the first contrast of
+  notebooks 00 and 01: one small batch normalized over the batch (BN, training mode) and over
+  the features (LN); one sample's output when another sample changes; what each module stores
+  and whether ``train()`` and ``eval()`` agree.
+- :func:`pooling_groups`: which entries of a ``(batch, features)`` or ``(batch, seq_len,
+  features)`` tensor share one mean and variance under BN and under LN.
+- :func:`batch_mean_noise`: how far a batch's mean strays from the population's, per
+  batch size.
+- :func:`state_dict_diff`: every ``state_dict`` key of two modules, and its shape in each.
+- :func:`shift_robustness`: BN with trained statistics and LN on data shifted feature by
+  feature: neither is robust to it.
+- :func:`padding_pollution`: BN over padded sequences lets pad tokens into the real
+  tokens' statistics; per-token LN does not.
+- :func:`invariance_table`: Table 1 of Ba, Kiros and Hinton (2016), measured.
+- :func:`check_batch_norm_train` and :func:`check_running_var_update`: the exercises, BN's
+  training-mode output and its running-variance update by hand (the first case is
+  :data:`TWO_SAMPLES`).
+
+The batch-size experiment (small MLPs with BN, LN or no norm at several batch sizes, and its
+stored results) is :mod:`helpers.experiments.batch_size`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from helpers.exercises.checking import Case, Exercise, Verdict, check, register
+from helpers.functional import batch_norm, layer_norm, rms_norm
+from helpers.lessons.group_stats import group_stats
+from helpers.lessons.sequence import pad_batch
+
+__all__ = [
+    "PAPER_TABLE",
+    "TWO_SAMPLES",
+    "batch_dependence",
+    "both_ways",
+    "batch_mean_noise",
+    "check_batch_norm_train",
+    "check_running_var_update",
+    "invariance_table",
+    "padding_pollution",
+    "pooling_groups",
+    "shift_robustness",
+    "state_and_modes",
+    "state_dict_diff",
+    "two_sample_stats",
+]
+
+#: The two-sample example: 2 samples (rows) x 3 features (columns), on very different scales.
+TWO_SAMPLES = torch.tensor([[1.0, 20.0, 300.0],
+                            [3.0, 60.0, 100.0]])
+
+
+def two_sample_stats(x: torch.Tensor = TWO_SAMPLES) -> pd.DataFrame:
+    """BN's statistics (one per feature, over the batch) and LN's (one per sample, over its features).
+
+    Returns:
+        One row per group: index ``(norm, group)`` with ``norm`` ``"BatchNorm"`` (groups
+        ``feature 0``...) or ``"LayerNorm"`` (groups ``sample 0``...), columns ``count``,
+        ``mean`` and ``var`` (biased, as both normalize with).
+    """
+    if x.ndim != 2:
+        raise ValueError(f"two_sample_stats(): argument 'x' must be 2-D (samples, features), "
+                         f"got shape {tuple(x.shape)}")
+    bn = group_stats(x, 0, names=("sample", "feature"))
+    ln = group_stats(x, 1, names=("sample", "feature"))
+    frames = []
+    for norm, frame, label in (("BatchNorm", bn, "feature"), ("LayerNorm", ln, "sample")):
+        frame = frame[["count", "mean", "var"]].copy()
+        frame.index = pd.MultiIndex.from_tuples([(norm, f"{label} {i}") for i in frame.index],
+                                                names=["norm", "group"])
+        frames.append(frame)
+    return pd.concat(frames)
+
+
+def _check_2d(fn: str, x: torch.Tensor) -> None:
+    if x.ndim != 2 or x.shape[0] < 2:
+        raise ValueError(f"{fn}(): argument 'x' must be 2-D (samples, features) with at least 2 samples, "
+                         f"got shape {tuple(x.shape)}")
+
+
+def _bn_ln(x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """BN in training mode (each feature over the batch, dim 0) and LN (each sample over its features, dim -1)."""
+    return {"BatchNorm": batch_norm(x, None, None, training=True), "LayerNorm": layer_norm(x, (x.shape[-1],))}
+
+
+def both_ways(x: torch.Tensor) -> pd.DataFrame:
+    """A ``(samples, features)`` batch normalized over dim 0 (BN, training mode) and over dim -1 (LN).
+
+    Both with ``eps = 1e-5``, the biased variance and no gamma or beta (``helpers.batch_norm``
+    with ``training=True`` and no running statistics; ``helpers.layer_norm``).
+
+    Returns:
+        One row per (norm, sample): index ``("norm", "sample")`` with ``norm`` ``"input"``,
+        ``"BatchNorm"`` or ``"LayerNorm"``, one column per feature (``feature 0`` ...).
+    """
+    _check_2d("both_ways", x)
+    outputs = {"input": x, **_bn_ln(x)}
+    columns = [f"feature {j}" for j in range(x.shape[1])]
+    return pd.concat({norm: pd.DataFrame(out.detach().double().numpy(), columns=columns)
+                      for norm, out in outputs.items()}, names=["norm", "sample"])
+
+
+def batch_dependence(x: torch.Tensor, new: torch.Tensor, *, sample: int = 0, other: int = 1) -> pd.DataFrame:
+    """Does one sample's output change when *another* sample of the batch changes?
+
+    Row ``other`` of ``x`` is replaced by ``new``; BN (training mode) and LN normalize both
+    batches, as in :func:`both_ways`.
+
+    Returns:
+        One row per norm (``"BatchNorm"``, ``"LayerNorm"``): ``largest change of sample
+        {sample}`` (the largest ``|difference|`` of row ``sample``'s outputs) and ``unchanged``
+        (``torch.equal``: bit for bit the same).
+    """
+    _check_2d("batch_dependence", x)
+    if new.shape != x.shape[1:]:
+        raise ValueError(f"batch_dependence(): argument 'new' must have shape {tuple(x.shape[1:])} "
+                         f"(one sample), got {tuple(new.shape)}")
+    if sample == other or not (0 <= sample < len(x) and 0 <= other < len(x)):
+        raise ValueError(f"batch_dependence(): arguments 'sample' and 'other' must be two different rows of "
+                         f"the {len(x)} samples, got {sample} and {other}")
+    changed = x.clone()
+    changed[other] = new
+    before, after = _bn_ln(x), _bn_ln(changed)
+    return pd.DataFrame(
+        [{f"largest change of sample {sample}": (after[n][sample] - before[n][sample]).abs().max().item(),
+          "unchanged": torch.equal(after[n][sample], before[n][sample])} for n in before],
+        index=pd.Index(list(before), name="norm"))
+
+
+def state_and_modes(x: torch.Tensor) -> pd.DataFrame:
+    """What a fresh ``nn.BatchNorm1d`` and ``nn.LayerNorm`` keep, and whether train and eval agree on ``x``.
+
+    Returns:
+        One row per module (``"nn.BatchNorm1d(C)"``, ``"nn.LayerNorm(C)"`` for ``C`` features):
+        ``parameters`` and ``buffers`` (their names), ``state dict keys`` (how many), and
+        ``largest |train - eval|`` (the largest difference between the module's outputs on
+        ``x`` in ``train()`` and, after that call, in ``eval()``) and ``train == eval``
+        (``torch.equal``).
+    """
+    _check_2d("state_and_modes", x)
+    c = x.shape[1]
+    rows = {}
+    for name, module in ((f"nn.BatchNorm1d({c})", nn.BatchNorm1d(c)), (f"nn.LayerNorm({c})", nn.LayerNorm(c))):
+        with torch.no_grad():
+            train_out = module.train()(x)
+            eval_out = module.eval()(x)
+        rows[name] = {"parameters": ", ".join(n for n, _ in module.named_parameters()),
+                      "buffers": ", ".join(n for n, _ in module.named_buffers()) or "(none)",
+                      "state dict keys": len(module.state_dict()),
+                      "largest |train - eval|": (train_out - eval_out).abs().max().item(),
+                      "train == eval": torch.equal(train_out, eval_out)}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("module")
+
+
+def pooling_groups(shape: tuple[int, ...], norm: str) -> torch.Tensor:
+    """A label per entry: entries with the same label share one mean and variance.
+
+    Args:
+        shape: ``(batch, features)`` or ``(batch, seq_len, features)`` (features last, as
+            a Transformer holds them; BN pools every position of a feature).
+        norm: ``"BatchNorm"`` (one group per feature) or ``"LayerNorm"`` (one group per
+            sample, or per token for 3-D: ``normalized_shape=features``).
+
+    Returns:
+        An integer tensor of ``shape``.
+    """
+    if len(shape) not in (2, 3):
+        raise ValueError(f"pooling_groups(): argument 'shape' must have 2 or 3 dims, got {shape}")
+    index = torch.arange(math.prod(shape)).reshape(shape)
+    if norm == "BatchNorm":
+        return index % shape[-1]
+    if norm == "LayerNorm":
+        return index // shape[-1]
+    raise ValueError(f"pooling_groups(): argument 'norm' must be 'BatchNorm' or 'LayerNorm', got {norm!r}")
+
+
+def batch_mean_noise(batch_sizes=(1, 2, 4, 8, 16, 32, 64, 128), *, trials: int = 2000,
+                     seed: int = 0) -> pd.DataFrame:
+    """How far the mean of a batch of standard-normal values strays from the true mean 0.
+
+    For each batch size ``B``, ``trials`` batches are drawn; the spread (std) of their
+    means is what BN's training-time centring wobbles by, against ``1 / sqrt(B)``.
+
+    Returns:
+        One row per batch size: ``batch_size``, ``std_of_batch_mean`` and ``theory``
+        (``1 / sqrt(B)``).
+    """
+    g = torch.Generator().manual_seed(seed)
+    rows = []
+    for b in batch_sizes:
+        means = torch.randn(trials, b, generator=g, dtype=torch.float64).mean(dim=1)
+        rows.append({"batch_size": b, "std_of_batch_mean": means.std().item(), "theory": 1 / math.sqrt(b)})
+    return pd.DataFrame(rows)
+
+
+
+def state_dict_diff(a: nn.Module, b: nn.Module, names=("a", "b")) -> pd.DataFrame:
+    """Every ``state_dict`` key of ``a`` or ``b``, and its shape in each (``-`` where absent)."""
+    sa, sb = a.state_dict(), b.state_dict()
+    keys = list(sa) + [k for k in sb if k not in sa]
+
+    def shape(sd, k):
+        return str(tuple(sd[k].shape)) if k in sd else "-"
+
+    return pd.DataFrame({names[0]: [shape(sa, k) for k in keys], names[1]: [shape(sb, k) for k in keys]},
+                        index=pd.Index(keys, name="key"))
+
+
+# ------------------------------------------------------------ a shift between training and deployment
+
+
+def shift_robustness(shift: torch.Tensor, scale: torch.Tensor, *, n: int = 4096, batches: int = 200,
+                     batch_size: int = 32, seed: int = 0) -> pd.DataFrame:
+    """BN with trained statistics and LN, on in-distribution data and on data shifted feature by feature.
+
+    Training data is standard normal, ``(*, C)`` with ``C = len(shift)``. BN's statistics are
+    trained on ``batches`` batches of ``batch_size`` with ``momentum=None`` (a cumulative average
+    of the batch statistics: converged, not one update), then BN runs in ``eval()``. The test
+    data are ``n`` fresh standard-normal samples, as they are (``"in distribution"``) and as
+    ``x * scale + shift`` (``"shifted"``, a different shift and scale per feature). LN is
+    ``nn.LayerNorm(C)`` (gamma 1, beta 0).
+
+    Returns:
+        One row per (norm, data), columns ``feature {j} mean`` and ``feature {j} std`` of the
+        outputs, feature by feature over the ``n`` samples (float64, biased std), and
+        ``largest change from in distribution``: the largest change of a feature's output mean
+        or std from the same norm on in-distribution data.
+    """
+    if shift.ndim != 1 or shift.shape != scale.shape:
+        raise ValueError(f"shift_robustness(): arguments 'shift' and 'scale' must be 1-D of one length, "
+                         f"got shapes {tuple(shift.shape)} and {tuple(scale.shape)}")
+    c = len(shift)
+    g = torch.Generator().manual_seed(seed)
+    bn = nn.BatchNorm1d(c, momentum=None)
+    with torch.no_grad():
+        for _ in range(batches):
+            bn(torch.randn(batch_size, c, generator=g))
+    bn.eval()
+    ln = nn.LayerNorm(c)
+    clean = torch.randn(n, c, generator=g)
+    data = {"in distribution": clean, "shifted": clean * scale + shift}
+    rows = {}
+    with torch.no_grad():
+        for name, module in (("BatchNorm1d, eval()", bn), ("LayerNorm", ln)):
+            for label, x in data.items():
+                y = module(x).double()
+                rows[name, label] = {**{f"feature {j} mean": y[:, j].mean().item() for j in range(c)},
+                                     **{f"feature {j} std": y[:, j].std(unbiased=False).item() for j in range(c)}}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index = pd.MultiIndex.from_tuples(table.index, names=["norm", "data"])
+    reference = table.xs("in distribution", level="data")
+    table["largest change from in distribution"] = [
+        (table.loc[key, reference.columns] - reference.loc[key[0]]).abs().max() for key in table.index]
+    return table
+
+
+# ------------------------------------------------------------ padding
+
+
+def padding_pollution(lengths=(5, 2), dim: int = 4, *, seed: int = 0, extra_pads: int = 3) -> pd.DataFrame:
+    """Normalize the same real tokens padded to two lengths; how much do their outputs move?
+
+    The sentences (``lengths`` tokens of ``dim`` features) are padded with zeros to the
+    longest, then again with ``extra_pads`` more zero tokens. BN (per feature, over every
+    position of the batch, pads included) and per-token LN are applied to both.
+
+    Returns:
+        One row per norm (``"BatchNorm over (batch, seq_len)"``, ``"LayerNorm per token"``):
+        ``real_token_max_change`` (largest change of a real token's output between the two
+        paddings) and ``pad_share`` (the fraction of pooled positions that are pads, per
+        padding: a string ``"a -> b"``).
+    """
+    g = torch.Generator().manual_seed(seed)
+    sentences = [torch.randn(n, dim, generator=g) * 2 + 1 for n in lengths]
+    short, mask_short = pad_batch(sentences)
+    long = torch.cat([short, short.new_zeros(short.shape[0], extra_pads, dim)], dim=1)
+    real = mask_short[..., None].expand_as(short)
+
+    def bn(x):  # channels = features: (batch, seq, dim) -> (batch, dim, seq)
+        return batch_norm(x.transpose(1, 2), None, None, training=True).transpose(1, 2)
+
+    def ln(x):
+        return layer_norm(x, (dim,))
+
+    rows = []
+    for name, fn in (("BatchNorm over (batch, seq_len)", bn), ("LayerNorm per token", ln)):
+        change = (fn(short) - fn(long)[:, : short.shape[1]]).abs()[real].max().item()
+        n_real = int(mask_short.sum())
+        share = f"{1 - n_real / mask_short.numel():.2f} -> {1 - n_real / (long.shape[0] * long.shape[1]):.2f}"
+        rows.append({"norm": name, "real_token_max_change": change, "pad_share": share})
+    return pd.DataFrame(rows).set_index("norm")
+
+
+# ------------------------------------------------------------ invariances
+
+#: Table 1 of Ba, Kiros and Hinton (2016), arXiv:1607.06450 (batch, weight and layer
+#: normalization), and RMSNorm's row from Table 1 of Zhang and Sennrich (2019), arXiv:1910.07467.
+PAPER_TABLE = pd.DataFrame(
+    {"BatchNorm": [True, False, True, True, True, False],
+     "WeightNorm": [True, False, True, False, False, False],
+     "LayerNorm": [True, True, False, True, False, True],
+     "RMSNorm": [True, False, False, True, False, True]},
+    index=pd.Index(["weight matrix re-scaling", "weight matrix re-centering", "weight vector re-scaling",
+                    "dataset re-scaling", "dataset re-centering", "single training case re-scaling"],
+                   name="transformation"),
+)
+
+#: Each norm as ``fn(x, W, eps)`` -> the normalized summed inputs: BN, LN and RMSNorm act on
+#: ``a = x @ W.T``; weight normalization (Salimans & Kingma 2016, gain 1) on the weights,
+#: ``x @ (W / ||W_i||).T``, each unit's weight vector divided by its length.
+_INVARIANCE_NORMS = {
+    "BatchNorm": lambda x, w, eps: batch_norm(x @ w.T, None, None, training=True, eps=eps),
+    "WeightNorm": lambda x, w, eps: x @ (w / w.norm(dim=1, keepdim=True)).T,
+    "LayerNorm": lambda x, w, eps: layer_norm(x @ w.T, (w.shape[0],), eps=eps),
+    "RMSNorm": lambda x, w, eps: rms_norm(x @ w.T, (w.shape[0],), eps=eps),
+}
+
+
+def _transformations(x: torch.Tensor, w: torch.Tensor, g: torch.Generator) -> dict:
+    """``name -> (x', W')``; the summed inputs are ``a = x @ W.T`` (cases x units), no bias."""
+    n, d = x.shape
+    h = w.shape[0]
+    delta = 3.0
+    row_shift = torch.randn(d, generator=g, dtype=x.dtype)  # one vector added to every row of W
+    data_shift = torch.randn(d, generator=g, dtype=x.dtype)
+    w_vec = w.clone()
+    w_vec[0] *= delta
+    x_case = x.clone()
+    x_case[0] *= delta
+    del n, h
+    return {
+        "weight matrix re-scaling": (x, delta * w),
+        "weight matrix re-centering": (x, w + row_shift),
+        "weight vector re-scaling": (x, w_vec),
+        "dataset re-scaling": (delta * x, w),
+        "dataset re-centering": (x + data_shift, w),
+        "single training case re-scaling": (x_case, w),
+    }
+
+
+def invariance_table(*, cases: int = 16, in_features: int = 6, units: int = 5, seed: int = 0,
+                     eps: float = 1e-10, tol: float = 1e-6) -> pd.DataFrame:
+    """Measure, for BN, WeightNorm, LN and RMSNorm, which of Ba et al.'s transformations leave the output unchanged.
+
+    Definitions (the paper's, with ``a = x @ W.T`` the summed inputs of one layer, rows
+    of ``W`` one unit's weight vector, rows of ``x`` the training cases):
+    weight matrix re-scaling ``W -> 3 W``; weight matrix re-centering ``W -> W + 1 v^T``
+    (the same vector ``v`` added to every unit's weights); weight vector re-scaling: one
+    row of ``W`` times 3; dataset re-scaling ``x -> 3 x``; dataset re-centering ``x -> x +
+    c`` (the same ``c`` for every case); single training case re-scaling: one row of
+    ``x`` times 3. The norms run without gamma/beta (BN on the batch's statistics) in
+    float64 with a tiny ``eps``: with the usual 1e-5, a re-scaling by 3 moves the output by
+    a relative amount of order ``eps / Var``, which would blur "invariant up to eps" into a
+    threshold on the data. *Invariant* means the output moved by less than ``tol``.
+
+    Returns:
+        One row per transformation; columns ``BatchNorm``, ``WeightNorm``, ``LayerNorm``,
+        ``RMSNorm`` (measured, bool), ``... max change`` for each, and ``paper ...`` for each
+        (:data:`PAPER_TABLE`: Ba et al.'s Table 1, RMSNorm's row from Zhang & Sennrich's).
+    """
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(cases, in_features, generator=g, dtype=torch.float64)
+    w = torch.randn(units, in_features, generator=g, dtype=torch.float64)
+    rows = {}
+    for name, (x2, w2) in _transformations(x, w, g).items():
+        row = {}
+        for norm, fn in _INVARIANCE_NORMS.items():
+            row[f"{norm} max change"] = (fn(x2, w2, eps) - fn(x, w, eps)).abs().max().item()
+        for norm in _INVARIANCE_NORMS:
+            row[norm] = row[f"{norm} max change"] < tol
+        rows[name] = row
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "transformation"
+    table = table[[*_INVARIANCE_NORMS, *(f"{n} max change" for n in _INVARIANCE_NORMS)]]
+    for norm in PAPER_TABLE:
+        table[f"paper {norm}"] = PAPER_TABLE[norm]
+    return table
+
+
+# ------------------------------------------------------------ exercises (helpers.exercises.checking)
+
+
+def _bn_train_reference(x: torch.Tensor) -> torch.Tensor:
+    return F.batch_norm(x, None, None, training=True, eps=1e-5)
+
+
+def _standardize_over(x: torch.Tensor, dim: int, *, unbiased: bool = False) -> torch.Tensor:
+    mean = x.mean(dim=dim, keepdim=True)
+    return (x - mean) / torch.sqrt(x.var(dim=dim, unbiased=unbiased, keepdim=True) + 1e-5)
+
+
+def _randn_case(n: int, c: int, mean: float = 0.0, std: float = 1.0):
+    return lambda g: (torch.randn(n, c, generator=g) * std + mean,)
+
+
+register(Exercise(
+    name="batch_norm_train",
+    reference=_bn_train_reference,
+    cases=[
+        Case("the two-sample example (2 samples x 3 features)", lambda g: (TWO_SAMPLES.clone(),)),
+        Case("8 samples x 4 features from randn", _randn_case(8, 4)),
+        Case("16 samples x 5 features, mean 3 and std 10", _randn_case(16, 5, 3.0, 10.0)),
+        Case("32 samples x 4 features around 10000 (std 500)", _randn_case(32, 4, 1e4, 500.0)),
+        Case("8 samples x 3 features that barely differ (std 0.003)", _randn_case(8, 3, 0.0, 0.003)),
+    ],
+    mistakes={
+        "you normalized each sample over its features (that is LayerNorm): BatchNorm takes each "
+        "feature's statistics over the batch, `dim=0`.": lambda x: _standardize_over(x, 1),
+        "`x.var()` divides by n - 1 (unbiased); BatchNorm normalizes with the biased variance: "
+        "`x.var(dim=0, unbiased=False)`.": lambda x: _standardize_over(x, 0, unbiased=True),
+        "eps goes inside the square root: `torch.sqrt(var + eps)`, not `torch.sqrt(var) + eps`.":
+            lambda x: (x - x.mean(dim=0, keepdim=True)) / (x.var(dim=0, unbiased=False, keepdim=True).sqrt() + 1e-5),
+        "E[x²] - E[x]² subtracts two huge, nearly equal numbers when the mean is large next to the "
+        "spread, and float32 cancels catastrophically: centre first, then average the squares.":
+            lambda x: (x - x.mean(dim=0, keepdim=True))
+            / torch.sqrt((x * x).mean(dim=0, keepdim=True) - x.mean(dim=0, keepdim=True) ** 2 + 1e-5),
+        "you took one mean and variance over the whole batch: BatchNorm takes one per feature, "
+        "`dim=0` with `keepdim=True`.": lambda x: (x - x.mean()) / torch.sqrt(x.var(unbiased=False) + 1e-5),
+    },
+    hint="per feature: mean and biased variance over dim 0 (keepdim=True), then (x - mean) / sqrt(var + 1e-5).",
+    example="torch.randn(8, 4)",
+))
+
+
+def _running_var_reference(running_var: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    running_var = running_var.clone()
+    F.batch_norm(x, torch.zeros_like(running_var), running_var, training=True, momentum=0.1)
+    return running_var
+
+
+def _running_var_slip(running_var, x, *, unbiased=True, swap=False):
+    var = x.var(dim=0, unbiased=unbiased)
+    return 0.1 * running_var + 0.9 * var if swap else 0.9 * running_var + 0.1 * var
+
+
+register(Exercise(
+    name="running_var_update",
+    reference=_running_var_reference,
+    cases=[
+        Case("running_var = 1, batch of 4 x 3", lambda g: (torch.ones(3), torch.randn(4, 3, generator=g))),
+        Case("running_var from rand, batch of 2 x 5", lambda g: (torch.rand(5, generator=g) + 0.5,
+                                                                 torch.randn(2, 5, generator=g) * 3)),
+        Case("running_var = 2, batch of 32 x 4", lambda g: (torch.full((4,), 2.0), torch.randn(32, 4, generator=g))),
+    ],
+    mistakes={
+        "the running estimate stores the UNBIASED batch variance (divided by n - 1): "
+        "`x.var(dim=0, unbiased=True)`.": lambda rv, x: _running_var_slip(rv, x, unbiased=False),
+        "momentum weighs the NEW batch: `(1 - 0.1) * running_var + 0.1 * batch_var`.":
+            lambda rv, x: _running_var_slip(rv, x, swap=True),
+    },
+    hint="new running_var = 0.9 * running_var + 0.1 * x.var(dim=0, unbiased=True).",
+    example="torch.ones(3), torch.randn(4, 3)",
+    shape_hint="return one value per feature: the shape of running_var.",
+))
+
+
+def check_batch_norm_train(fn) -> Verdict:
+    """Check ``fn(x)``: BatchNorm in training mode (no gamma/beta, eps 1e-5) of ``x`` ``(N, C)``."""
+    return check("batch_norm_train", fn)
+
+
+def check_running_var_update(fn) -> Verdict:
+    """Check ``fn(running_var, x)``: the new ``running_var`` after one training step (momentum 0.1)."""
+    return check("running_var_update", fn)

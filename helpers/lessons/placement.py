@@ -1,0 +1,288 @@
+"""Where the norm goes (notebook 04): before or after the activation, and in well-known models.
+
+- :class:`PlacementMLP`: deep MLPs stacked along a model dim, one per (activation, placement,
+  seed), in the style of :class:`helpers.experiments.batch_size.StackedMLP`, initialised as the stored
+  ``placement_tuned`` experiment is (:func:`helpers.experiments.placement_tuned.init_gain`).
+- :func:`placement_state`: one freshly initialised MLP on a probe batch: per layer, the
+  activations' histogram, % saturated (tanh), % dead (ReLU) and the weight-gradient norm; what
+  the dashboard :func:`helpers.widgets.placement_demo` shows.
+- :data:`ACTIVATIONS` (tanh, ReLU, GELU, as in :mod:`helpers.experiments.placement_tuned`) and :data:`PLACEMENTS`.
+- :data:`NORM_PLACEMENT`: where the norm sits in well-known models, why there, with references.
+- Three exercises with their checkers: :func:`check_saturated_fraction`,
+  :func:`check_dead_fraction` and :func:`check_pre_ln_residual`.
+
+The notebook's stored experiments on placement live in :mod:`helpers.experiments.placement_tuned`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from helpers.exercises.checking import Case, Exercise, Verdict, check, register
+from helpers.experiments.batch_size import make_task
+from helpers.experiments.placement_tuned import _ACT, ACTIVATIONS, init_gain
+from helpers.functional import layer_norm
+
+__all__ = [
+    "ACTIVATIONS",
+    "BINS",
+    "DEAD",
+    "NORM_PLACEMENT",
+    "PLACEMENTS",
+    "SATURATED",
+    "PlacementMLP",
+    "check_dead_fraction",
+    "check_pre_ln_residual",
+    "check_saturated_fraction",
+    "dead_fraction",
+    "placement_state",
+    "saturated_fraction",
+]
+
+#: The arrangements compared, as the notebook (and :data:`helpers.experiments.placement_tuned.ARRANGEMENTS`) names them.
+PLACEMENTS = ("LN -> act", "act -> LN", "no norm")
+#: A tanh unit is saturated when ``|tanh| > SATURATED`` (its local gradient is then below 0.06).
+SATURATED = 0.97
+#: What counts as "dead" for ReLU: a unit that is 0 on every sample of the probe batch.
+DEAD = 0.0
+#: Histogram bin edges per activation, spanning what it outputs: tanh's [-1, 1]; ReLU's and GELU's
+#: from -0.25 (GELU's minimum is -0.17) to about 4 (values beyond are clamped into the end bins),
+#: with 0 at the centre of a bin of width 0.1, so ReLU's exact zeros have a bin of their own.
+BINS = {"tanh": torch.linspace(-1.0, 1.0, 41),
+        "relu": torch.linspace(-0.25, 4.05, 44),
+        "gelu": torch.linspace(-0.25, 4.05, 44)}
+
+
+def saturated_fraction(t: torch.Tensor) -> torch.Tensor:
+    """Fraction of tanh outputs ``t`` with ``|t| > SATURATED``, over all but the last dim (per unit -> mean)."""
+    return (t.abs() > SATURATED).float().mean()
+
+
+def dead_fraction(a: torch.Tensor) -> torch.Tensor:
+    """Fraction of units (last dim) whose ReLU output ``a`` is 0 for every sample (all other dims)."""
+    alive = (a.reshape(-1, a.shape[-1]) > DEAD).any(dim=0)
+    return 1.0 - alive.float().mean()
+
+
+class PlacementMLP(nn.Module):
+    """``len(configs) * n_seeds`` deep MLPs, stacked along a model dim.
+
+    Model ``m`` has configuration ``configs[m // n_seeds]`` (an ``(activation, placement)``
+    pair) and the weights of seed ``seeds[m % n_seeds]``. Each hidden layer is ``Linear`` followed by
+    ``LN -> act``, ``act -> LN`` or just ``act``; LN has no gamma/beta here, so the arrangements
+    differ only by where the normalisation sits. The weights are stacked and applied with
+    ``torch.baddbmm``; the loss is a sum over models, so no model's gradient depends on another's.
+
+    Initialisation: every hidden Linear (the first included) draws weights of std
+    ``gain / sqrt(fan_in)`` with ``gain = helpers.experiments.placement_tuned.init_gain(activation, placement)``,
+    the stored ``placement_tuned`` experiment's init: the activation's standard gain (5/3 tanh,
+    sqrt 2 ReLU and GELU) without a norm, and 1 where LN sits in the path (after LN the inputs
+    already have unit second moment; the standard gain would feed tanh inputs of variance 2.78
+    after ``act -> LN``, 21% of them saturated: a handicap of the init, not of the arrangement).
+    The read-out has gain 1 and all biases start at 0.
+
+    Args:
+        depth: hidden layers.
+        n_seeds: seeds ``0 .. n_seeds - 1``, unless ``seeds`` names them.
+        configs: the ``(activation, placement)`` pairs; by default every pair of :data:`ACTIVATIONS`
+            and :data:`PLACEMENTS` (a pair's weights do not depend on which other pairs are stacked).
+        seeds: the seeds of the initial weights (each its own generator, so seed ``s`` gets the
+            same weights whichever other seeds are stacked with it; the configurations of one seed
+            share the draws, scaled by their gains).
+    """
+
+    def __init__(self, depth: int, n_seeds: int = 1, *, seeds=None, configs=None, in_features: int = 8,
+                 width: int = 32):
+        super().__init__()
+        self.seeds = tuple(range(n_seeds)) if seeds is None else tuple(seeds)
+        self.depth, self.n_seeds, self.width = depth, len(self.seeds), width
+        self.configs = [(a, p) for a in ACTIVATIONS for p in PLACEMENTS] if configs is None else list(configs)
+        unknown = [c for c in self.configs if c[0] not in ACTIVATIONS or c[1] not in PLACEMENTS]
+        if unknown:
+            raise ValueError(f"PlacementMLP(): argument 'configs' must hold (activation, placement) pairs of "
+                             f"{ACTIVATIONS} and {PLACEMENTS}, got {unknown}")
+        shapes = [(in_features, width)] + [(width, width)] * (depth - 1) + [(width, 1)]
+        self.weights, self.biases = nn.ParameterList(), nn.ParameterList()
+        gens = [torch.Generator().manual_seed(s) for s in self.seeds]
+        gains = torch.tensor([init_gain(a, p) for a, p in self.configs]).repeat_interleave(self.n_seeds)
+        for fan_in, fan_out in shapes:
+            per_seed = torch.stack([torch.randn(fan_in, fan_out, generator=g) for g in gens]) / math.sqrt(fan_in)
+            w = per_seed.repeat(len(self.configs), 1, 1)
+            if fan_out > 1:
+                w = w * gains[:, None, None]
+            self.weights.append(nn.Parameter(w))
+            self.biases.append(nn.Parameter(torch.zeros(len(w), 1, fan_out)))
+        per_model = [c for c in self.configs for _ in range(self.n_seeds)]
+        mask = lambda pred: torch.tensor([pred(a, p) for a, p in per_model])[:, None, None]  # noqa: E731
+        self.register_buffer("_ln_first", mask(lambda a, p: p == "LN -> act"), persistent=False)
+        self.register_buffer("_ln_after", mask(lambda a, p: p == "act -> LN"), persistent=False)
+        self._act = {name: mask(lambda a, p, n=name: a == n) for name in _ACT}
+
+    def forward(self, x: torch.Tensor, keep: list | None = None) -> torch.Tensor:
+        """``x`` ``(models, batch, in)`` -> logits ``(models, batch)``; appends each layer's activation to ``keep``."""
+        h = x
+        for layer in range(self.depth):
+            z = torch.baddbmm(self.biases[layer], h, self.weights[layer])
+            # every model's arrangement at once, chosen per model by masks (cheaper than slicing)
+            pre = torch.where(self._ln_first, layer_norm(z, (self.width,)), z)
+            a = sum(torch.where(self._act[name], fn(pre), 0.0) for name, fn in _ACT.items())
+            h = torch.where(self._ln_after, layer_norm(a, (self.width,)), a)
+            if keep is not None:
+                keep.append(a.detach())
+        return torch.baddbmm(self.biases[-1], h, self.weights[-1]).squeeze(-1)
+
+
+def _histogram(a: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
+    """Counts of ``a``'s values over the bins ``edges``, values outside clamped into the end bins."""
+    lo, hi = edges[0].item(), edges[-1].item()
+    return torch.histc(a.clamp(lo, hi), bins=len(edges) - 1, min=lo, max=hi)
+
+
+def placement_state(activation: str, placement: str, depth: int, *, seed: int = 0, n_probe: int = 256) -> dict:
+    """One freshly initialised MLP of :class:`PlacementMLP` on a probe batch: what the widget shows.
+
+    Returns:
+        A dict: ``activation``, ``placement``, ``depth``; ``hist`` (``depth x len(BINS[activation]) - 1``,
+        per-layer activation histogram over :data:`BINS` ``[activation]``, as fractions); per-layer lists
+        ``saturated``, ``dead`` (fractions) and ``grad_norm`` (the layer weight's gradient norm);
+        ``readout`` (one line of text).
+    """
+    if activation not in ACTIVATIONS or placement not in PLACEMENTS:
+        raise ValueError(f"placement_state(): activation must be one of {ACTIVATIONS} and placement one of "
+                         f"{PLACEMENTS}, got {activation!r}, {placement!r}")
+    model = PlacementMLP(depth, 1, configs=[(activation, placement)])  # the weights it has in the full stack
+    g = torch.Generator().manual_seed(1234 + seed)
+    x, y = make_task(n_probe, g)
+    keep: list = []
+    logits = model(x[None], keep)
+    F.binary_cross_entropy_with_logits(logits[0], y).backward()
+    hist = torch.stack([_histogram(a[0], BINS[activation]) for a in keep])
+    state = {"activation": activation, "placement": placement, "depth": depth,
+             "hist": hist / hist.sum(dim=1, keepdim=True),
+             "saturated": [saturated_fraction(a[0]).item() for a in keep],
+             "dead": [dead_fraction(a[0]).item() for a in keep],
+             "grad_norm": [model.weights[i].grad[0].norm().item() for i in range(depth)]}
+    ratio = state["grad_norm"][0] / state["grad_norm"][-1]
+    counted = {"tanh": ("saturated (|tanh| > 0.97)", state["saturated"]),
+               "relu": ("dead units (0 on every sample)", state["dead"])}.get(activation)
+    what = "" if counted is None else (f"{counted[0]}: mean {100 * sum(counted[1]) / depth:.1f}%, "
+                                       f"last layer {100 * counted[1][-1]:.1f}%; ")
+    state["readout"] = (f"{activation}, {placement}, {depth} layers: {what}"
+                        f"weight-gradient norm, first layer / last layer: {ratio:.2g}")
+    return state
+
+
+#: Where the norm sits in well-known models.
+NORM_PLACEMENT = pd.DataFrame(
+    [
+        ("Transformer (2017)", "LayerNorm", "Post-LN: LN(x + f(x))", "no",
+         "the recipe of the time: residual, then LN of the sum; the paper cites Ba et al. and gives no other reason",
+         "Vaswani et al. 2017, arXiv:1706.03762, sec. 3.1"),
+        ("BERT (2018)", "LayerNorm", "Post-LN", "no", "kept the 2017 block",
+         "Devlin et al. 2018, arXiv:1810.04805 (uses the 2017 block)"),
+        ("GPT-2 (2019)", "LayerNorm", "Pre-LN: x + f(LN(x))", "yes",
+         "LN moved to each sub-block's input, 'similar to a pre-activation residual network' (He et al. 2016)",
+         "Radford et al. 2019, 'Language Models are Unsupervised Multitask Learners', sec. 2.3"),
+        ("Admin (2020)", "LayerNorm", "Post-LN, residual re-weighted at init", "no",
+         "keeps Post-LN's final quality while making it train without divergence",
+         "Liu et al. 2020, arXiv:2004.08249"),
+        ("NormFormer (2021)", "LayerNorm", "Pre-LN + LN after attention and after the FFN activation", "yes",
+         "Pre-LN's early layers get much larger gradients than its late ones; the extra norms rebalance them",
+         "Shleifer et al. 2021, arXiv:2110.09456"),
+        ("DeepNet (2022)", "LayerNorm", "Post-LN: LN(a x + f(x)), scaled init", "no",
+         "Post-LN's quality at 1,000 layers, with the update size bounded by the residual scaling",
+         "Wang et al. 2022, arXiv:2203.00555"),
+        ("Sub-LN / Magneto (2022)", "LayerNorm", "Pre-LN + LN inside each sublayer (after the FFN activation)",
+         "yes", "one architecture that trains stably across language, vision and speech",
+         "Wang et al. 2022, arXiv:2210.06423"),
+        ("LLaMA (2023)", "RMSNorm", "Pre-norm", "yes",
+         "'to improve the training stability', as GPT-3; RMSNorm (Zhang and Sennrich 2019) is cheaper",
+         "Touvron et al. 2023, arXiv:2302.13971, sec. 2.2"),
+        ("Gemma 2 (2024)", "RMSNorm", "pre- and post-norm (sandwich)", "yes",
+         "'to stabilize training': each sublayer's input and output normalized",
+         "Gemma Team 2024, arXiv:2408.00118"),
+        ("OLMo 2 (2024)", "RMSNorm", "norm of the sublayer's output inside the residual: x + N(f(x))", "yes",
+         "training stability (with QK-norm): the residual stream is never normalized, each update is",
+         "OLMo et al. 2024, arXiv:2501.00656"),
+    ],
+    columns=["model", "norm", "placement", "final norm", "why there", "reference"],
+).set_index("model")
+
+
+# ------------------------------------------------------------------ exercises
+
+
+def _randn(*shape, scale: float = 1.0):
+    return lambda g: (torch.randn(*shape, generator=g) * scale,)
+
+
+register(Exercise(
+    name="saturated_fraction", reference=saturated_fraction,
+    cases=[Case("tanh of N(0, 1)", lambda g: (torch.tanh(torch.randn(64, 8, generator=g)),)),
+           Case("tanh of N(0, 9)", lambda g: (torch.tanh(3 * torch.randn(64, 8, generator=g)),))],
+    mistakes={"count |t| > 0.97, not t > 0.97: a unit saturates at -1 too.": lambda t: (t > SATURATED).float().mean(),
+              "return the fraction (a mean), not the count.": lambda t: (t.abs() > SATURATED).float().sum()},
+    hint="compare |t| with 0.97 entry by entry, then average the booleans (as floats) over all entries.",
+    example="torch.tanh(torch.randn(4, 3))", shape_hint="return a 0-d tensor: one fraction.",
+    forbidden=("helpers.lessons.placement.saturated_fraction",),
+))
+
+register(Exercise(
+    name="dead_fraction", reference=dead_fraction,
+    cases=[Case("relu of a shifted batch", lambda g: (torch.relu(torch.randn(16, 8, generator=g) - 1.5),)),
+           Case("relu, some units always negative",
+                lambda g: (torch.relu(torch.randn(32, 8, generator=g) - torch.arange(8.0)),))],
+    mistakes={"a unit is dead when it is 0 on EVERY sample: reduce over the batch (dim 0) with .any().":
+              lambda a: (a == 0).float().mean(),
+              "average over units (the last dim), after finding which are never positive.":
+              lambda a: 1.0 - (a > 0).any(dim=1).float().mean()},
+    hint="a unit (a column of the last dim) is dead when it is 0 on every sample: find the units "
+         "positive on at least one sample (`.any` over the samples), then average over the units.",
+    example="torch.relu(torch.randn(4, 3))", shape_hint="return a 0-d tensor: one fraction.",
+    forbidden=("helpers.lessons.placement.dead_fraction",),
+))
+
+
+def _pre_ln(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return x + layer_norm(x, (x.shape[-1],)) @ w
+
+
+register(Exercise(
+    name="pre_ln_residual", reference=_pre_ln,
+    cases=[Case("4 tokens, dim 8", lambda g: (torch.randn(4, 8, generator=g), torch.randn(8, 8, generator=g) / 3)),
+           Case("2 x 5 tokens, dim 6",
+                lambda g: (3 * torch.randn(2, 5, 6, generator=g) + 1, torch.randn(6, 6, generator=g) / 3))],
+    mistakes={"that is Post-LN, LN(x + f(x)); Pre-LN normalises the sublayer's INPUT: x + f(LN(x)).":
+              lambda x, w: layer_norm(x + x @ w, (x.shape[-1],)),
+              "the residual must carry the un-normalised x: x + f(LN(x)), not LN(x) + f(LN(x)).":
+              lambda x, w: layer_norm(x, (x.shape[-1],)) * 1 + layer_norm(x, (x.shape[-1],)) @ w,
+              "normalise the input to f, not f's output: x + f(LN(x)).":
+              lambda x, w: x + layer_norm(x @ w, (x.shape[-1],)),
+              "that is the sublayer alone, f(LN(x)): add the residual, x + f(LN(x)).":
+              lambda x, w: layer_norm(x, (x.shape[-1],)) @ w,
+              "that is the residual step without a norm, x + f(x): normalise f's input first.":
+              lambda x, w: x + x @ w},
+    hint="Pre-LN: x + f(LN(x)) with f(h) = h @ w and LN over the last dim written by hand "
+         "(mean, biased variance, eps = 1e-5, no gamma or beta).",
+    example="torch.randn(4, 8), torch.randn(8, 8)",
+))
+
+
+def check_saturated_fraction(fn) -> Verdict:
+    """Check ``fn(t) -> fraction of |t| > 0.97`` against :func:`saturated_fraction`."""
+    return check("saturated_fraction", fn)
+
+
+def check_dead_fraction(fn) -> Verdict:
+    """Check ``fn(a) -> fraction of units 0 on every sample`` against :func:`dead_fraction`."""
+    return check("dead_fraction", fn)
+
+
+def check_pre_ln_residual(fn) -> Verdict:
+    """Check ``fn(x, w) -> x + layer_norm(x) @ w`` (one Pre-LN residual step, ``f(h) = h @ w``)."""
+    return check("pre_ln_residual", fn)

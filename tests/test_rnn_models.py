@@ -1,0 +1,198 @@
+"""Notebook 05's building blocks (helpers.experiments.rnn_models): the adding task, the stacked RNN, the
+paired verdicts; and its exercises (helpers.exercises.training_speed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from helpers.evidence.statistics import paired_difference_ci, verdict
+from helpers.exercises import training_speed as ex
+from helpers.exercises.checking import check
+from helpers.experiments import rnn_models as rm
+from helpers.experiments.rnn_regimes import rnn_eval_runs
+
+
+def test_adding_task_marks_two_positions_one_per_half():
+    x, y = rm.adding_task(64, 10, torch.Generator().manual_seed(0))
+    marks = x[..., 1]
+    assert (marks.sum(1) == 2).all()
+    assert (marks[:, :5].sum(1) == 1).all() and (marks[:, 5:].sum(1) == 1).all()
+    assert torch.allclose(y, (x[..., 0] * marks).sum(1))
+    assert ((x[..., 0] >= 0) & (x[..., 0] < 1)).all()
+
+
+def _plain_rnn(model: rm.StackedRNN, m: int, x: torch.Tensor, noise=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Model ``m`` of the stack as a plain layer-by-layer, step-by-step loop: (prediction, top layer's pre)."""
+    batch, seq_len, _ = x.shape
+    normed = m >= model.n_plain
+    h = [torch.zeros(batch, model.hidden) for _ in range(model.depth)]
+    pres = []
+    for t in range(seq_len):
+        below = x[:, t]
+        for layer in range(model.depth):
+            w_in = model.w_x[m] if layer == 0 else model.w_up[m, layer - 1]
+            a = below @ w_in + h[layer] @ model.w_h[m, layer]
+            if normed:
+                a = torch.nn.functional.layer_norm(a, (model.hidden,)) * model.gain[m, layer]
+                if noise is not None:
+                    a = a * noise[1][m, layer] + noise[0][m, layer]
+            pre = a + model.bias[m, layer]
+            h[layer] = below = torch.tanh(pre)
+        pres.append(pre)
+    return (h[-1] @ model.w_o[m] + model.bias_o[m]).squeeze(-1), torch.cat(pres)
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_stacked_rnn_models_match_plain_layer_by_layer_loops(depth):
+    """The wavefront computes, for every model, what a plain RNN loop with its weights computes."""
+    gens = [torch.Generator().manual_seed(s) for s in (0, 1)]
+    model = rm.StackedRNN(2, 1, depth=depth, generators=gens).eval()
+    with torch.no_grad():  # give every layer its own gain and bias, so that a mix-up shows
+        model.gain.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(3))
+        model.bias.uniform_(-0.5, 0.5, generator=torch.Generator().manual_seed(4))
+    x = rm.adding_task(4, 6, torch.Generator().manual_seed(9))[0]
+    prediction, pre = model(x.expand(model.n_models, -1, -1, -1))
+    assert [v for v, _ in model.arms] == list(rm.VARIANTS) and model.n_plain == 2
+    for m in range(model.n_models):
+        expected, expected_pre = _plain_rnn(model, m, x)
+        torch.testing.assert_close(prediction[m], expected)
+        torch.testing.assert_close(pre[m], expected_pre)
+    # the same seed starts from the same weights in every variant
+    torch.testing.assert_close(model.w_h[0], model.w_h[2])
+    torch.testing.assert_close(model.w_h[0], model.w_h[4])
+    assert not torch.equal(model.w_h[0], model.w_h[1])
+    assert pre.shape == (model.n_models, 4 * 6, 16)
+
+
+def test_noisy_models_get_their_own_noise_in_training_only():
+    gens = [torch.Generator().manual_seed(0)]
+    model = rm.StackedRNN(1, 1, noises=(0.1, 0.5), depth=2, generators=gens)
+    assert model.arms == [("no norm", 0.0), ("LayerNorm", 0.0), ("noisy LayerNorm", 0.1), ("noisy LayerNorm", 0.5)]
+    x = rm.adding_task(4, 6, torch.Generator().manual_seed(1))[0]
+    stacked = x.expand(model.n_models, -1, -1, -1)
+    prediction, _ = model(stacked, torch.Generator().manual_seed(2))
+    # the same draws, by hand: shift then scale, (models, depth, 1, hidden), times each model's strength
+    g = torch.Generator().manual_seed(2)
+    shape = (model.n_models, 2, 1, 16)
+    shift = (torch.rand(shape, generator=g) * 2 - 1) * model.noise
+    scale = 1 + torch.rand(shape, generator=g) * 2 * model.noise
+    for m in range(model.n_models):
+        torch.testing.assert_close(prediction[m], _plain_rnn(model, m, x, (shift, scale))[0])
+    spread = (shift.abs().amax((1, 2, 3)), scale.amax((1, 2, 3)))
+    assert spread[0][:2].eq(0).all() and spread[1][:2].eq(1).all()  # no noise without the noisy variant
+    assert 0 < spread[0][2] <= 0.1 < spread[0][3] <= 0.5
+    with torch.no_grad():
+        evaluated = model.eval()(stacked)[0]
+    torch.testing.assert_close(evaluated[1], evaluated[2])  # in eval mode noisy LN is LN
+    torch.testing.assert_close(evaluated[1], evaluated[3])
+
+
+def test_deeper_stacks_keep_the_first_layers_weights():
+    """A seed's layer-0 and read-out weights do not depend on the depth: depths differ only by the extra layers."""
+    one, three = (rm.StackedRNN(1, 1, depth=d, generators=[torch.Generator().manual_seed(0)]) for d in (1, 3))
+    torch.testing.assert_close(one.w_x, three.w_x)
+    torch.testing.assert_close(one.w_o, three.w_o)
+    torch.testing.assert_close(one.w_h[:, 0], three.w_h[:, 0])
+    assert one.w_up.shape == (3, 0, 16, 16) and three.w_up.shape == (3, 2, 16, 16)
+
+
+def test_arms_validate_their_arguments():
+    assert rm.arms(("LayerNorm", "no norm")) == [("no norm", 0.0), ("LayerNorm", 0.0)]  # VARIANTS order
+    with pytest.raises(ValueError, match="argument 'variants' must be a non-empty selection"):
+        rm.arms(("batch norm",))
+    with pytest.raises(ValueError, match="argument 'noises' must hold strengths > 0"):
+        rm.arms(rm.VARIANTS, (0.0,))
+    with pytest.raises(ValueError, match="argument 'depth' must be at least 1, got 0"):
+        rm.StackedRNN(1, 1, depth=0, generators=[torch.Generator()])
+
+
+def test_stacked_models_do_not_share_gradients():
+    gens = [torch.Generator().manual_seed(0)]
+    model = rm.StackedRNN(1, 1, generators=gens)
+    x, y = rm.adding_task(4, 6, torch.Generator().manual_seed(1))
+    prediction, _ = model(x.expand(model.n_models, -1, -1, -1), torch.Generator().manual_seed(2))
+    ((prediction[1] - y) ** 2).mean().backward()  # only the LayerNorm model's loss
+    assert model.w_h.grad[1].abs().sum() > 0
+    assert model.w_h.grad[0].abs().sum() == 0 and model.w_h.grad[2].abs().sum() == 0
+
+
+def test_layer_norm_input_starts_standardized_and_no_norm_does_not():
+    """Before any update, LN's tanh input is LN(a) * 1 + 0: mean 0 and std 1 for every token (a
+    little under 1 where the summed inputs are tiny and eps counts), so over all tokens too."""
+    gens = [torch.Generator().manual_seed(s) for s in (0, 1)]
+    model = rm.StackedRNN(2, 1, variants=("no norm", "LayerNorm"), generators=gens)
+    x, _ = rm._stacked_batch(gens, torch.arange(model.n_models) % 2, 32, 10)
+    with torch.no_grad():
+        _, pre = model(x)  # (models, batch * seq_len, hidden); models 0, 1: no norm, 2, 3: LayerNorm
+    ln, plain = pre[model.n_plain:], pre[:model.n_plain]
+    assert ln.mean(-1).abs().max() < 1e-5
+    assert (ln.std(-1, unbiased=False) <= 1 + 1e-5).all()
+    assert (ln.flatten(1).std(1) - 1).abs().max() < 1e-3
+    assert (plain.flatten(1).std(1) - 1).abs().max() > 0.05
+
+
+def test_training_lowers_the_held_out_loss_at_a_small_rate():
+    runs = rnn_eval_runs(seeds=(0, 1), lrs=(0.01,), variants=("no norm", "LayerNorm"), steps=40, eval_every=20)
+    held_out = runs.pivot_table(index="step", columns="variant", values="eval_loss")
+    assert list(held_out.index) == [0, 20, 40]
+    assert (held_out.loc[40] < held_out.loc[0]).all()
+
+
+def _arm_table(column: str, ln, plain, noisy=None) -> pd.DataFrame:
+    """One row per (variant, seed) of ``column``; a noisy arm, when given, at strength 0.5."""
+    rows = [("LayerNorm", 0.0, ln), ("no norm", 0.0, plain)] + ([("noisy LayerNorm", 0.5, noisy)] if noisy else [])
+    return pd.DataFrame([{"seed": s, "variant": v, "noise": n, column: value}
+                         for v, n, values in rows for s, value in enumerate(values)])
+
+
+def test_normed_vs_plain_pairs_by_seed_counts_censored_runs_as_the_cap_and_caps_the_loss():
+    ln_steps, plain_steps = [10.0, 12.0, 15.0, 11.0, 9.0, 14.0], [40.0, np.nan, 50.0, 45.0, 38.0, 60.0]
+    ln_final, plain_final = [0.01, 0.02, 0.015, 0.01, 0.012, 0.02], [0.05, np.inf, 0.3, 0.06, 0.04, 0.08]
+    reached = _arm_table("steps", ln_steps, plain_steps, noisy=[np.nan] * 6)  # the noisy arm is left out
+    finals = _arm_table("final", ln_final, plain_final, noisy=[np.inf] * 6)
+    out = rm.normed_vs_plain(reached, finals, cap=100)
+    assert list(out) == ["steps", "final loss"]
+    # the run that never got there counts as the cap, the diverged and the worse-than-the-mean
+    # runs as having learned nothing
+    capped = np.array([40.0, 100.0, 50.0, 45.0, 38.0, 60.0])
+    learned = np.array([0.05, rm.LEARNED_NOTHING, rm.LEARNED_NOTHING, 0.06, 0.04, 0.08])
+    assert out["steps"] == verdict(paired_difference_ci(np.array(ln_steps), capped, relative=True),
+                                   a="LayerNorm", b="no norm", quantity="steps to the threshold")
+    assert out["final loss"] == verdict(paired_difference_ci(np.array(ln_final), learned, relative=True),
+                                        a="LayerNorm", b="no norm", quantity="final loss", verb="ends with",
+                                        words=("lower", "higher"))
+    assert out["steps"].startswith("LayerNorm needs") and "fewer steps to the threshold than no norm" in out["steps"]
+    assert out["final loss"].startswith("LayerNorm ends with") and "lower final loss" in out["final loss"]
+
+    # other arms' names and the quantity's wording pass through
+    renamed = rm.normed_vs_plain(reached.replace({"LayerNorm": "LN-LSTM", "no norm": "LSTM"}),
+                                 finals.replace({"LayerNorm": "LN-LSTM", "no norm": "LSTM"}), cap=100,
+                                 a="LN-LSTM", b="LSTM", final="final held-out loss")
+    assert renamed["steps"] == out["steps"].replace("LayerNorm", "LN-LSTM").replace("no norm", "LSTM")
+    assert "LN-LSTM ends with" in renamed["final loss"] and "lower final held-out loss than LSTM" in renamed["final loss"]
+
+
+def test_normed_vs_plain_says_so_when_neither_arm_gets_anywhere():
+    nowhere = [np.nan] * 4
+    out = rm.normed_vs_plain(_arm_table("steps", nowhere, nowhere), _arm_table("final", [0.2, np.inf, 0.17, 0.5],
+                             [np.inf, 0.3, 0.2, 1.0]), cap=300)
+    assert out == {"steps": "no run of either variant reaches the threshold within 300 steps",
+                   "final loss": "no run of either variant ends below the learned-nothing level (0.167)"}
+
+
+def test_exercises_accept_the_reference_and_name_the_mistakes():
+    assert check("first_step_below", ex._first_below)
+    last = check("first_step_below", lambda loss, t: torch.nonzero(loss < t)[-1, 0] if (loss < t).any() else torch.tensor(-1))
+    assert not last and "LAST" in last.message
+    assert "hands in the answer" in ex.check_noisy_layer_norm(ex._noisy_reference).message
+
+    def by_hand(a, shift, scale):
+        mean = a.mean(-1, keepdim=True)
+        return (a - mean) / torch.sqrt(((a - mean) ** 2).mean(-1, keepdim=True) + 1e-5) * scale + shift
+
+    assert ex.check_noisy_layer_norm(by_hand)
+    wrong = ex.check_noisy_layer_norm(lambda a, shift, scale: a * scale + shift)
+    assert not wrong and "normalize first" in wrong.message

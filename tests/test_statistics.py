@@ -1,0 +1,367 @@
+"""helpers.evidence.statistics: intervals over seeds, Kaplan-Meier time to threshold, tuned rates, verdicts,
+each against a case computed by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers.evidence.statistics import (
+    Interval,
+    TimeToThreshold,
+    best_rates,
+    bootstrap_ci,
+    paired_difference_ci,
+    threshold_level,
+    time_to_threshold,
+    verdict,
+)
+
+#: Steps to threshold of 10 seeds, skewed right as such samples are.
+STEPS = [181, 175, 190, 168, 203, 177, 185, 172, 195, 240]
+
+# Few resamples keep the file fast; the intervals' properties hold at any count.
+FAST = {"n_resamples": 999}
+
+
+# ----------------------------------------------------------------------------- bootstrap_ci
+
+
+@pytest.mark.parametrize("statistic, fn", [("mean", np.mean), ("median", np.median)])
+def test_bootstrap_ci_estimate_is_the_statistic_and_inside_the_interval(statistic, fn):
+    ci = bootstrap_ci(STEPS, statistic, **FAST)
+    assert ci.estimate == pytest.approx(fn(STEPS))
+    assert ci.low < ci.estimate < ci.high
+    assert ci.n == 10 and ci.confidence == 0.95 and ci.note == ""
+
+
+def test_bootstrap_ci_narrows_as_seeds_are_added():
+    rng = np.random.default_rng(0)
+    sample = rng.normal(100, 10, size=160)
+    widths = [(ci.high - ci.low) for ci in (bootstrap_ci(sample[:n], **FAST) for n in (10, 40, 160))]
+    assert widths[0] > widths[1] > widths[2]
+    # The standard error falls as 1/sqrt(n): 16 times the seeds, about a quarter of the width.
+    assert widths[2] / widths[0] == pytest.approx(0.25, rel=0.5)
+
+
+def test_bootstrap_ci_is_reproducible_and_depends_on_the_seed():
+    assert bootstrap_ci(STEPS, **FAST) == bootstrap_ci(STEPS, **FAST)
+    assert bootstrap_ci(STEPS, seed=1, **FAST) != bootstrap_ci(STEPS, seed=2, **FAST)
+
+
+def test_bootstrap_ci_wider_at_higher_confidence():
+    ci90 = bootstrap_ci(STEPS, confidence=0.9, **FAST)
+    ci99 = bootstrap_ci(STEPS, confidence=0.99, **FAST)
+    assert ci99.low < ci90.low and ci99.high > ci90.high
+
+
+@pytest.mark.parametrize("statistic", ["mean", "median"])
+def test_bootstrap_ci_constant_sample_is_degenerate_not_nan(statistic):
+    # Every seed hit the step cap: no spread, and SciPy's BCa would return NaN.
+    ci = bootstrap_ci([300] * 10, statistic)
+    assert (ci.estimate, ci.low, ci.high) == (300, 300, 300)
+    assert "all seeds equal" in ci.note
+
+
+def test_bootstrap_ci_falls_back_to_percentile_where_bca_is_undefined():
+    # Median of mostly tied values: every jackknife median (leave one out) is 3, so BCa's
+    # acceleration is 0/0; the resampled medians still spread, over 3 and 4.
+    ci = bootstrap_ci([3, 3, 3, 3, 4], "median", **FAST)
+    assert (ci.estimate, ci.low, ci.high) == (3, 3, 4)
+    assert "percentile" in ci.note
+
+
+def test_bootstrap_ci_degenerate_resamples_without_constant_values():
+    # Nine 5s and one 6: a resample's median is 6 only if at least 5 of 10 draws are the 6
+    # (chance about 0.0016), so all 999 resampled medians are 5.
+    ci = bootstrap_ci([5, 5, 5, 5, 5, 5, 5, 5, 5, 6], "median", **FAST)
+    assert (ci.estimate, ci.low, ci.high) == (5, 5, 5)
+    assert "same value" in ci.note
+
+
+def test_bootstrap_ci_argument_errors_name_the_argument():
+    with pytest.raises(ValueError, match=r"'values'.*at least 2.*got 1"):
+        bootstrap_ci([1.0])
+    with pytest.raises(ValueError, match=r"'values'.*finite.*nan"):
+        bootstrap_ci([1.0, float("nan"), 2.0])
+    with pytest.raises(ValueError, match=r"'values'.*1-D.*\(2, 2\)"):
+        bootstrap_ci([[1, 2], [3, 4]])
+    with pytest.raises(ValueError, match=r"'statistic'.*'mean', 'median'.*'mode'"):
+        bootstrap_ci(STEPS, "mode")
+    with pytest.raises(ValueError, match=r"'confidence'.*\(0, 1\).*95"):
+        bootstrap_ci(STEPS, confidence=95)
+    with pytest.raises(ValueError, match=r"'n_resamples'.*positive int.*0"):
+        bootstrap_ci(STEPS, n_resamples=0)
+
+
+def test_interval_str():
+    assert str(Interval(0.1234, 0.081, 0.1666, 10)) == "0.123 (95% CI 0.081 to 0.167)"
+    assert Interval(0.1234, 0.081, 0.1666, 10, 0.9).format(".2f") == "0.12 (90% CI 0.08 to 0.17)"
+    assert str(Interval(3, 3, 3, 4, note="all seeds equal")) == "3 (95% CI 3 to 3; all seeds equal)"
+
+
+# ----------------------------------------------------------------------- paired_difference_ci
+
+
+def test_paired_difference_constant_shift_is_exact():
+    b = np.array(STEPS, dtype=float)
+    ci = paired_difference_ci(b + 1, b)
+    assert (ci.estimate, ci.low, ci.high, ci.n) == (1, 1, 1, 10)
+    assert ci.note
+
+
+@pytest.mark.parametrize("statistic", ["mean", "median"])
+def test_paired_relative_difference_of_a_proportional_arm(statistic):
+    # A takes 30% fewer steps than B on every seed: 1 - stat(0.7 b) / stat(b) = 0.3 on every resample.
+    b = np.array(STEPS, dtype=float)
+    ci = paired_difference_ci(0.7 * b, b, statistic, relative=True, **FAST)
+    assert ci.estimate == pytest.approx(0.3)
+    assert ci.low == ci.high == ci.estimate
+    assert "same value" in ci.note
+
+
+def test_paired_relative_difference_is_one_minus_the_ratio_of_statistics():
+    rng = np.random.default_rng(0)
+    b = rng.uniform(100, 300, size=12)
+    a = b * rng.uniform(0.5, 0.9, size=12)
+    for statistic, fn in (("mean", np.mean), ("median", np.median)):
+        ci = paired_difference_ci(a, b, statistic, relative=True, **FAST)
+        assert ci.estimate == pytest.approx(1 - fn(a) / fn(b))
+        assert 0 < ci.low < ci.estimate < ci.high < 1
+
+
+def test_pairing_cancels_what_a_seed_does_to_both_arms():
+    # Seeds differ a lot (100 to 300 steps), but A is 10 steps faster on each, give or take 1.
+    rng = np.random.default_rng(0)
+    b = rng.uniform(100, 300, size=10)
+    a = b - 10 + rng.normal(0, 1, size=10)
+    paired = paired_difference_ci(a, b, **FAST)
+    assert paired.low < -10 + 2 and paired.high > -10 - 2
+    assert paired.low < paired.estimate < paired.high < 0
+    # The spread of the difference if the arms were independent: sqrt(var a / n + var b / n).
+    unpaired_se = math.sqrt(np.var(a, ddof=1) / 10 + np.var(b, ddof=1) / 10)
+    assert paired.high - paired.low < 0.05 * (2 * 1.96 * unpaired_se)
+
+
+def test_paired_difference_argument_errors():
+    with pytest.raises(ValueError, match=r"'a' and 'b'.*len\(a\)=3 and len\(b\)=2"):
+        paired_difference_ci([1, 2, 3], [1, 2])
+    with pytest.raises(ValueError, match=r"'b'.*finite.*inf"):
+        paired_difference_ci([1, 2, 3], [1, 2, float("inf")])
+    with pytest.raises(ValueError, match=r"'a'.*finite.*nan"):
+        paired_difference_ci([1, float("nan"), 3], [1, 2, 3])
+    with pytest.raises(ValueError, match=r"'b'.*positive.*relative.*0\.0"):
+        paired_difference_ci([1, 2, 3], [1, 0, 3], relative=True)
+
+
+# ------------------------------------------------------------------------- time_to_threshold
+
+
+def test_time_to_threshold_matches_a_hand_computed_kaplan_meier():
+    # 5 runs, 2 never reach it within 50 steps. At risk 5, 4, 3 at steps 10, 20, 30, one
+    # reaching each time: S = 4/5 = 0.8, 0.8 * 3/4 = 0.6, 0.6 * 2/3 = 0.4 (the 2 censored runs
+    # stay at 0.4 to the cap).
+    t = time_to_threshold([10, 20, float("nan"), 30, float("nan")], cap=50)
+    assert (t.n, t.reached, t.fraction_reached, t.cap) == (5, 3, 0.6, 50)
+    assert t.median == 30  # S first <= 0.5 at step 30
+    assert t.restricted_mean == pytest.approx(10 * 1 + 10 * 0.8 + 10 * 0.6 + 20 * 0.4)  # 32
+    assert str(t) == "median 30 steps, 3/5 reached"
+
+
+def test_time_to_threshold_censored_runs_are_not_dropped():
+    # Dropping the 2 runs that never got there would give median 20 and mean 20.
+    kept = time_to_threshold([10, 20, 30, None, None], cap=50)
+    assert kept.median == 30 and kept.restricted_mean > 20
+
+
+def test_time_to_threshold_all_reached_is_the_plain_median_and_mean():
+    t = time_to_threshold([40, 10, 30, 20], cap=100)
+    # S = 0.75, 0.5, 0.25, 0 at 10, 20, 30, 40: first <= 0.5 at 20; area = the plain mean.
+    assert t.median == 20 and t.restricted_mean == pytest.approx(25)
+    assert t.fraction_reached == 1 and str(t) == "median 20 steps, 4/4 reached"
+
+
+def test_time_to_threshold_none_reached():
+    t = time_to_threshold([None, None, None], cap=300)
+    assert t == TimeToThreshold(n=3, reached=0, fraction_reached=0.0, median=None,
+                                restricted_mean=300.0, cap=300)
+    assert str(t) == "median not reached (0/3 reached within 300 steps)"
+
+
+def test_time_to_threshold_median_not_reached_when_more_than_half_censored():
+    t = time_to_threshold([50, None, 120, None, None], cap=200)
+    # S = 0.8 at 50, 0.8 * 3/4 = 0.6 at 120: never <= 0.5.
+    assert t.median is None
+    assert t.restricted_mean == pytest.approx(50 * 1 + 70 * 0.8 + 80 * 0.6)
+    assert str(t) == "median not reached (2/5 reached within 200 steps)"
+
+
+def test_time_to_threshold_reached_at_the_cap_counts_as_reached():
+    # Reaching it at step 50 is an event; at a tie, events come before censoring.
+    t = time_to_threshold([10, 20, 50, None], cap=50)
+    assert t.reached == 3 and t.median == 20
+    assert t.restricted_mean == pytest.approx(10 * 1 + 10 * 0.75 + 30 * 0.5)
+
+
+def test_time_to_threshold_argument_errors():
+    with pytest.raises(ValueError, match=r"'steps'.*\[0, cap=50\].*\[60\.0\]"):
+        time_to_threshold([10, 60], cap=50)
+    with pytest.raises(ValueError, match=r"'steps'.*\[-1\.0\]"):
+        time_to_threshold([-1, 10], cap=50)
+    with pytest.raises(ValueError, match=r"'steps'.*at least one run"):
+        time_to_threshold([], cap=50)
+    with pytest.raises(ValueError, match=r"'steps'.*step numbers.*'fast'"):
+        time_to_threshold([10, "fast"], cap=50)
+    with pytest.raises(ValueError, match=r"'cap'.*positive int.*0"):
+        time_to_threshold([10], cap=0)
+
+
+# --------------------------------------------------------------------------- threshold_level
+
+
+def test_threshold_level_closes_a_fraction_of_the_gap():
+    assert threshold_level(1.0, 0.0, 0.9) == pytest.approx(0.1)
+    # Adding problem: predicting the mean scores 1/6; floor 0.01; closing 70% leaves 30% of 1/6 - 0.01.
+    assert threshold_level(1 / 6, 0.01, 0.7) == pytest.approx(0.01 + 0.3 * (1 / 6 - 0.01))
+    assert threshold_level(2.3, 1.3, 0.5) == pytest.approx(1.8)
+
+
+def test_threshold_level_argument_errors():
+    with pytest.raises(ValueError, match=r"'learned_nothing'.*above 'floor'.*0\.5.*1\.0"):
+        threshold_level(0.5, 1.0, 0.9)
+    with pytest.raises(ValueError, match=r"'fraction'.*\(0, 1\).*1\.0"):
+        threshold_level(1.0, 0.0, 1.0)
+    with pytest.raises(ValueError, match=r"'fraction'.*\(0, 1\).*0"):
+        threshold_level(1.0, 0.0, 0)
+    with pytest.raises(ValueError, match=r"'floor'.*finite.*nan"):
+        threshold_level(1.0, float("nan"), 0.5)
+
+
+# ------------------------------------------------------------------------------- best_rates
+
+#: Half a decade apart: 1e-3, 3.16e-3, 1e-2, ..., 3.16e-1.
+GRID = [10 ** (k / 2) for k in range(-6, 0)]
+
+
+def _scores(**arms) -> pd.DataFrame:
+    return pd.DataFrame([{"arm": name, "lr": lr, "score": s}
+                         for name, scores in arms.items() for lr, s in zip(GRID, scores, strict=True)])
+
+
+def test_best_rates_interior_edge_and_did_not_learn():
+    scores = _scores(inside=[0.9, 0.5, 0.2, 0.1, 0.3, 0.8],
+                     edge=[0.9, 0.7, 0.5, 0.3, 0.2, 0.1],
+                     stuck=[1.0, 1.0, 0.99, 1.0, 1.0, float("nan")])
+    out = best_rates(scores, learned_below=0.95)
+    assert list(out.columns) == ["arm", "best_lr", "best_score", "on_edge", "learned", "note"]
+    rows = out.set_index("arm")
+    assert rows.loc["inside"].tolist() == [GRID[3], 0.1, False, True, ""]
+    assert rows.loc["edge"].tolist() == [GRID[5], 0.1, True, True, "best rate on the grid's edge"]
+    assert rows.loc["stuck"].tolist() == [GRID[2], 0.99, False, False,
+                                          "did not learn at any rate in the grid"]
+
+
+def test_best_rates_a_diverged_rate_never_wins_and_columns_can_be_renamed():
+    scores = _scores(a=[0.9, 0.5, 0.2, float("nan"), 0.3, 0.8]).rename(
+        columns={"arm": "variant", "lr": "rate", "score": "median_loss"})
+    out = best_rates(scores, arm="variant", lr="rate", score="median_loss", learned_below=1)
+    assert out["variant"].tolist() == ["a"] and out["best_lr"].tolist() == [GRID[2]]
+
+
+def test_best_rates_accepts_an_exact_half_decade_grid():
+    # sqrt(10) apart up to rounding, in any row order.
+    scores = pd.DataFrame({"arm": "a", "lr": np.sqrt(10) ** np.arange(-8, -3)[::-1],
+                           "score": [4, 3, 2, 3, 4]})
+    assert best_rates(scores, learned_below=10)["best_lr"].tolist() == [pytest.approx(1e-3)]
+
+
+def test_best_rates_rejects_a_coarse_or_short_grid():
+    coarse = pd.DataFrame({"arm": "a", "lr": [1e-4, 1e-3, 1e-2, 1e-1, 1.0],
+                           "score": [5, 4, 3, 4, 5]})
+    with pytest.raises(ValueError, match=r"'scores'.*half a decade.*'a' jumps from 0\.0001 to 0\.001"):
+        best_rates(coarse, learned_below=10)
+    # The familiar 1-3-10 grid counts as half-decade steps (3 to 10 is its widest, 10/3) ...
+    one_three = pd.DataFrame({"arm": "a", "lr": [1e-3, 3e-3, 1e-2, 3e-2, 1e-1],
+                              "score": [5, 4, 3, 4, 5]})
+    assert best_rates(one_three, learned_below=10)["best_lr"].tolist() == [pytest.approx(1e-2)]
+    # ... and a step of 4 is one too far.
+    wide = one_three.assign(lr=[1e-3, 4e-3, 1e-2, 3e-2, 1e-1])
+    with pytest.raises(ValueError, match=r"'scores'.*jumps from 0\.001 to 0\.004 \(ratio 4\)"):
+        best_rates(wide, learned_below=10)
+    short = pd.DataFrame({"arm": "a", "lr": GRID[:4], "score": [0.9, 0.5, 0.2, 0.3]})
+    with pytest.raises(ValueError, match=r"'scores'.*at least 5 learning rates.*'a' has 4"):
+        best_rates(short, learned_below=1)
+
+
+def test_best_rates_rejects_missing_columns_and_repeated_rates():
+    with pytest.raises(ValueError, match=r"'scores'.*missing \['score'\]"):
+        best_rates(pd.DataFrame({"arm": ["a"], "lr": [0.1]}), learned_below=1)
+    twice = pd.concat([_scores(a=[5, 4, 3, 2, 3, 4])] * 2)
+    with pytest.raises(ValueError, match=r"'scores'.*one row per \(arm, lr\).*more than once"):
+        best_rates(twice, learned_below=10)
+
+
+# ---------------------------------------------------------------------------------- verdict
+
+
+def test_verdict_relative_three_cases():
+    ln, none = "LayerNorm", "no norm"
+    assert (verdict(Interval(0.31, 0.18, 0.41, 10), a=ln, b=none)
+            == "LayerNorm needs 31% fewer steps than no norm (95% CI 18% to 41%)")
+    assert (verdict(Interval(0.12, -0.05, 0.30, 10), a=ln, b=none)
+            == "no difference detectable with 10 seeds: LayerNorm vs no norm, -12% (95% CI -30% to 5%)")
+    assert (verdict(Interval(-0.12, -0.20, -0.04, 10), a=ln, b=none)
+            == "the opposite of the claim: LayerNorm needs 12% more steps than no norm (95% CI 4% to 20%)")
+
+
+def test_verdict_claim_more_and_options():
+    up = Interval(-0.25, -0.40, -0.10, 10, confidence=0.9)
+    assert (verdict(up, a="A", b="B", quantity="loss spikes", claim="more")
+            == "A needs 25% more loss spikes than B (90% CI 10% to 40%)")
+    down = Interval(0.25, 0.10, 0.40, 12)
+    assert (verdict(down, a="A", b="B", claim="more")
+            == "the opposite of the claim: A needs 25% fewer steps than B (95% CI 10% to 40%)")
+    assert verdict(Interval(0.0, -0.1, 0.1, 12), a="A", b="B", n_seeds=20).startswith(
+        "no difference detectable with 20 seeds: A vs B, +0% ")
+
+
+def test_verdict_absolute_three_cases():
+    # statistic(a - b): positive when A needs more.
+    assert (verdict(Interval(-48.41, -60.42, -39.17, 10), a="A", b="B", relative=False)
+            == "A needs 48.4 fewer steps than B (95% CI 39.2 to 60.4)")
+    assert (verdict(Interval(3.21, -1.5, 8.0, 10), a="A", b="B", relative=False)
+            == "no difference detectable with 10 seeds: A vs B, +3.21 (95% CI -1.5 to 8)")
+    assert (verdict(Interval(12.0, 4.0, 20.0, 10), a="A", b="B", relative=False)
+            == "the opposite of the claim: A needs 12 more steps than B (95% CI 4 to 20)")
+
+
+def test_verdict_follows_a_real_paired_interval():
+    b = np.array(STEPS, dtype=float)
+    a = 0.7 * b + np.random.default_rng(0).normal(0, 3, size=10)
+    words = verdict(paired_difference_ci(a, b, relative=True, **FAST), a="LN", b="none")
+    assert words.startswith("LN needs 3") and "fewer steps than none (95% CI" in words
+
+
+def test_verdict_argument_errors():
+    with pytest.raises(ValueError, match=r"'claim'.*'fewer', 'more' or None.*'faster'"):
+        verdict(Interval(0.3, 0.1, 0.5, 10), a="A", b="B", claim="faster")
+    with pytest.raises(ValueError, match=r"'interval'.*Interval.*tuple"):
+        verdict((0.3, 0.1, 0.5), a="A", b="B")
+
+
+def test_verdict_says_it_in_the_words_it_is_given():
+    lower = Interval(estimate=0.4, low=0.25, high=0.5, n=10)  # A's loss 40% below B's
+    assert verdict(lower, a="LN", b="no norm", quantity="final loss", verb="ends with",
+                   words=("lower", "higher")) == "LN ends with 40% lower final loss than no norm (95% CI 25% to 50%)"
+
+
+def test_verdict_without_a_claim_says_only_which_way_and_formats_as_asked():
+    above = Interval(estimate=0.6, low=0.1, high=1.3, n=20)  # absolute: A has more
+    assert verdict(above, a="BN", b="LN", quantity="accuracy", claim=None, relative=False, verb="has",
+                   words=("points lower", "points higher"), fmt=".1f") == \
+        "BN has 0.6 points higher accuracy than LN (95% CI 0.1 to 1.3)"
+    assert verdict(above, a="BN", b="LN", claim="fewer", relative=False, fmt=".2f").startswith(
+        "the opposite of the claim: BN needs 0.60 more steps")
