@@ -58,7 +58,19 @@ def dashboards() -> dict:
 
     batch = torch.rand(2, 3, 4, generator=torch.Generator().manual_seed(42))
     shift_scale = {"shift": [3.5, -2.0, 0.0], "scale": [2.5, 0.5, 1.0]}
+    from helpers.widgets.activation_input import activation_input_demo
+    from helpers.widgets.deep_stack import deep_stack_demo
+    from helpers.widgets.residual_stream import residual_stream_demo
+    from helpers.widgets.token_or_sentence import UNITS, token_or_sentence_demo
+
     return {
+        "core 00 deep_stack_demo": (deep_stack_demo, {"gain": [0.5, 2.0, 1.0], "gamma": [2.0, 0.5, 1.0],
+                                                      "beta": [0.5, -1.0, 0.0]}),
+        "core 01 activation_input": (activation_input_demo, {"activation": ["ReLU", "GELU", "tanh"],
+                                                             "shift": [2.0, -3.0, 0.0], "scale": [3.0, 0.5, 1.0]}),
+        "core 02 token_or_sentence": (token_or_sentence_demo, {"unit": [*reversed(UNITS)], "scale": [5.0, 8.0, 1.0]}),
+        "core 03 residual_stream": (residual_stream_demo, {"norm": ["RMSNorm", "no norm", "LayerNorm"],
+                                                           "branch_scale": [2.0, 0.5, 1.0]}),
         "00 shift_scale_demo": (lambda: widgets.shift_scale_demo(seed=0), shift_scale),
         "01 eps_demo": (lambda: widgets.eps_demo(seed=0), {"eps": [1e-9, 1e-3, 1e-5]}),
         "01 affine_demo": (lambda: widgets.affine_demo(seed=0),

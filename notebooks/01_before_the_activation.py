@@ -37,11 +37,8 @@ import helpers  # noqa: E402,F401
 # %% [markdown]
 # # 01 · Before the activation
 #
-# **What you will learn**
-#
-# - where the lesson puts LN, before the activation function, and its reason;
-# - what tanh, ReLU and GELU receive when LN comes before them and when it comes after;
-# - to write a `Linear → LN → tanh` block yourself.
+# **What you will learn**: where the lesson puts LN (before the activation) and why; what tanh,
+# ReLU and GELU receive with LN before and after them; a `Linear → LN → tanh` block by hand.
 
 # %%
 import matplotlib.pyplot as plt
@@ -49,20 +46,15 @@ import torch
 from IPython.display import display
 from torch import nn
 
-from helpers.core_path_exercises import check_ln_before_activation
-from helpers.widgets.activation_input import activation_input_demo, activation_input_state
+from helpers.exercises.core_path import check_ln_before_activation
+from helpers.widgets.activation_input import activation_input_demo
 
 # %% [markdown] lesson_point=5
 # ## 5 · LN goes before the activation
 #
-# The lesson: LN, like BN, usually sits **before** the activation function (激活函数). The
-# activation is what makes a network non-linear (非线性), so that it can learn complex patterns.
-# Put LN after it, and LN standardises outputs that are already non-linear, which may damage the
-# network's expressive power (表达能力).
-#
-# Here is what that means for tanh. Its inputs `z` come from a Linear layer whose output is far
-# from mean 0 and standard deviation 1, as a layer's outputs can be once training has moved its
-# weights. The same `z` goes through both orders:
+# The lesson: LN, like BN, usually sits **before** the activation function (激活函数), the source
+# of non-linearity (非线性); after it, LN would standardise already non-linear outputs and may
+# damage the expressive power (表达能力). For tanh, on inputs far from mean 0 and std 1:
 
 # %%
 torch.manual_seed(0)
@@ -71,26 +63,18 @@ z = linear(torch.randn(256, 16) * 4 + 3)  # 256 tokens; Linear outputs far from 
 
 ln_first = torch.tanh(ln(z))  # the lesson's order: Linear -> LN -> tanh
 ln_last = ln(torch.tanh(z))  # the other order: Linear -> tanh -> LN
-
-
-def saturated(a):  # the share of tanh outputs on its flat tails
-    return f"{(a.abs() > 0.97).float().mean().item():.0%}"
-
-
-print("tanh outputs beyond ±0.97, LN first:", saturated(ln_first), "| LN last:", saturated(torch.tanh(z)))
+print(f"tanh outputs beyond ±0.97, LN first: {(ln_first.abs() > 0.97).float().mean():.0%}, "
+      f"LN last: {(torch.tanh(z).abs() > 0.97).float().mean():.0%}")
 
 # %% [markdown]
-# Where |tanh| is above 0.97, tanh is almost flat: its gradient is under 0.06, so the weights
-# before it barely learn, and the output says little more than the sign of `z`. With LN first,
-# tanh always receives standardised tokens, where it is curved but not flat. With LN last, tanh
-# takes `z` as it comes; LN then rescales what tanh left, but what the flat tails erased does not
-# come back.
+# Beyond ±0.97 tanh is almost flat (gradient under 0.06): the weights before it barely learn.
+# LN first hands tanh standardised tokens, on its curved part; LN last rescales what tanh left,
+# but what its flat tails erased does not come back.
 #
 # ### See it: what enters tanh, ReLU and GELU
 #
-# The activation is a dropdown; the sliders move the centre and the spread of `z`, as training
-# moves the weights. Left: LN first. Right: LN last. Blue is what enters the activation, red what
-# leaves the pair; each title gives the share of values on the activation's flat part.
+# Sliders move `z`'s centre and spread. Left: LN first; right: LN last. Blue enters the
+# activation, red leaves the pair.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -99,42 +83,23 @@ demo = activation_input_demo()
 display(demo)
 
 # %% [markdown]
-# For a reader without a kernel, tanh with `z` centred at 2 with spread 3: on the left tanh
-# sees the same bell as always; on the right most of `z` lands on tanh's flat tails.
+# tanh, `z` centred at 2 with spread 3: on the right most of `z` lands on tanh's flat tails.
 
 # %%
 demo.snapshot(activation="tanh", shift=2.0, scale=3.0)
 plt.show()
 
 # %% [markdown]
-# **Check it**: with LN first, what enters the activation does not depend on where `z` sits;
-# with LN last, it is `z` itself.
-
-# %%
-lines = []
-for shift, scale in [(0.0, 1.0), (2.0, 3.0), (-3.0, 0.5)]:
-    state = activation_input_state("tanh", shift, scale)
-    assert torch.allclose(state["LN first"], activation_input_state("tanh", 0.0, 1.0)["LN first"], atol=1e-3)
-    lines.append(f"z at {shift:g}, spread {scale:g}: beyond ±0.97, LN first {saturated(state['LN first'])}, "
-                 f"LN last {saturated(torch.tanh(state['z']))}")
-print("\n".join(lines))
-
-# %% [markdown]
-# The lesson says "usually": whether the order changes how well a network *trains* is a
-# question for experiments, answered in deep dive [12](12_where_the_norm_goes.ipynb) and in the
-# card at the end of notebook 03. In a Transformer, LN sits at the input of each sub-layer
-# (notebook 03): there too the MLP's activation comes after a norm and a Linear.
+# How the order changes *training*: deep dive [12](12_where_the_norm_goes.ipynb).
 #
 # ## Your turn: a Linear → LN → tanh block
 #
-# Write `my_block(x, weight, bias, gamma, beta)`: the Linear layer `x @ weight.T + bias`, then LN
-# over the last dim by hand (mean, biased variance, `eps` inside the root, `gamma`, `beta`), then
-# tanh. While the checker runs, PyTorch's norm functions refuse to run. As shipped, the block
-# applies tanh first.
+# Write `my_block(x, weight, bias, gamma, beta)`: `x @ weight.T + bias`, then LN by hand over
+# the last dim, then tanh. PyTorch's norms refuse to run inside the check. As shipped, tanh
+# comes first.
 
 # %%
 def my_block(x, weight, bias, gamma, beta, eps=1e-5):
-    """Linear, then LayerNorm (by hand), then tanh."""
     z = torch.tanh(x @ weight.T + bias)  # TODO: the lesson's order
     mean = z.mean(dim=-1, keepdim=True)
     var = ((z - mean) ** 2).mean(dim=-1, keepdim=True)
@@ -158,16 +123,8 @@ check_ln_before_activation(my_block)
 #
 # ## Summary
 #
-# - The lesson puts LN before the activation: the activation then always sees standardised
-#   tokens, on its curved part, whatever the weights before it do.
-# - After the activation, LN would standardise outputs that are already non-linear; values that
-#   fell on a flat part (tanh's tails, ReLU's zeros) stay lost.
-#
-# | English | 中文 |
-# |---|---|
-# | activation function | 激活函数 |
-# | non-linearity | 非线性 |
-# | expressive power | 表达能力 |
+# - LN before the activation hands it standardised tokens, on its curved part, whatever the
+#   weights do; after it, what fell on a flat part (tanh's tails, ReLU's zeros) stays lost.
 #
 # Next: [02 · Per token or per sentence](02_per_token_or_per_sentence.ipynb).
 #
@@ -175,5 +132,3 @@ check_ln_before_activation(my_block)
 #
 # - S. Ioffe, C. Szegedy, *Batch Normalization*, 2015, section 3.2 (the norm before the
 #   non-linearity), [arXiv:1502.03167](https://arxiv.org/abs/1502.03167).
-# - J. L. Ba, J. R. Kiros, G. E. Hinton, *Layer Normalization*, 2016,
-#   [arXiv:1607.06450](https://arxiv.org/abs/1607.06450).

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 import helpers
-from helpers.exercises import checking, layer_norm, norm_family, numerics, training_speed
+from helpers.exercises import checking, core_path, layer_norm, norm_family, numerics, training_speed
 from helpers.exercises.checking import ALWAYS_FORBIDDEN, check
 from helpers.lessons import bn_vs_ln, placement, sequence
 
@@ -40,7 +40,7 @@ def _cells(path: pathlib.Path) -> list[tuple[str, str]]:
 
 def _namespace() -> dict:
     ns = {"torch": torch, "F": F, "helpers": helpers, "placement": placement}
-    for module in (layer_norm, sequence, bn_vs_ln, training_speed, numerics, norm_family):
+    for module in (layer_norm, core_path, sequence, bn_vs_ln, training_speed, numerics, norm_family):
         ns.update({name: getattr(module, name) for name in dir(module) if name.startswith("check_")})
     return ns
 
@@ -77,7 +77,7 @@ def _verdict(checker: str, code: str, name: str) -> checking.Verdict:
 def test_every_notebook_with_a_checker_has_its_exercises_found():
     by_notebook = {nb[:2] for nb, *_ in EXERCISES}
     assert by_notebook == {"00", "01", "02", "03", "04", "05", "06", "07"}
-    assert len(EXERCISES) == 17  # 1 + 3 + 2 + 2 + 3 + 2 + 2 + 2
+    assert len(EXERCISES) == 21  # 1 + 3 + 2 + 2 + 3 + 2 + 2 + 2, and the core path's 1 + 1 + 1 + 1
 
 
 @pytest.mark.parametrize("notebook, checker, name, stub, solution", EXERCISES, ids=IDS)
@@ -164,6 +164,12 @@ HANDED_IN = [
     ("layer_norm_last_dim", lambda x, g, b: torch.ops.aten.native_layer_norm.default(x, x.shape[-1:], g, b, 1e-5)[0]),
     ("batch_norm_train", lambda x: torch.ops.aten.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)[0]),
     ("biased_variance", lambda x: torch.ops.aten.var.correction(x, [-1], correction=0)),
+    ("ln_before_activation", lambda x, w, b, g, be: torch.tanh(F.layer_norm(x @ w.T + b, w.shape[:1], g, be))),
+    ("ln_before_activation", lambda x, w, b, g, be: torch.tanh(helpers.layer_norm(x @ w.T + b, w.shape[:1], g, be))),
+    ("ln_before_activation", lambda x, w, b, g, be: torch.tanh(torch.nn.LayerNorm(len(w))(x @ w.T + b) * g + be)),
+    ("rms_norm", lambda x, w: F.rms_norm(x, x.shape[-1:], w, eps=1e-6)),
+    ("rms_norm", lambda x, w: helpers.rms_norm(x, x.shape[-1:], w, eps=1e-6)),
+    ("rms_norm", lambda x, w: torch.nn.RMSNorm(x.shape[-1], eps=1e-6)(x) * w),
 ]
 
 

@@ -13,6 +13,10 @@ from matplotlib.patches import Rectangle, StepPatch
 
 from helpers import widgets
 from helpers.widgets import png_bytes
+from helpers.widgets.activation_input import activation_input_demo
+from helpers.widgets.deep_stack import deep_stack_demo
+from helpers.widgets.residual_stream import residual_stream_demo
+from helpers.widgets.token_or_sentence import UNITS, token_or_sentence_demo
 
 
 @pytest.fixture(autouse=True)
@@ -64,6 +68,15 @@ DASHBOARDS = {
     "norm_family": (lambda runs: widgets.norm_family_demo(),
                     [("norm", "GroupNorm"), ("groups", 3), ("sample", 2), ("channel", 4), ("position", 3),
                      ("norm", "BatchNorm"), ("norm", "RMSNorm")]),
+    # the core path's dashboards
+    "deep_stack": (lambda runs: deep_stack_demo(), [("gain", 0.5), ("gamma", 2.0), ("beta", 0.5), ("gain", 2.0)]),
+    "activation_input": (lambda runs: activation_input_demo(),
+                         [("activation", "ReLU"), ("shift", 2.0), ("scale", 3.0), ("activation", "GELU"),
+                          ("shift", -3.0)]),
+    "token_or_sentence": (lambda runs: token_or_sentence_demo(),
+                          [("unit", list(UNITS)[1]), ("scale", 5.0), ("unit", list(UNITS)[0]), ("scale", 8.0)]),
+    "residual_stream": (lambda runs: residual_stream_demo(),
+                        [("norm", "RMSNorm"), ("branch_scale", 2.0), ("norm", "no norm"), ("branch_scale", 0.5)]),
     "ln_geometry": (lambda runs: widgets.ln_geometry_demo(),
                     [("azimuth", 40.0), ("elevation", -30.0), ("x", -1.0), ("scale", 2.0), ("offset", 1.5),
                      ("gamma", 1.5), ("eps", 1.0)]),

@@ -4,6 +4,8 @@
   :class:`~helpers.exercises.checking.Exercise`, :func:`~helpers.exercises.checking.check` and
   the registry; while a check runs, torch's norm functions and the set's own refuse to run.
 - :mod:`~helpers.exercises.layer_norm`: LayerNorm by hand (notebooks 00, 01 and 02).
+- :mod:`~helpers.exercises.core_path`: LN before the activation and RMSNorm by hand (the core
+  path's notebooks 01 and 03).
 - :mod:`~helpers.exercises.training_speed`: notebook 05's exercises.
 - :mod:`~helpers.exercises.numerics`: the input gradient by hand and Chan's merge (06).
 - :mod:`~helpers.exercises.norm_family`: GroupNorm by hand, LayerNorm as geometry (07).

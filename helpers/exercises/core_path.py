@@ -13,16 +13,16 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from helpers.checks import Case, Exercise, Verdict, check, register
+from helpers.exercises.checking import Case, Exercise, Verdict, check, register
 
 __all__ = ["check_ln_before_activation", "check_rms_norm"]
 
 
-def _ln(x: torch.Tensor, *, unbiased: bool = False, eps_inside: bool = True) -> torch.Tensor:
+def _ln(x: torch.Tensor, *, unbiased: bool = False, eps_inside: bool = True, eps: float = 1e-5) -> torch.Tensor:
     """LayerNorm over the last dim without gamma and beta, or one of its classic slips."""
     mean = x.mean(-1, keepdim=True)
     var = x.var(-1, unbiased=unbiased, keepdim=True)
-    return (x - mean) / (torch.sqrt(var + 1e-5) if eps_inside else torch.sqrt(var) + 1e-5)
+    return (x - mean) / (torch.sqrt(var + eps) if eps_inside else torch.sqrt(var) + eps)
 
 
 # ------------------------------------------------ notebook 01: Linear -> LN -> tanh
@@ -48,6 +48,8 @@ register(Exercise(
         Case("2 x 3 tokens (the lesson's batch shape), 4 -> 4 features",
              lambda g: (torch.rand(2, 3, 4, generator=g), *_block_case(1, 4, 4)(g)[1:])),
         Case("5 tokens, 8 -> 16 features, inputs around 1000 (std 50)", _block_case(5, 8, 16, 1e3, 50.0)),
+        Case("3 tokens whose Linear outputs barely differ (std about 0.003)",
+             lambda g: (lambda x, w, b, gamma, beta: (x, w * 3e-3, b * 0, gamma, beta))(*_block_case(3, 8, 6)(g))),
     ],
     mistakes={
         "that is the activation first, then LN: the lesson puts LN before it, tanh(LN(linear(x))).":
@@ -93,7 +95,7 @@ register(Exercise(
     ],
     mistakes={
         "RMSNorm does not subtract the mean: divide x itself by sqrt(mean(x ** 2) + eps).":
-            lambda x, w: _ln(x) * w,
+            lambda x, w: _ln(x, eps=1e-6) * w,
         "eps goes inside the square root: `torch.rsqrt(ms + eps)`.":
             lambda x, w: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-6) * w,
         "the root mean square is over each token's features, the last dim.":

@@ -1,0 +1,178 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: lesson_point,-all
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %%
+# Make `helpers` (this set's package) importable: installed, from a checkout, or in Colab.
+import importlib.util
+import os
+import pathlib
+import subprocess
+import sys
+
+REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
+if importlib.util.find_spec("helpers") is None:
+    checkout = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
+                     if (p / "helpers" / "__init__.py").is_file()), None)
+    if checkout is not None:
+        sys.path.insert(0, str(checkout))
+    elif "google.colab" in sys.modules:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
+    else:
+        raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, "
+                                  f"or `pip install git+{REPO_URL}` in this kernel's environment.")
+import helpers  # noqa: E402,F401
+
+# %% [markdown]
+# # 03 · LayerNorm in a Transformer
+#
+# **What you will learn**: a Pre-LN Transformer block with `nn.LayerNorm`, then `helpers.LayerNorm`
+# swapped in; where LN sits in GPT, and RMSNorm in LLaMA; what stored experiments say about the
+# lesson's claims.
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+from IPython.display import HTML, display
+from torch import nn
+
+from helpers.evidence.claims import evidence_card
+from helpers.exercises.core_path import check_rms_norm
+from helpers.widgets.residual_stream import residual_stream_demo
+
+# %% [markdown]
+# ## A Pre-LN block
+#
+# Two sub-layers: attention (each token gathers from earlier ones; the *causal mask* hides later
+# ones) and an MLP, each added to its input (a *residual connection*). **Pre-LN**, as in GPT-2,
+# puts LN at each sub-layer's input.
+
+# %%
+class Block(nn.Module):
+    """Pre-LN: x + attention(LN(x)), then x + MLP(LN(x)); `norm` builds the two LNs."""
+
+    def __init__(self, d_model, n_heads, norm=nn.LayerNorm):
+        super().__init__()
+        self.ln_1, self.ln_2 = norm(d_model), norm(d_model)
+        self.attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        causal = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).triu(1)  # True: may not attend
+        h = self.ln_1(x)
+        x = x + self.attn(h, h, h, attn_mask=causal, need_weights=False)[0]
+        return x + self.mlp(self.ln_2(x))
+
+# %% [markdown]
+# GPT stacks blocks and adds a final LN before predicting the next token (GPT-2's `ln_1`, `ln_2`,
+# `ln_f`):
+
+# %%
+def tiny_gpt(norm, d_model=32, n_heads=4):
+    return nn.Sequential(Block(d_model, n_heads, norm), Block(d_model, n_heads, norm), norm(d_model))
+
+
+torch.manual_seed(0)
+gpt = tiny_gpt(nn.LayerNorm)
+print("LayerNorms:", [name for name, m in gpt.named_modules() if isinstance(m, nn.LayerNorm)])
+
+# %% [markdown]
+# LN before attention, before the MLP, and at the end. **The swap**: `helpers.LayerNorm`, same
+# weights (same state-dict keys), training mode; the loss cubes the outputs (a plain sum through
+# LN has zero gradient).
+
+# %%
+ours = tiny_gpt(helpers.LayerNorm)
+ours.load_state_dict(gpt.state_dict())
+x = torch.randn(2, 5, 32)  # 2 sequences of 5 token embeddings
+out_torch, out_ours = gpt.train()(x), ours.train()(x)
+((out_torch**3).sum() + (out_ours**3).sum()).backward()  # each model gets its own gradients
+pairs = zip(gpt.parameters(), ours.parameters(), strict=True)
+same_grads = all(torch.allclose(p.grad, q.grad, atol=1e-4) for p, q in pairs)
+print("same outputs:", torch.allclose(out_torch, out_ours, atol=1e-5), "| same gradients:", same_grads)
+
+# %% [markdown]
+# (Not `nn.TransformerEncoderLayer`: in evaluation its fast path skips a swapped norm.)
+#
+# ### See it: the residual stream and what attention sees
+#
+# Eight Pre-LN blocks. Left: the *residual stream* `x` entering each block (dark: block 1);
+# right: what the norm hands to attention. The stream grows; attention's input does not.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+# displays a widget: a dropdown, a slider and their live figure
+demo = residual_stream_demo()
+display(demo)
+
+# %% [markdown]
+# LayerNorm, sub-layer outputs scaled by 2:
+
+# %%
+demo.snapshot(norm="LayerNorm", branch_scale=2.0)
+plt.show()
+
+# %% [markdown]
+# ## LLaMA uses RMSNorm there
+#
+# LLaMA-style models keep these places but use **RMSNorm** (Zhang & Sennrich 2019): no mean
+# subtracted, no $\beta$; each token divided by its root mean square, times a learned `weight`:
+#
+# $$y = \frac{x}{\sqrt{\mathrm{mean}(x^2) + \epsilon}} \cdot \gamma$$
+#
+# ## Your turn: RMSNorm by hand
+#
+# Write `my_rms_norm(x, weight)` over the last dim, `eps = 1e-6` (LLaMA's). As shipped, it is LN.
+
+# %%
+def my_rms_norm(x, weight, eps=1e-6):
+    mean = x.mean(dim=-1, keepdim=True)  # TODO: does RMSNorm centre?
+    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * weight
+
+
+check_rms_norm(my_rms_norm)
+
+# %% [markdown]
+# <details><summary>Solution</summary>
+#
+# ```python
+# def my_rms_norm(x, weight, eps=1e-6):
+#     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight
+# ```
+#
+# </details>
+#
+# ## What the evidence says
+#
+# The lesson's claims, tested in small experiments run many times and stored; each line is
+# computed from those results, and its deep dive shows the runs.
+
+# %%
+display(HTML(evidence_card()))
+
+# %% [markdown]
+# How the runs decide: [10](10_how_a_claim_is_tested.ipynb).
+#
+# ## Summary
+#
+# - Pre-LN: `x + attention(LN(x))`, `x + MLP(LN(x))`, a final LN; `helpers.LayerNorm` drops in.
+# - The norm keeps each sub-layer's input on one scale; LLaMA uses RMSNorm there.
+#
+# ## References
+#
+# - A. Radford et al., *Language Models are Unsupervised Multitask Learners*, OpenAI, 2019
+#   (section 2.3: LN at the input of each sub-block, plus a final one).
+# - B. Zhang, R. Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019,
+#   [arXiv:1910.07467](https://arxiv.org/abs/1910.07467).

@@ -1,0 +1,264 @@
+"""The core path (notebooks 00-03): an hour or less, the lesson in its order, no statistics words.
+
+The yardstick of a learner's time, per notebook, in minutes: words / 180 + code lines / 10
++ 0.75 per figure + 2 per widget + 5 per exercise. Everything is computed from the stored
+.ipynb files, so nothing hides by moving from Markdown into a comment or a printed table:
+
+- words: the Markdown's, the code comments', and those of every text and HTML output (tables
+  included; HTML tags, styles, link targets and LaTeX control words such as ``\\mathrm`` are not
+  words). A word is a run of letters or digits, joined by dots, hyphens and apostrophes
+  (``0.5``, ``1e-5``, ``nn.LayerNorm``, ``LayerNorm's``: one each; numbers count); each CJK
+  character counts 180/400 of a word (the Chinese edition's yardstick reads 400 a minute).
+- code lines: the non-blank lines of code cells that are not only a comment. The first code
+  cell is not counted at all: it is the bootstrap every notebook of the set opens with
+  (``helpers.bootstrap``), identical everywhere, run and not read.
+- figures: image outputs; widgets: widget outputs; exercises: solutions in a ``<details>`` block.
+  A solution, one click away and read only by who looks for it, is inside its exercise's 5
+  minutes: its words are not counted again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import io
+import re
+import tokenize
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE = [ROOT / "notebooks" / name for name in (
+    "00_what_layernorm_computes.ipynb", "01_before_the_activation.ipynb",
+    "02_per_token_or_per_sentence.ipynb", "03_layernorm_in_a_transformer.ipynb")]
+BUDGET_MINUTES = 60
+LESSON_OUTPUT = ROOT / "tests" / "data" / "lesson_output.txt"
+
+WORD = re.compile(r"[A-Za-z0-9]+(?:[.'’-][A-Za-z0-9]+)*")
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+WIDGET = "application/vnd.jupyter.widget-view+json"
+STATISTICS_WORDS = re.compile(
+    r"bootstrap(?!\.py| cell)|\bBCa\b|Kaplan|censor|pilot seed|restricted mean|\bCI\b|confidence interval"
+    r"|p-value|significan|\binterval", re.IGNORECASE)
+# Sections that every notebook has and that teach no lesson point of their own.
+STANDARD_SECTIONS = ("Your turn", "Summary", "References", "Glossary", "What the evidence says")
+
+
+def _read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def words(text: str) -> float:
+    """Words of ``text``: runs of letters or digits, plus 180/400 of a word per CJK character."""
+    return len(WORD.findall(CJK.sub(" ", text))) + len(CJK.findall(text)) * 180 / 400
+
+
+def _markdown_text(source: str) -> str:
+    source = re.sub(r"<details>.*?</details>", " ", source, flags=re.DOTALL)  # a solution: in its 5 minutes
+    source = re.sub(r"\]\([^)]*\)", "]", source)  # link targets are not read
+    source = re.sub(r"\\[A-Za-z]+", " ", source)  # nor LaTeX control words
+    return re.sub(r"<[^>]+>", " ", source)  # nor tags
+
+
+def _html_text(value: str) -> str:
+    value = re.sub(r"<style.*?</style>", " ", value, flags=re.DOTALL)
+    return html.unescape(re.sub(r"<[^>]+>", " ", value))
+
+
+def _comments_and_code_lines(source: str) -> tuple[str, int]:
+    """The comments of a code cell (as one text) and its lines of code (not blank, not only a comment)."""
+    comments, lines = [], 0
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+        comments = [t.string.lstrip("#") for t in tokens if t.type == tokenize.COMMENT]
+        code_rows = {row for t in tokens if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE,
+                                                           tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+                     for row in range(t.start[0], t.end[0] + 1)}
+        lines = len(code_rows)
+    except (tokenize.TokenError, SyntaxError, IndentationError):  # not Python: count lines plainly
+        for line in source.splitlines():
+            stripped = line.strip()
+            if stripped.startswith("#"):
+                comments.append(stripped.lstrip("#"))
+            elif stripped:
+                lines += 1
+    return " ".join(comments), lines
+
+
+def _output_text(output) -> str:
+    if output.get("output_type") == "stream":
+        return output.get("text", "")
+    data = output.get("data", {})
+    if WIDGET in data or any(k.startswith("image/") for k in data):
+        return ""  # counted as a widget or a figure; the text/plain beside it is not shown
+    if "text/html" in data:
+        return _html_text(data["text/html"])
+    return data.get("text/plain", "")
+
+
+def yardstick(path: Path) -> dict:
+    """Every term of the yardstick for one notebook, and the minutes."""
+    nb = _read(path)
+    terms = {"markdown words": 0.0, "comment words": 0.0, "output words": 0.0, "code lines": 0,
+             "figures": 0, "widgets": 0, "exercises": 0}
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            terms["markdown words"] += words(_markdown_text(cell.source))
+            terms["exercises"] += cell.source.count("<details><summary>Solution")
+            continue
+        if cell.cell_type != "code":
+            continue
+        if cell is code_cells[0]:
+            continue  # the bootstrap
+        comments, lines = _comments_and_code_lines(cell.source)
+        terms["comment words"] += words(comments)
+        terms["code lines"] += lines
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            terms["figures"] += any(k.startswith("image/") for k in data)
+            terms["widgets"] += WIDGET in data
+            terms["output words"] += words(_output_text(output))
+    all_words = terms["markdown words"] + terms["comment words"] + terms["output words"]
+    terms["minutes"] = (all_words / 180 + terms["code lines"] / 10 + 0.75 * terms["figures"]
+                        + 2 * terms["widgets"] + 5 * terms["exercises"])
+    return terms
+
+
+def _report(figures: dict) -> str:
+    rows = [f"{name}: {t['minutes']:.1f} min = ({t['markdown words']:.0f} + {t['comment words']:.0f} + "
+            f"{t['output words']:.0f} words) / 180 + {t['code lines']} code lines / 10 + "
+            f"{t['figures']} figures x 0.75 + {t['widgets']} widgets x 2 + {t['exercises']} exercises x 5"
+            for name, t in figures.items()]
+    return "\n".join(rows)
+
+
+def test_the_core_path_takes_an_hour_or_less():
+    figures = {p.name: yardstick(p) for p in CORE}
+    total = sum(t["minutes"] for t in figures.values())
+    assert total <= BUDGET_MINUTES, f"the core path takes {total:.1f} minutes:\n{_report(figures)}"
+    print(f"\ncore path: {total:.1f} minutes\n{_report(figures)}")
+
+
+def test_the_yardstick_counts_what_it_says():
+    assert words("LayerNorm's mean, 0.5 and x_hat, 1e-5") == 7  # LayerNorm's, mean, 0.5, and, x, hat, 1e-5
+    assert words(_markdown_text(r"$\mathrm{E}[x]$, see [here](https://example.org)")) == 4
+    assert words(_markdown_text("a <details><summary>Solution</summary>\n\nx = 1\n\n</details>\n\nb")) == 2
+    assert words("层归一化") == pytest.approx(4 * 180 / 400)
+    comments, lines = _comments_and_code_lines("x = 1  # one word\n# two words\n\ny = f'#no'\n")
+    assert lines == 2 and words(comments) == 4
+    assert _html_text("<style>td {x}</style><td>a <b>b</b></td>").split() == ["a", "b"]
+
+
+@pytest.mark.parametrize("path", CORE, ids=[p.name for p in CORE])
+def test_each_core_notebook_has_a_widget_an_exercise_and_a_still_figure_under_each_widget(path):
+    terms = yardstick(path)
+    assert terms["widgets"] >= 1 and terms["exercises"] >= 1
+    cells = [c for c in _read(path).cells if c.cell_type == "code"]
+    for i, cell in enumerate(cells):
+        if any(WIDGET in o.get("data", {}) for o in cell.get("outputs", [])):
+            lines = cell.source.splitlines()
+            assert lines[0] == "# NBVAL_IGNORE_OUTPUT" and "widget" in lines[1], cell.source
+            still = cells[i + 1]
+            assert any("image/png" in o.get("data", {}) for o in still.get("outputs", [])), (
+                f"{path.name}: no still figure in the code cell after the widget's")
+
+
+def test_the_lesson_points_come_in_order_and_all_of_them():
+    points, untagged = [], []
+    for path in CORE:
+        for cell in _read(path).cells:
+            if cell.cell_type != "markdown":
+                continue
+            point = cell.metadata.get("lesson_point")
+            if point is not None:
+                assert cell.source.startswith("## "), f"{path.name}: lesson_point on a cell that is no section"
+                points.append((path.name, point))
+            elif cell.source.startswith("## ") and not cell.source[3:].startswith(STANDARD_SECTIONS):
+                untagged.append((path.name, cell.source.splitlines()[0]))
+    numbers = [p for _, p in points]
+    assert numbers == sorted(numbers), f"lesson points out of order: {points}"
+    assert set(numbers) == set(range(1, 9)), f"lesson points taught: {sorted(set(numbers))}"
+    # Only notebook 03, which goes past the lesson (a block, RMSNorm), has sections without a point.
+    assert all(name.startswith("03_") for name, _ in untagged), untagged
+
+
+def _all_text(path: Path) -> list[tuple[str, str]]:
+    """(where, text) for every Markdown cell, code comment and text output of ``path``."""
+    found = []
+    for i, cell in enumerate(_read(path).cells):
+        if cell.cell_type == "markdown":
+            found.append((f"cell {i}", cell.source))
+        elif cell.cell_type == "code":
+            found.append((f"cell {i} comments", _comments_and_code_lines(cell.source)[0]))
+            found += [(f"cell {i} output", _output_text(o)) for o in cell.get("outputs", [])]
+    return found
+
+
+@pytest.mark.parametrize("path", CORE, ids=[p.name for p in CORE])
+def test_no_statistics_vocabulary(path):
+    cells = _read(path).cells
+    first_code = next(i for i, c in enumerate(cells) if c.cell_type == "code")
+    for where, text in _all_text(path):
+        if where.startswith(f"cell {first_code} "):
+            continue  # the bootstrap cell: "Make `helpers` importable"
+        match = STATISTICS_WORDS.search(text)
+        assert match is None, f"{path.name}, {where}: {match.group(0)!r} in ...{text[max(0, match.start() - 60):match.end() + 60]}..."
+
+
+def test_the_statistics_words_are_caught():
+    for said in ("a 95% CI", "the bootstrap over seeds", "censored runs", "pilot seeds", "p-value",
+                 "a confidence interval", "not significant", "BCa"):
+        assert STATISTICS_WORDS.search(said), said
+
+
+def test_the_first_hand_computed_layernorm_comes_within_500_words():
+    nb = _read(CORE[0])
+    seen, first_code = 0.0, True
+    for cell in nb.cells:
+        if cell.cell_type == "code" and first_code:
+            first_code = False
+            continue
+        if cell.cell_type == "code" and "torch.sqrt(var" in cell.source and "mean(dim=" in cell.source:
+            break
+        if cell.cell_type == "markdown":
+            seen += words(_markdown_text(cell.source))
+        else:
+            seen += words(_comments_and_code_lines(cell.source)[0])
+            seen += sum(words(_output_text(o)) for o in cell.get("outputs", []))
+    else:
+        pytest.fail("no cell computes LN by hand (a mean, then torch.sqrt(var + eps))")
+    assert seen <= 500, f"the first hand-computed LN comes after {seen:.0f} words"
+
+
+@pytest.mark.parametrize("path", CORE, ids=[p.name for p in CORE])
+def test_headings_never_end_a_cell_nor_sit_in_code_nor_follow_an_announcing_colon(path):
+    for i, cell in enumerate(_read(path).cells):
+        lines = [line for line in cell.source.splitlines() if line.strip()]
+        if cell.cell_type == "code":
+            assert not any(re.match(r"#+ #{1,6} ", line) or re.match(r"# #{1,6} [A-Z]", line) for line in lines), (
+                f"{path.name}, cell {i}: a Markdown heading inside a code cell")
+            continue
+        if cell.cell_type != "markdown" or not lines:
+            continue
+        assert not lines[-1].startswith("#"), f"{path.name}, cell {i}: a heading is the cell's last line"
+        for before, line in zip(lines, lines[1:], strict=False):
+            if line.startswith("#") and not before.startswith("#"):
+                assert not before.rstrip().endswith(":"), (
+                    f"{path.name}, cell {i}: {before!r} announces code, but a new heading follows")
+
+
+def test_notebook_02_prints_the_lessons_output_digit_for_digit():
+    nb = _read(CORE[2])
+    cells = [c for c in nb.cells if c.cell_type == "code" and "def test01" in c.source]
+    assert len(cells) == 1
+    stored = "".join(o.text for o in cells[0].outputs if o.output_type == "stream")
+    text = LESSON_OUTPUT.read_text(encoding="utf-8")
+    assert stored == text.split("\n\n", 1)[1]
+    out = io.StringIO()
+    with torch.random.fork_rng(), contextlib.redirect_stdout(out):
+        exec(compile(cells[0].source, "<lesson cell>", "exec"), {"__name__": "__main__"})
+    assert out.getvalue() == stored

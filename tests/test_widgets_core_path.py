@@ -1,0 +1,81 @@
+"""The core path's dashboards without a kernel: each state function says what its notebook
+claims (deep stack, activation input, token or sentence, residual stream). That every control
+changes the picture, and that the kept figure equals a freshly drawn one after any change, is
+tested with every other dashboard in tests/test_widgets_redraw.py."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import helpers
+from helpers.plots.histograms import histogram
+from helpers.widgets.activation_input import activation_input_state
+from helpers.widgets.deep_stack import DEPTH, deep_stack_state
+from helpers.widgets.residual_stream import BLOCKS, residual_stream_state
+from helpers.widgets.token_or_sentence import UNITS, token_or_sentence_state
+
+PER_SENTENCE = list(UNITS)[1]
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def test_histogram_counts_fractions_and_clips_to_the_end_bins():
+    edges = np.linspace(-1.0, 1.0, 5)
+    h = histogram(torch.tensor([-5.0, -0.75, 0.1, 0.2, 9.0]), edges)
+    assert h.tolist() == pytest.approx([0.4, 0.0, 0.4, 0.2])
+
+
+def test_deep_stack_without_ln_vanishes_and_with_ln_is_gamma_and_beta():
+    state = deep_stack_state(gain=0.5, gamma=2.0, beta=0.5)
+    assert len(state["no norm"]) == len(state["LayerNorm"]) == DEPTH
+    assert state["no norm"][-1].std() < 0.01 < 0.3 < state["no norm"][0].std()
+    for z in state["LayerNorm"]:
+        torch.testing.assert_close(z.mean(-1), torch.full((z.shape[0],), 0.5), atol=1e-4, rtol=0)
+        torch.testing.assert_close(z.std(-1, correction=0), torch.full((z.shape[0],), 2.0), atol=1e-3, rtol=0)
+    assert deep_stack_state(2.0, 1.0, 0.0)["no norm"][-1].std() > 1.0  # large weights: it spreads instead
+
+
+def test_activation_input_ln_first_is_invariant_ln_last_saturates():
+    rest = activation_input_state("tanh", 0.0, 1.0)
+    moved = activation_input_state("tanh", -3.0, 0.5)
+    torch.testing.assert_close(moved["LN first"], rest["LN first"], atol=1e-3, rtol=0)
+    assert (torch.tanh(moved["z"]).abs() > 0.97).float().mean() > 0.9
+    torch.testing.assert_close(moved["LN last"], F.layer_norm(torch.tanh(moved["z"]), (64,)), atol=1e-4, rtol=0)
+    assert "% set to 0" in activation_input_state("ReLU", 0.0, 1.0)["panels"][0]["title"]
+    with pytest.raises(ValueError, match="activation"):
+        activation_input_state("sigmoid", 0.0, 1.0)
+
+
+def test_token_or_sentence_matches_layer_norm_and_scaling_one_token_matters_per_sentence_only():
+    token = token_or_sentence_state(list(UNITS)[0], 5.0)
+    sentence = token_or_sentence_state(PER_SENTENCE, 5.0)
+    torch.testing.assert_close(token["y"], F.layer_norm(token["x"], token["x"].shape[-1:]))
+    torch.testing.assert_close(sentence["y"], F.layer_norm(sentence["x"], sentence["x"].shape))
+    std_token, std_sentence = token["y"].std(-1, correction=0), sentence["y"].std(-1, correction=0)
+    assert torch.allclose(std_token, torch.ones_like(std_token), atol=1e-3)
+    assert std_sentence[2] > 1.2 and (std_sentence[[0, 1, 3, 4, 5]] < 0.5).all()
+    with pytest.raises(ValueError, match="unit"):
+        token_or_sentence_state("per batch", 1.0)
+
+
+def test_residual_stream_grows_and_the_norm_hands_attention_one_scale():
+    for norm in ("LayerNorm", "RMSNorm"):
+        state = residual_stream_state(norm, 2.0)
+        assert len(state["stream"]) == BLOCKS
+        assert state["stream"][-1].std() > 2 * state["stream"][0].std()
+        rms = state["attention input"][-1].pow(2).mean(-1).sqrt()
+        assert torch.allclose(rms, torch.ones_like(rms), atol=1e-3)  # LN: std 1 and mean 0; RMSNorm: rms 1
+    plain = residual_stream_state("no norm", 2.0)
+    assert all(torch.equal(s, h) for s, h in zip(plain["stream"], plain["attention input"], strict=True))
+    x = plain["stream"][3]
+    torch.testing.assert_close(residual_stream_state("LayerNorm", 2.0)["attention input"][0],
+                               helpers.layer_norm(plain["stream"][0], (x.shape[-1],)))
+    with pytest.raises(ValueError, match="norm"):
+        residual_stream_state("BatchNorm", 1.0)
