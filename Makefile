@@ -9,7 +9,7 @@ PY          := $(VENV)/bin/python
 STAMP       := $(VENV)/.built
 COLAB_VENV  := .venv-colab
 COLAB_STAMP := $(COLAB_VENV)/.built
-FIRST_NB    := notebooks/00_start_here.ipynb
+FIRST_NB    := notebooks/00_what_layernorm_computes.ipynb
 
 # JupyterLab: loopback only, token authentication always on (a random token unless
 # JUPYTER_TOKEN is set). Root (containers, CI) needs --allow-root.
@@ -38,7 +38,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 # A second environment with the versions Google Colab ships (tests/colab/), rebuilt only when
 # requirements-colab.txt changes. It holds no `helpers`: tests/colab/ makes a fresh Colab-like
-# Python on top of it, where notebook 00's first cell pip-installs the package from a snapshot of
+# Python on top of it, where the first notebook's first cell pip-installs the package from a snapshot of
 # this checkout, as "Open in Colab" does; then every notebook runs there alone in an empty folder.
 $(COLAB_STAMP): requirements-colab.txt
 	rm -rf $(COLAB_VENV)
@@ -49,7 +49,15 @@ $(COLAB_STAMP): requirements-colab.txt
 
 colab-env: $(COLAB_STAMP)
 
-lab: $(STAMP)
+# JupyterLab's settings for the environment `make lab` starts: no pop-up asking to fetch Jupyter's
+# news, and no check for updates (both would contact a website). A settings file in the
+# environment's share/jupyter/lab/settings/ overrides the defaults (JupyterLab's "overrides.json").
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+$(LAB_SETTINGS): $(STAMP) Makefile
+	mkdir -p $(dir $(LAB_SETTINGS))
+	printf '%s\n' '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' > $(LAB_SETTINGS)
+
+lab: $(STAMP) $(LAB_SETTINGS)
 	$(LAB_CMD)
 
 lint: $(STAMP)

@@ -24,7 +24,7 @@ from helpers.lessons.group_stats import group_stats
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "lesson_output.txt"
 LESSON = ROOT.parent / "shared" / "seed" / "layer_normalization_lesson.zh.txt"
-NOTEBOOK = ROOT / "notebooks" / "02_token_vs_sentence.ipynb"
+NOTEBOOK = ROOT / "notebooks" / "02_per_token_or_per_sentence.ipynb"  # the core path's notebook 02
 TENSOR = re.compile(r"tensor\((.*?)\)", re.DOTALL)
 NUMBER = re.compile(r"-?\d+\.\d+")
 
@@ -123,6 +123,8 @@ def test_a_wrong_number_would_be_caught(batch_inputs):
 
 
 def _lesson_cell() -> nbformat.NotebookNode:
+    if not NOTEBOOK.is_file():
+        pytest.skip(f"{NOTEBOOK.name} (the core path's notebook 02) is not in this checkout")
     nb = nbformat.read(NOTEBOOK, as_version=4)
     cells = [c for c in nb.cells if c.cell_type == "code" and "def test01" in c.source]
     assert len(cells) == 1, "notebook 02 must hold the lesson's code in one cell"

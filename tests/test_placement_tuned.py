@@ -448,7 +448,7 @@ def test_the_experiments_are_registered_in_a_topic_module():
     assert "helpers.experiments.placement_tuned" in runner.TOPIC_MODULES
     for name in ("placement_tuned", "xiong_grad_norms"):
         exp = runner.experiment(name)
-        assert exp.notebook == "04_before_the_activation" and exp.train.__module__ == "helpers.experiments.placement_tuned"
+        assert exp.notebook == "12_where_the_norm_goes" and exp.train.__module__ == "helpers.experiments.placement_tuned"
 
 
 def test_placement_tuned_is_declared_as_tuned_on_fresh_seeds_with_a_checkable_cap():

@@ -65,6 +65,27 @@ def test_the_config_hash_names_what_is_computed_not_where_the_code_lives():
         assert dataclasses.replace(exp, **change).config_hash() != exp.config_hash(), change
 
 
+def test_resummarize_rewrites_the_verdicts_from_the_stored_table_and_trains_nothing(dirs, monkeypatch):
+    import dataclasses
+
+    _run("toy", dirs)
+    trained = _trained(dirs)
+    meta_file = dirs["results_dir"] / "toy.json"
+    assert runner.resummarize("toy", results_dir=dirs["results_dir"], log=lambda m: None) == {}
+    exp = runner.experiment("toy")
+    reworded = dataclasses.replace(exp, summarize=lambda frame: {"rows": f"{len(frame)} rows, reworded"})
+    monkeypatch.setitem(runner.EXPERIMENTS, "toy", reworded)
+    changed = runner.resummarize("toy", results_dir=dirs["results_dir"], log=lambda m: None)
+    assert changed and all(new is None or new.endswith("reworded") for _, new in changed.values())
+    assert runner.load("toy", dirs["results_dir"]).verdicts == {"rows": f"{3 * 4 * 30} rows, reworded"}
+    assert _trained(dirs) == trained  # nothing trained
+    stale = dataclasses.replace(exp, version=exp.version + 1)
+    monkeypatch.setitem(runner.EXPERIMENTS, "toy", stale)
+    with pytest.raises(ValueError, match="made for config .* retrain with `make experiments ONLY=toy`"):
+        runner.resummarize("toy", results_dir=dirs["results_dir"])
+    assert "reworded" in meta_file.read_text()
+
+
 def test_a_run_stores_a_table_and_its_metadata_and_a_second_run_trains_nothing(dirs):
     meta = _run("toy", dirs)
     assert _trained(dirs) == 6

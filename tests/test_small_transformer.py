@@ -418,7 +418,7 @@ def test_the_stored_best_rates_are_inside_the_grid():
         assert not row["on_edge"], row
 
 
-def test_the_arm_groups_cover_every_arm_and_notebook_05_reads_only_the_placement_arms():
+def test_the_arm_groups_cover_every_arm_and_notebook_13_reads_only_the_placement_arms():
     from helpers.experiments import training_speed_table
 
     assert set(st.PLACEMENT_ARMS) | set(st.NORM_FREE_ARMS) == set(st.ARMS)

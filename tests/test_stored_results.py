@@ -54,6 +54,12 @@ def test_results_are_stored_for_the_config_declared_today(name):
         assert key in stored.meta["fingerprint"] or "mixed" in stored.meta["fingerprint"]
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_each_stored_training_time_is_within_its_declared_budget(name):
+    stored, exp = runner.load(name), runner.experiment(name)
+    assert 0 < stored.meta["wall_s"] <= exp.budget_s, (name, stored.meta["wall_s"], exp.budget_s)
+
+
 def test_the_stored_results_stay_small():
     total = sum(p.stat().st_size for p in runner.RESULTS_DIR.iterdir() if p.is_file())
     assert total < RESULTS_BUDGET_BYTES, f"{total / 2**20:.1f} MB of stored results"

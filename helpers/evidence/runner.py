@@ -66,6 +66,7 @@ __all__ = [
     "load",
     "print_verdicts",
     "register",
+    "resummarize",
     "run",
     "units",
 ]
@@ -611,6 +612,37 @@ def load(name: str, results_dir: Path | None = None) -> StoredResult:
         return StoredResult(_parse(f, meta), meta)
 
 
+def resummarize(name: str, results_dir: Path | None = None, log: Callable[[str], None] = print) -> dict:
+    """Recompute the stored verdicts of experiment ``name`` from its stored table, without training,
+    and rewrite its JSON file if they changed (``python -m helpers.evidence.runner --resummarize``).
+
+    For reworded verdicts (a changed ``summarize``): the cache that made the table is not in a
+    clone, and retraining for new words would be a waste. The table must have been made under the
+    config declared today (same hash), or the words would describe another experiment.
+
+    Returns:
+        ``{key: (old words or None, new words or None)}`` for every verdict that changed.
+    """
+    exp = experiment(name)
+    results_dir = RESULTS_DIR if results_dir is None else results_dir
+    meta_file, table = results_dir / f"{name}.json", results_dir / f"{name}.csv.gz"
+    if not (meta_file.is_file() and table.is_file()):
+        raise FileNotFoundError(f"no stored results for experiment {name!r} in {results_dir}; "
+                                f"make them with `make experiments ONLY={name}`")
+    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    if meta["config_hash"] != exp.config_hash():
+        raise ValueError(f"the stored results of {name!r} were made for config {meta['config_hash']}, not today's "
+                         f"{exp.config_hash()}: retrain with `make experiments ONLY={name}`")
+    old = meta.get("verdicts", {})
+    new = exp.summarize(_read_back(table, meta)) if exp.summarize is not None else {}
+    changed = {k: (old.get(k), new.get(k)) for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)}
+    if changed:
+        meta["verdicts"] = new
+        _write_atomic(meta_file, (json.dumps(meta, indent=1, sort_keys=True, default=str) + "\n").encode())
+    log(f"{name}: {len(changed)} of {len(new)} verdicts changed")
+    return changed
+
+
 def print_verdicts(name: str, *keys: str) -> None:
     """Print the stored verdicts of experiment ``name`` named ``keys``, word for word, one per line
     (``key: words``), as a notebook shows them."""
@@ -691,6 +723,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, help=f"results folder (default {RESULTS_DIR})")
     parser.add_argument("--jobs", type=int, default=1, metavar="N",
                         help="train N units at a time, each in its own process on one thread (default 1)")
+    parser.add_argument("--resummarize", action="store_true",
+                        help="recompute the stored verdicts from the stored tables, training nothing")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         print(f"error: argument --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
@@ -708,7 +742,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     for name in names:
-        run(name, cache_dir=args.cache, results_dir=args.results, jobs=args.jobs, modules=args.module)
+        if args.resummarize:
+            for key, (before, after) in resummarize(name, results_dir=args.results).items():
+                print(f"  {key}:\n    was: {before}\n    now: {after}")
+        else:
+            run(name, cache_dir=args.cache, results_dir=args.results, jobs=args.jobs, modules=args.module)
     return 0
 
 

@@ -397,7 +397,7 @@ def _summarize_batch_size(frame: pd.DataFrame) -> dict[str, str]:
 
 
 runner.register(runner.Experiment(
-    name="batch_size", notebook="03_layernorm_vs_batchnorm", train=_batch_size_unit,
+    name="batch_size", notebook="11_batchnorm_in_depth", train=_batch_size_unit,
     grid={"norm": NORMS}, seeds=BATCH_SIZE_SEEDS, seeds_per_unit=10, steps=BATCH_SIZE_SAMPLES // min(BATCH_SIZES),
     summarize=_summarize_batch_size, budget_s=900, version=2,
     tuning=runner.Tuning(key="lr", rates=BATCH_SIZE_RATES, pilot_seeds=BATCH_SIZE_PILOT_SEEDS,

@@ -475,7 +475,7 @@ DRIFT_SETTINGS = {"layer": 6, "depth": 8, "width": 32, "lr": 0.05, "batch_size":
 DRIFT_STEPS = 400
 
 runner.register(runner.Experiment(
-    name="drift", notebook="01_layernorm_from_the_formula", train=_drift_unit, grid={}, seeds=DRIFT_SEEDS,
+    name="drift", notebook="13_does_it_speed_up_training", train=_drift_unit, grid={}, seeds=DRIFT_SEEDS,
     steps=DRIFT_STEPS + 1, fixed=DRIFT_SETTINGS, summarize=drift_verdicts, budget_s=120, version=2,
     # Percentiles and LN's centred means sit near 0, where only an absolute tolerance can serve. Across
     # the kernel paths (`python -m helpers.evidence.reproduction`) the first 20 steps agree to 8.8e-6 (a

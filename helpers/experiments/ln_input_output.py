@@ -209,7 +209,7 @@ def _s_shape_unit(*, seeds, steps: int, **fixed) -> pd.DataFrame:
 
 
 runner.register(runner.Experiment(
-    name="ln_input_output", notebook="07_the_normalization_family", train=_s_shape_unit,
+    name="ln_input_output", notebook="15_the_normalization_family", train=_s_shape_unit,
     grid={}, seeds=S_SEEDS, steps=STEPS, seeds_per_unit=2, version=3,
     fixed={"lr": S_LR, "n": N_COPY, "vocab": VOCAB, "width": 32, "blocks": 4, "heads": 2, "batch": 32,
            "clip": 1.0, "points": POINTS, "point_seeds": POINT_SEEDS},

@@ -461,7 +461,7 @@ def _lstm_unit(*, variant: str, lr, seeds, steps: int, **fixed) -> pd.DataFrame:
 # not reached the threshold by then are censored at 1,400 (never dropped), which can only
 # understate LN's advantage.
 runner.register(runner.Experiment(
-    name="lstm_adding", notebook="05_does_it_speed_up_training", train=_lstm_unit,
+    name="lstm_adding", notebook="13_does_it_speed_up_training", train=_lstm_unit,
     grid={"variant": VARIANTS}, seeds=SEEDS, steps=STEPS, threshold=THRESHOLD, seeds_per_unit=1,
     fixed={"seq_len": SEQ_LEN, "hidden": 64, "batch": 32, "clip": 1.0, "eval_every": EVAL_EVERY},
     summarize=lstm_verdicts, keep=keep_rows,

@@ -801,7 +801,7 @@ def _norm_family_unit(*, norm: str, lr, seeds, steps: int) -> pd.DataFrame:
 # 500 s for the 4 pilot units (3 seeds, 5 rates each). The stored run took 1,657 s, with 2 to 3 other
 # jobs sharing the 2 cores: pilot units 94 to 169 s (538 s), reported units 218 to 329 s (1,119 s).
 runner.register(runner.Experiment(
-    name="norm_family_cnn", notebook="07_the_normalization_family", train=_norm_family_unit,
+    name="norm_family_cnn", notebook="15_the_normalization_family", train=_norm_family_unit,
     grid={"norm": NORMS}, seeds=SEEDS, seeds_per_unit=len(SEEDS), steps=SAMPLES // min(BATCH_SIZES),
     summarize=norm_family_verdicts,
     tuning=runner.Tuning(key="lr", rates=RATES, pilot_seeds=PILOT_SEEDS, score=pilot_scores,

@@ -805,7 +805,7 @@ def _xiong_unit(*, form: str, blocks: int, seeds, steps: int, **fixed) -> pd.Dat
 # run: 4,249 s (pilot units 106 to 334 s, reported units 137 to 269 s), 37 minutes with `--jobs 2`; 8 to
 # 10 of each arm's 10 runs converged.
 runner.register(runner.Experiment(
-    name="placement_tuned", notebook="04_before_the_activation", train=_placement_unit,
+    name="placement_tuned", notebook="12_where_the_norm_goes", train=_placement_unit,
     grid={"activation": ACTIVATIONS, "arrangement": ARRANGEMENTS}, seeds=SEEDS, steps=STEPS, seeds_per_unit=10,
     fixed={"decay": STEPS, "width": WIDTH, "depth": DEPTH, "batch": BATCH, "eval_every": EVAL_EVERY},
     summarize=placement_verdicts, keep=keep_rows,
@@ -824,7 +824,7 @@ runner.register(runner.Experiment(
     repro_unit=13))
 
 runner.register(runner.Experiment(
-    name="xiong_grad_norms", notebook="04_before_the_activation", train=_xiong_unit,
+    name="xiong_grad_norms", notebook="12_where_the_norm_goes", train=_xiong_unit,
     grid={"form": tuple(FORMS), "blocks": XIONG_DEPTHS}, seeds=XIONG_SEEDS, steps=1,
     seeds_per_unit=len(XIONG_SEEDS), fixed={"n": N_COPY, "vocab": VOCAB, "width": 32, "heads": 2, "batch": 32},
     summarize=xiong_verdicts,

@@ -386,7 +386,7 @@ def _mechanism_unit(*, lr: float, seeds, steps: int, **fixed) -> pd.DataFrame:
 # ``rnn_mechanism`` (depth 3, hidden 64, T 10, 6 arms x 10 seeds per rate, ICS at every
 # evaluation) about 0.2 s per step and rate: 5 minutes (285 s measured).
 runner.register(runner.Experiment(
-    name="rnn_regimes", notebook="05_does_it_speed_up_training", train=_regime_unit,
+    name="rnn_regimes", notebook="13_does_it_speed_up_training", train=_regime_unit,
     grid={"seq_len": SEQ_LENS, "hidden": HIDDEN, "variant": ("no norm", "LayerNorm")}, stack=("variant",),
     seeds=SEEDS, seeds_per_unit=10, steps=1000, threshold=THRESHOLD,
     fixed={"batch": 32, "clip": 1.0, "eval_every": 10}, summarize=regime_verdicts, keep=keep_rows,
@@ -399,7 +399,7 @@ runner.register(runner.Experiment(
     repro_measured=9.54e-7,
     repro_unit=-1))
 runner.register(runner.Experiment(
-    name="rnn_mechanism", notebook="05_does_it_speed_up_training", train=_mechanism_unit,
+    name="rnn_mechanism", notebook="13_does_it_speed_up_training", train=_mechanism_unit,
     grid={"lr": MECHANISM_LRS}, seeds=SEEDS, seeds_per_unit=10, steps=600, threshold=THRESHOLD,
     fixed={"depth": 3, "hidden": 64, "seq_len": 10, "batch": 32, "clip": 1.0, "eval_every": 25,
            "variants": ("no norm", "LayerNorm", "noisy LayerNorm"), "noises": NOISES, "measure_ics": True},

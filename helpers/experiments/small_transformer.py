@@ -713,7 +713,7 @@ def _small_transformer_unit(*, variant: str, lr, seeds, steps: int, **fixed) -> 
 # its 7 rates, 14 or 7 models; a reported unit one arm, 2 seeds). Estimated: 155 runs of 400 steps
 # at 6 to 9 ms a step plus 80 evaluations, about 10 minutes.
 runner.register(runner.Experiment(
-    name="small_transformer", notebook="05_does_it_speed_up_training", train=_small_transformer_unit,
+    name="small_transformer", notebook="13_does_it_speed_up_training", train=_small_transformer_unit,
     grid={"variant": tuple(ARMS)}, seeds=SEEDS, steps=STEPS, threshold=THRESHOLD, seeds_per_unit=2,
     fixed={"n": N_COPY, "vocab": VOCAB, "width": 32, "blocks": 4, "heads": 2, "batch": 32, "clip": 1.0,
            "warmup": WARMUP, "eval_every": EVAL_EVERY},

@@ -162,7 +162,7 @@ def step_time_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 # in the LN-LSTM at T = 100 (about 50 ms per step). Run it on an otherwise idle machine: a busy
 # second core slows the memory-bound steps.
 runner.register(runner.Experiment(
-    name="step_times", notebook="05_does_it_speed_up_training", train=time_one_arm,
+    name="step_times", notebook="13_does_it_speed_up_training", train=time_one_arm,
     grid={"arm": TIMED}, seeds=(0,), steps=LONG, summarize=step_time_verdicts, budget_s=300, version=2,
     timed_columns=("seconds_short", "seconds_long"),
     # what is not a time is bookkeeping (seed, repeat): equal on every kernel path, so compared exactly

@@ -119,7 +119,7 @@ def notebook_unchanged(request):
     Only checked, never restored: on a developer's machine someone may be editing it.
     """
     notebook = request.node.callspec.params["notebook"]
-    paths = [notebook, notebook.with_suffix(".py")]
+    paths = [notebook, notebook.parent / "py" / f"{notebook.stem}.py"]
     before = {p: p.read_bytes() for p in paths if p.is_file()}
     yield
     changed = [p.name for p, data in before.items() if not p.is_file() or p.read_bytes() != data]

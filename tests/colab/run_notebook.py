@@ -10,7 +10,7 @@ Exit status 0 when every cell ran (it stops at the first error) with no error ou
 widget"-like text and no warning on stderr; 1 otherwise, with the problems printed. The last
 line of stdout is a JSON report.
 
-    .venv-colab/bin/python tests/colab/run_notebook.py notebooks/00_start_here.ipynb
+    .venv-colab/bin/python tests/colab/run_notebook.py notebooks/00_what_layernorm_computes.ipynb
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 COLAB_PYTHON = ROOT / ".venv-colab" / "bin" / "python"
 RUNNER = Path(__file__).with_name("run_notebook.py")
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-FIRST = ROOT / "notebooks" / "00_start_here.ipynb"
+FIRST = ROOT / "notebooks" / "00_what_layernorm_computes.ipynb"  # the core path's first notebook
 COLAB_VERSIONS = {"ipywidgets": "7.7.1", "pandas": "2.2.3", "matplotlib": "3.10.0",
                   "numpy": "2.1.3", "torch": "2.13.0"}
 

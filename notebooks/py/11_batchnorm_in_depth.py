@@ -35,18 +35,36 @@ if importlib.util.find_spec("helpers") is None:
 import helpers  # noqa: E402,F401
 
 # %% [markdown]
-# # 03 · LayerNorm vs BatchNorm: whose statistics, what depends on the batch
+# # 11 · BatchNorm in depth: what depends on the batch
 #
-# The lesson contrasts the two in one sentence: BatchNorm (批量归一化, BN) *computes each
-# feature's mean and variance over the whole batch* (在整个批次上计算每个特征的均值和方差);
-# LayerNorm (层归一化, LN) *computes each sample's mean and variance within that sample*
-# (在每个样本内独立计算). It then promises an example with "the following two samples" and never
-# shows it. It ends with: LN, unlike BN, needs no `running_mean` and `running_var`.
+# Core notebook [00](00_what_layernorm_computes.ipynb) sets BatchNorm (BN, 批量归一化) against
+# LayerNorm (LN) on two samples: the same code over another dim, and BN's output for one sample
+# depends on the others. Core notebook [02](02_per_token_or_per_sentence.ipynb) shows that BN keeps
+# running statistics and LN none. This notebook asks what that costs.
+#
+# ## The answer
+#
+# **BN degrades as the batch shrinks; LN does not depend on the batch at all.** In a small MLP
+# trained at batch sizes 2 to 128 on the same samples, each norm at its tuned rate, BN falls far
+# below LN at the smallest batches, however it is evaluated, and the gap closes as the batch
+# grows. The stored verdicts, BN against LN at each batch size (how they are made:
+# [10 · how a claim is tested](10_how_a_claim_is_tested.ipynb)):
+
+# %%
+from helpers.evidence import runner
+from helpers.experiments import batch_size
+
+runner.print_verdicts("batch_size", *(f"batch {b}: BatchNorm vs LayerNorm" for b in batch_size.BATCH_SIZES))
+
+# %% [markdown]
+# Beyond the batch size: BN's running statistics make `train()` and `eval()` compute different
+# functions, neither norm protects a network against data shifted feature by feature, padding
+# leaks into BN's statistics, and the two norms are invariant to different re-scalings and
+# re-centerings (Ba et al.'s Table 1, measured in section 7).
 #
 # **In this notebook you will**
 #
-# 1. work the promised two-sample example: BN's and LN's statistics side by side, and both
-#    outputs, checked against torch;
+# 1. (the two-sample example is core notebook 00's);
 # 2. see which entries share a mean and variance, for `(batch, features)` and
 #    `(batch, seq_len, features)`;
 # 3. move one sample in a widget and watch BN's output for the *other* samples move;
@@ -69,9 +87,7 @@ from IPython.display import display
 from torch import nn
 
 from helpers import plots
-from helpers.evidence import runner
 from helpers.exercises.checking import compare
-from helpers.experiments import batch_size
 from helpers.lessons import bn_vs_ln
 from helpers.lessons.bn_vs_ln import check_batch_norm_train, check_running_var_update
 from helpers.lessons.group_stats import rounded
@@ -80,55 +96,9 @@ from helpers.widgets import other_samples_demo, other_samples_state
 torch.set_num_threads(1)  # one thread: the live training run below repeats itself on this machine
 
 # %% [markdown]
-# ## 1 · The promised example: two samples, three features
-#
-# A batch of two samples (rows), each with three features (columns) on very different scales:
-
-# %%
-x = bn_vs_ln.TWO_SAMPLES
-print(x)
-
-# %% [markdown]
-# **BN** takes one mean and one (biased) variance **per feature, down the batch**: three groups of
-# two values. **LN** takes one mean and one variance **per sample, across its features**: two
-# groups of three values. `two_sample_stats` lists both (`helpers.lessons.group_stats.group_stats` underneath):
-
-# %%
-rounded(bn_vs_ln.two_sample_stats(x), 3)
-
-# %% [markdown]
-# Both outputs, from the set's from-scratch `helpers.batch_norm` (training mode: the batch's own
-# statistics) and `helpers.layer_norm`, without `gamma` and `beta`, and compared with torch's:
-
-# %%
-bn_out = helpers.batch_norm(x, None, None, training=True)
-ln_out = helpers.layer_norm(x, (3,))
-print("BatchNorm output:\n", bn_out)
-print("LayerNorm output:\n", ln_out)
-pd.concat([
-    compare(bn_out, F.batch_norm(x, None, None, training=True), name="batch_norm vs torch"),
-    compare(ln_out, F.layer_norm(x, (3,)), name="layer_norm vs torch"),
-])[["close", "dtype"]]  # close: within float32's tolerance (whether every bit agrees depends on the CPU)
-
-# %% [markdown]
-# Read the two outputs:
-#
-# - **BN** makes every *column* mean 0, variance 1. With only two samples per feature there is
-#   nothing left but the sign: each column becomes (-1, +1) whatever its values, so sample 0's
-#   third feature (300, the largest number in the batch) comes out as +1, and sample 1's first
-#   feature (3) also as +1. BN tells you *where a sample stands among the batch*, feature by feature.
-# - **LN** makes every *row* mean 0, variance 1. Sample 0's 300 dominates its own row, so it maps
-#   to about +1.4 and the two small features to about -0.7. LN keeps the *shape of each sample*,
-#   and never looks at the other row.
-
-# %%
-assert torch.allclose(bn_out.mean(dim=0), torch.zeros(3), atol=1e-6)  # each feature: mean 0
-assert torch.allclose(bn_out.abs(), torch.ones(2, 3), atol=1e-4)  # two samples: +-1, up to eps
-assert torch.allclose(ln_out.mean(dim=1), torch.zeros(2), atol=1e-6)  # each sample: mean 0
-assert torch.allclose(ln_out.var(dim=1, unbiased=False), torch.ones(2), atol=1e-4)  # variance 1
-
-# %% [markdown]
 # ## 2 · Which entries share statistics
+#
+# (Section 1, the two-sample example, is core notebook [00](00_what_layernorm_computes.ipynb), section 2.)
 #
 # `pooling_groups(shape, norm)` labels each entry of a tensor with its group: entries with the
 # same label are pooled into one mean and variance. For `(batch, features)`, BN groups by column
@@ -225,8 +195,8 @@ assert (others.iloc[:, 1] == 0).all()  # LN: the other samples' outputs do not c
 # %% [markdown]
 # Scaling sample 0 by 3 changes the others' BN outputs too: it changes each feature's batch mean
 # and variance. LN's outputs for samples 1 to 3 are bit-for-bit the same: their rows never met
-# sample 0. (Sample 0's own LN output does not move either, as notebook 00 showed: LN undoes a
-# shift and a positive rescaling of its own sample.)
+# sample 0. (Sample 0's own LN output does not move either: LN undoes a shift and a positive rescaling of
+# its own sample, as long as its spread is large next to `eps`; section 7 measures that.)
 
 # %% [markdown]
 # ## 4 · Batch size
@@ -270,7 +240,7 @@ print(f"batch of 2: the mean wanders by {noise['std_of_batch_mean'][1]:.2f} std;
 # %% [markdown]
 # ### Two samples and a ReLU: what BN's training sees at batch 2
 #
-# Section 1 showed that with two samples BN maps every feature to −1 or +1. Follow it with a
+# With two samples BN maps every feature to −1 or +1 (core notebook [00](00_what_layernorm_computes.ipynb)). Follow it with a
 # ReLU, as in the networks below: for every unit, exactly one of the two samples fires (at 1)
 # and the other gives 0. At batch 2, what the next layer sees in training is only *which of the
 # two samples is larger*, unit by unit, never how large; at test time, with running statistics,
@@ -336,12 +306,10 @@ rounded(live.set_index(["batch_size", "norm"])[["lr", "step", "test_accuracy", "
 # One seed decides nothing. The experiment `batch_size`, declared in `helpers/lessons/bn_vs_ln.py`, ran
 # the protocol above ahead of time (`make experiments ONLY=batch_size`: 92 s on one core) and
 # stored every run with the package. The notebook reads those stored runs, so its numbers are the
-# same on every computer. First the tuned rates, then each arm's mean final accuracy:
+# same on every computer (the tuned rates are at the end). Each arm's mean final accuracy:
 
 # %%
 stored = runner.load("batch_size")
-for norm in batch_size.NORMS:
-    print(f"{norm}: {stored.verdicts[f'best rate, {norm}']}")
 final = batch_size.final_accuracy(stored.frame)  # each reported run's last step: 12,800 samples seen
 assert (final["samples_seen"] == batch_size.BATCH_SIZE_SAMPLES).all()
 n_seeds = final["seed"].nunique()
@@ -355,13 +323,10 @@ fig = plots.batch_size_figure(accuracy, seeds=n_seeds, samples=batch_size.BATCH_
 plt.show()
 
 # %% [markdown]
-# Means alone do not say whether a gap is more than seed-to-seed noise. The runs of one seed share
-# data, initial weights and minibatch order, so each seed gives one **paired difference** (BN's
-# accuracy minus LN's, say). `accuracy_gaps` takes the mean of the 10 differences, in percentage
-# points, with a 95 % bootstrap confidence interval (`helpers.evidence.statistics.paired_difference_ci`: it
-# resamples the seeds). The words follow the interval: a gap is claimed only when the whole
-# interval is on one side of 0. These verdicts were computed from the stored runs when they were
-# made:
+# Means alone do not say whether a gap is more than seed-to-seed noise. Each seed gives one paired
+# difference (BN's accuracy minus LN's, say, in percentage points), and each gap gets a 95%
+# bootstrap interval over the seeds ([10](10_how_a_claim_is_tested.ipynb)); a gap is claimed only
+# when the whole interval is on one side of 0. The stored verdicts:
 
 # %%
 for a, b in batch_size.GAP_PAIRS:
@@ -380,21 +345,17 @@ arms = accuracy.xs("mean", axis=1, level=1)
 assert (arms.loc[[2, 4, 8], "BatchNorm, train mode"] < arms.loc[[2, 4, 8], "BatchNorm"]).all()
 
 # %% [markdown]
-# **What the 10 seeds show.** At batch 2, BN is at chance however it is measured: 51 % in
-# `eval()` mode, 52 % with precise statistics, 50 % in train mode, about 36 points below LN
-# (87 %) and 31 below no norm, each interval far from 0. Recomputing the statistics does not help,
-# so the damage is not (only) the running averages: the network *trained* on what section 1 and
-# the cell above show, two samples mapped to ±1 and one unit in two firing, and what it learned
-# there does not carry over to single test samples. At batch 4 and 8 BN still trails LN by about
-# 17 and 11 points (precise statistics: the same), at batch 32 by 3 (95 % CI 1.4 to 4.5), and at
-# batch 128 no difference is detectable. In train mode, on test minibatches of its own batch
-# size, BN is worse still at every small batch: its output for a sample then depends on the
-# other samples of the test minibatch. That is the *direction* of Wu and He's finding: BN
-# degrades as the batch shrinks, while a norm without batch statistics does not.
-#
-# LN is 2.9 to 4.9 points above no norm at every batch size (each interval above 0); BN above no norm
-# only at batch 32 (1.9 points, CI 0.5 to 3.2). Since every batch size saw the same samples, the
-# gaps come from the batch size, not from more data.
+# **What the seeds show** (each sentence is asserted in the cell above). At batch 2, 4 and 8 BN is far
+# below LN however it is measured: in `eval()` mode, with precise statistics, and in train mode,
+# each interval far from 0; at batch 2 by more than 30 points, near chance. Recomputing the
+# statistics does not help, so the damage is not (only) the running averages: the network
+# *trained* on what the cell above shows, two samples mapped to ±1 and one unit in two firing, and
+# what it learned there does not carry over to single test samples. At batch 128 no difference is
+# detectable. In train mode, on test minibatches of its own batch size, BN is worse still at every
+# small batch: its output for a sample then depends on the other samples of the test minibatch.
+# That is the *direction* of Wu and He's finding: BN degrades as the batch shrinks, while a norm
+# without batch statistics does not. LN is above no norm at every batch size. Since every batch
+# size saw the same samples, the gaps come from the batch size, not from more data.
 #
 # What it does **not** show: anything about large models or longer training; and the rates were
 # tuned at batch 128 only and scaled from there, so a rate tuned at each small batch could narrow
@@ -458,34 +419,11 @@ print("running_mean:", cumulative.running_mean, " mean of the batch means:", bat
 assert torch.allclose(cumulative.running_mean, batch_means.mean(0), atol=1e-6)
 
 # %% [markdown]
-# **LN keeps none of this.** `state_dict_diff` lists each module's `state_dict` keys: LN has its
-# two parameters only; BN has the same two parameters plus three buffers.
-
-# %%
-bn_vs_ln.state_dict_diff(nn.LayerNorm(3), nn.BatchNorm1d(3), names=("LayerNorm(3)", "BatchNorm1d(3)"))
-
-# %% [markdown]
-# So LN computes the same function in `train()` and `eval()`; BN does not. Here BN's `eval()`
-# uses running statistics after a single update, still close to their initial 0 and 1 and far
-# from this batch's; a trained BN's are much closer (below), but they are still an average over
-# past batches, not this batch's own:
-
-# %%
-ln = nn.LayerNorm(3)
-modes = {}
-for name, layer in (("LayerNorm", ln), ("BatchNorm1d", bn)):
-    layer.train()
-    y_train = layer(xb).detach()
-    layer.eval()
-    y_eval = layer(xb).detach()
-    modes[name] = {"identical in train() and eval()": torch.equal(y_train, y_eval),
-                   "max |train - eval|": (y_train - y_eval).abs().max().item()}
-modes = pd.DataFrame(modes).T
-assert modes.loc["LayerNorm", "identical in train() and eval()"]
-assert not modes.loc["BatchNorm1d", "identical in train() and eval()"]
-rounded(modes, 4)
-
-# %% [markdown]
+# **LN keeps none of this**: no buffers, and the same output in `train()` and `eval()` (core notebook
+# [02](02_per_token_or_per_sentence.ipynb), section 7). BN's `eval()` uses the running statistics,
+# which after the single update above are still close to their initial 0 and 1 and far from this
+# batch's; a trained BN's are closer, but still an average over past batches, not this batch's own.
+#
 # **When the deployment data are shifted.** Train a BN layer's statistics on standard-normal
 # data with 6 features (200 batches of 32, with `momentum=None`: a cumulative average, so the
 # running statistics have converged, not one update as above), then feed it data shifted and
@@ -579,8 +517,8 @@ assert pollution.iloc[0, 0] > 0.1 and pollution.iloc[1, 0] == 0.0
 # et al., 2017) used LN too, citing Ba et al. and giving no reason of its own. A measured reason
 # came later: Shen et al. (2020, *PowerNorm*) found that in Transformers trained on language, the
 # batch statistics BN relies on fluctuate much more from batch to batch than in vision models,
-# and that plain BN then trains worse than LN. Notebook 02 shows the per-token choice in the
-# models' code.
+# and that plain BN then trains worse than LN. Deep dive [16](16_sequences_padding_and_masks.ipynb) shows the per-token
+# choice in the models' code.
 
 # %% [markdown]
 # ## 7 · Invariances, measured: Table 1 of Ba, Kiros and Hinton (2016)
@@ -734,18 +672,18 @@ check_running_var_update(my_running_var)
 # | for `(batch, seq_len, features)`, BN pools each feature over all samples and positions, per-token LN each token alone | §2 |
 # | moving one sample changes BN's output for the other samples; LN's not at all | §3 widget and table |
 # | BN refuses one value per channel in training; LN takes one sample | §4 try/except |
+# | with two samples and a ReLU, one sample fires per unit: BN's training at batch 2 sees only which sample is larger | §4 |
 # | the batch mean's noise shrinks like 1/√B | §4 `batch_mean_noise`, figure |
-# | with the same samples seen at every batch size and each norm's rate tuned at batch 128, small batches hurt BN: at batch 2, 4 and 8 its test accuracy is 35.7, 16.8 and 11.1 points below LN's (95 % CIs 34.0 to 37.8, 15.2 to 18.6, 10.0 to 13.0), at chance at batch 2; precise statistics do not help, train mode is worse | §4 stored experiment `batch_size` (10 fresh seeds), `accuracy_gaps` |
-# | at batch 32 BN is 3.0 points below LN (CI 1.4 to 4.5); at 128 no difference is detectable | §4 stored experiment `batch_size` |
-# | LN is above no norm at every batch size, by 2.9 to 4.9 points (every CI above 0) | §4 stored experiment `batch_size` |
+# | with the same samples seen at every batch size and each norm's rate tuned at batch 128, small batches hurt BN: at batch 2, 4 and 8 it is far below LN, near chance at batch 2; precise statistics do not help, train mode is worse | §4 stored experiment `batch_size`: the verdicts printed in *The answer* and in §4 |
+# | at batch 128 no difference between BN and LN is detectable | §4 stored experiment `batch_size` |
+# | LN is above no norm at every batch size (every interval above 0) | §4 stored experiment `batch_size` |
 # | BN keeps `running_mean`, `running_var` (unbiased), `num_batches_tracked`; `momentum=None` is a cumulative average | §5 |
 # | the batch is normalized with the biased variance; the biased variance underestimates by (n−1)/n | §5 asserts, Monte Carlo |
-# | LN has no buffers and gives identical outputs in `train()` and `eval()`; BN does not | §5 `state_dict_diff`, asserts |
 # | with per-feature shifted data, BN in `eval()` passes the shift through and LN's outputs move too; LN removes only a shift common to all features | §5 `shift_robustness` |
 # | BN pools each channel over `(N, H, W)` in images; its batch noise acts as a regulariser | §2 images; Ioffe & Szegedy (2015) §3.4 |
 # | `nn.BatchNorm1d` wants `(N, C, L)`: on `(B, T, D)` it raises, or with `T == D` normalizes the wrong axis; the transpose fixes it | §6 layout |
 # | pad tokens change real tokens' BN outputs; per-token LN is untouched | §6 `padding_pollution` |
-# | LN was proposed for RNNs (variable lengths, per-step statistics); the Transformer used it citing Ba et al.; batch statistics fluctuate strongly in NLP Transformers | Ba et al. (2016); Vaswani et al. (2017); Shen et al. (2020); notebook 02 |
+# | LN was proposed for RNNs (variable lengths, per-step statistics); the Transformer used it citing Ba et al.; batch statistics fluctuate strongly in NLP Transformers | Ba et al. (2016); Vaswani et al. (2017); Shen et al. (2020); deep dive 16 |
 # | Table 1 of Ba et al. (2016), measured for BN, WeightNorm and LN, plus RMSNorm (Zhang & Sennrich's Table 1); weight re-scaling invariance makes the gradient shrink as the weights grow | §7 |
 #
 # ## Glossary
@@ -786,3 +724,12 @@ check_running_var_update(my_running_var)
 #   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762).
 # - PyTorch documentation, [`torch.nn.BatchNorm1d`](https://pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html)
 #   (running statistics, `momentum=None`) and [`torch.nn.LayerNorm`](https://pytorch.org/docs/stable/generated/torch.nn.LayerNorm.html).
+
+# %% [markdown]
+# ## Tuning: each norm's learning rate
+#
+# Each norm's rate was tuned at batch 128 on 3 pilot seeds and scaled by the square root of the
+# batch size ([10](10_how_a_claim_is_tested.ipynb), section 2):
+
+# %%
+runner.print_verdicts("batch_size", *(f"best rate, {norm}" for norm in batch_size.NORMS))

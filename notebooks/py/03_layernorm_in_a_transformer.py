@@ -97,7 +97,7 @@ ours = tiny_gpt(helpers.LayerNorm)
 ours.load_state_dict(gpt.state_dict())
 x = torch.randn(2, 5, 32)  # 2 sequences of 5 token embeddings
 out_torch, out_ours = gpt.train()(x), ours.train()(x)
-((out_torch**3).sum() + (out_ours**3).sum()).backward()  # each model gets its own gradients
+((out_torch**3).sum() + (out_ours**3).sum()).backward()
 pairs = zip(gpt.parameters(), ours.parameters(), strict=True)
 same_grads = all(torch.allclose(p.grad, q.grad, atol=1e-4) for p, q in pairs)
 print("same outputs:", torch.allclose(out_torch, out_ours, atol=1e-5), "| same gradients:", same_grads)

@@ -35,26 +35,41 @@ if importlib.util.find_spec("helpers") is None:
 import helpers  # noqa: E402,F401
 
 # %% [markdown]
-# # 06 · The backward pass by hand, numerical stability, and speed
+# # 14 · The backward pass by hand, numerical stability, and speed
 #
-# Notebooks 01 to 05 used LayerNorm (LN, 层归一化); this one looks inside it the way the people
-# who write its kernels do. Four questions, each answered with code and measured numbers,
-# then two exercises:
+# ## The answer
+#
+# - **LN's gradient** has a closed form: $d\beta = \sum dy$, $d\gamma = \sum dy\,\hat{x}$ and
+#   $dx = r\,(g - \bar{g} - \hat{x}\,\overline{g\hat{x}})$. Written by hand it equals autograd and
+#   PyTorch's kernel, and it needs to keep only two numbers per row (the mean and $1/\sigma$).
+# - **The variance must be computed in two passes** (or by Welford's method): the one-pass
+#   $\mathrm{E}[x^2] - \mathrm{E}[x]^2$ cancels catastrophically when a row's mean is large next
+#   to its spread, even giving NaN. LN uses the **biased** variance, and `eps` inside the root
+#   decides how much a nearly constant row is flattened.
+# - **LN is memory-bound**: its speed is set by how fast the data moves, not by its arithmetic.
+#
+# Each is shown below with code and measured numbers; no stored training run is involved.
+#
+# This notebook looks inside LayerNorm (LN, 层归一化) the way the people who write its kernels do.
+# Four questions, each answered with code and measured numbers, then three exercises:
 #
 # 1. **What is LN's gradient?** We derive $dx$, $d\gamma$ and $d\beta$ by hand, write them as a
 #    `torch.autograd.Function` that keeps only the input, the weight and two numbers per row
-#    (as PyTorch's kernel does), and check it against autograd and PyTorch; then sum
-#    $d\gamma$ and $d\beta$ over the rows in two stages, as parallel kernels do;
+#    (as PyTorch's kernel does), and check it against autograd and PyTorch (with a loss that can
+#    catch a wrong backward); then sum $d\gamma$ and $d\beta$ over the rows in two stages, as
+#    parallel kernels do, and watch them train;
 # 2. **How much memory does the backward pass keep alive?** Measured with
 #    `torch.autograd.graph.saved_tensors_hooks`, for four implementations;
 # 3. **Can the variance be computed wrongly?** Yes: the one-pass formula $E[x^2]-E[x]^2$
 #    cancels catastrophically. We compare it with the two-pass and Welford algorithms on
-#    adversarial rows, read PyTorch's own history of this bug, and try it in a widget;
+#    adversarial rows, read PyTorch's own history of this bug, and try it in a widget; then why
+#    LN's variance is the biased one, and what `eps` does;
 # 4. **How fast can it be?** LN is memory-bound; we read `make bench`'s results (time and
 #    achieved bandwidth against the machine's copy bandwidth) and re-measure one small size live;
 #    and we compare RMSNorm with LN.
 #
-# The exercises: write the gradient and Chan's merge yourself, with instant feedback.
+# The exercises: write the biased variance, the gradient and Chan's merge yourself, with instant
+# feedback.
 #
 # Every claim is shown by a cell below or cited; the summary at the end lists which.
 
@@ -67,11 +82,14 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 from IPython.display import display
+from torch import nn
 from torch.utils import benchmark
 
-from helpers import LayerNormFunction, one_pass
+from helpers import LayerNormFunction, one_pass, plots
 from helpers.exercises.checking import compare
+from helpers.exercises.layer_norm import check_biased_variance
 from helpers.exercises.numerics import check_chan_merge_m2, check_layer_norm_backward
+from helpers.experiments.drift import fit_gamma_beta
 from helpers.lessons.memory_and_speed import count_full_passes, load_results, saved_bytes_table
 from helpers.lessons.param_grad_reduction import (
     column_sum_errors,
@@ -81,7 +99,7 @@ from helpers.lessons.param_grad_reduction import (
 from helpers.lessons.variance import adversarial_rows, error_table, layer_norm_error, welford_var
 from helpers.plots import bandwidth_figure, saved_bytes_figure
 from helpers.plots.memory_and_speed import partial_sums_figure
-from helpers.widgets import stability_demo
+from helpers.widgets import eps_state, stability_demo
 
 torch.set_num_threads(2)  # fixed, as in `make bench`
 torch.manual_seed(0)
@@ -272,7 +290,106 @@ reduction.assign(**{c: reduction[c].map(lambda v: f"{v:.0e}") for c in ["max err
 # 16383. A GPU kernel that adds every row into one accumulator with atomics would also add in
 # whatever order the rows arrive, so its $d\gamma$ would change from run to run; fixed
 # blocks and a fixed second stage give the same bits every time.
+
+# %% [markdown]
+# ### Checking a backward: why the loss is a cube
 #
+# `helpers.layer_norm` and `helpers.LayerNorm` are this set's own, written with the operations
+# of the forward pass (no call to PyTorch's fused kernel) and with PyTorch's exact signatures and parameter
+# names, so a state dict moves from one to the other. On the lesson's shape `(2, 3, 4)`, with
+# random $\gamma$ and $\beta$: the outputs, and the gradients of a loss with respect to the input,
+# $\gamma$ and $\beta$.
+
+# %%
+def shown(table, below):
+    """compare()'s rows, each max_abs_diff under `below` written as "< below": the same on every CPU."""
+    assert (table["max_abs_diff"][table["close"]] < below).all()
+    return table.assign(max_abs_diff=[f"< {below:g}" if d < below else f"{d:.3g}" for d in table["max_abs_diff"]])
+
+
+g = torch.Generator().manual_seed(1)
+x3 = torch.randn(2, 3, 4, generator=g)
+theirs = nn.LayerNorm(4)
+with torch.no_grad():
+    theirs.weight.copy_(1 + 0.5 * torch.randn(4, generator=g))
+    theirs.bias.copy_(torch.randn(4, generator=g))
+mine = helpers.LayerNorm(4)
+mine.load_state_dict(theirs.state_dict())  # the same keys: weight, bias
+
+x_theirs, x_mine = x3.clone().requires_grad_(), x3.clone().requires_grad_()
+out_theirs, out_mine = theirs(x_theirs), mine(x_mine)
+(out_theirs**3).sum().backward()
+(out_mine**3).sum().backward()
+shown(pd.concat([
+    compare(helpers.layer_norm(x3, (4,), mine.weight, mine.bias),
+            F.layer_norm(x3, (4,), theirs.weight, theirs.bias), name="helpers.layer_norm vs F.layer_norm"),
+    compare(out_mine, out_theirs, name="helpers.LayerNorm vs nn: output"),
+    compare(x_mine.grad, x_theirs.grad, name="gradient wrt x"),
+    compare(mine.weight.grad, theirs.weight.grad, name="gradient wrt gamma"),
+    compare(mine.bias.grad, theirs.bias.grad, name="gradient wrt beta"),
+]), below=1e-3)  # the gradients reach about 130: a few of float32's last bits there are ~1e-5
+
+# %% [markdown]
+# `close` in every row: the same numbers to float32's usual tolerance (the two compute the same
+# sums in a different order, so the last bits may differ).
+#
+# Why the loss `(out**3).sum()` and not simply `out.sum()`? Because with $\gamma = 1$ (a fresh
+# LN) every output token sums to $\sum_j \beta_j$ whatever the input (its $\hat{x}$ sums to 0),
+# so the gradient of `out.sum()` with respect to the input is 0: a wrong backward would pass
+# that check as well as a right one. `(out**2).sum()` is no better: $\sum_j \hat{x}_j^2 =
+# n \cdot \mathrm{Var}/(\mathrm{Var} + \epsilon)$ is fixed too, up to `eps`. A cube gives every
+# output its own, uneven gradient, which the backward must carry through the mean and the
+# variance correctly. On a fresh `nn.LayerNorm(4)`, the largest input gradient of each loss:
+
+# %%
+def largest_input_gradient(loss_of):
+    x_in = x3.clone().requires_grad_()
+    loss_of(nn.LayerNorm(4)(x_in)).backward()  # a fresh LN: gamma = 1, beta = 0
+    return x_in.grad.abs().max().item()
+
+
+grads = {name: largest_input_gradient(fn) for name, fn in
+         [("out.sum()", lambda o: o.sum()), ("(out**2).sum()", lambda o: (o**2).sum()),
+          ("(out**3).sum()", lambda o: (o**3).sum())]}
+assert grads["out.sum()"] < 1e-5 and grads["(out**2).sum()"] < 1e-3 < 1 < grads["(out**3).sum()"]
+{name: "< 1e-3" if g < 1e-3 else "> 1" for name, g in grads.items()}
+
+# %% [markdown]
+# ### $d\gamma$ and $d\beta$ at work: gamma and beta learn
+#
+# The gradients above are what train $\gamma$ and $\beta$. `fit_gamma_beta` builds 64 tokens `x = 2 + 3 · z` from exactly
+# standardised tokens `z`, so every token has mean 2 and standard deviation 3. The model is a
+# single fresh `helpers.LayerNorm(4)`, and the target is `x` itself: the input *before*
+# normalization. LN removes the 2 and the 3; only $\gamma$ and $\beta$ can put them back, and the
+# loss is 0 at $\gamma = \sqrt{9 + \epsilon} \approx 3$, $\beta = 2$. Plain SGD (learning rate
+# 0.5) on the mean squared error, 30 steps, feature 0 every 5 steps:
+
+# %%
+fit = fit_gamma_beta(scale=3.0, shift=2.0, steps=30, lr=0.5, seed=0)
+feature_0 = fit[fit["feature"] == 0].set_index("step").iloc[::5]
+feature_0[["gamma", "beta"]].round(4).assign(loss=feature_0["loss"].map("{:.1e}".format))
+
+# %%
+fig = plots.gamma_beta_fit_figure(fit, targets={"gamma": 3.0, "beta": 2.0})
+plt.show()
+
+# %%
+end = fit[fit["step"] == 30]
+assert ((end["gamma"] - 3.0).abs() < 3e-3).all() and ((end["beta"] - 2.0).abs() < 3e-3).all()
+loss = fit.groupby("step")["loss"].first()
+assert loss[0] / loss[30] > 1e6  # the loss fell by more than a million times
+print("after 30 steps: gamma", end["gamma"].round(4).tolist(), " beta", end["beta"].round(4).tolist())
+
+# %% [markdown]
+# Every feature's $\gamma$ climbs from 1 to 3 and $\beta$ from 0 to 2, and the loss falls by a
+# factor of more than a million: the network has undone the normalization because the target
+# asked for it. Ioffe and Szegedy (2015, section 3) make this argument for BatchNorm: with
+# $\gamma = \sqrt{\mathrm{Var}[x]}$ and $\beta = \mathrm{E}[x]$ the layer can represent the
+# identity. For LN it works exactly only when every token has the same mean and variance, as
+# here: $\gamma$ and $\beta$ are per feature and shared by all tokens, so they can restore a
+# common scale and shift, but not each token's own statistics, which LN discards.
+
+# %% [markdown]
 # ## 2. Memory: what the backward pass keeps alive
 #
 # Autograd hands every tensor it saves for the backward pass to the *pack* hook of
@@ -422,6 +539,102 @@ display(demo)
 # %%
 demo.snapshot()
 plt.show()
+
+# %% [markdown]
+# ### Which variance: the biased one
+#
+# (The formula itself is core notebook [00](00_what_layernorm_computes.ipynb), section 3; here, why
+# its variance divides by $n$.) A variance averages squared deviations from the mean. Dividing their sum by $n$ gives the
+# **biased** (population) variance; dividing by $n - 1$ gives the **unbiased** estimate
+# (Bessel's correction), which is the better guess of a whole population's variance from a
+# sample of $n$. `torch.var` divides by $n - 1$ unless told otherwise: `unbiased=False` (the
+# lesson's code) or, in newer code, `correction=0` mean divide by $n$.
+#
+# LN does not estimate anything: it standardises exactly the $n$ numbers in front of it, so it
+# divides by $n$. So do Ba et al. (their $\sigma$ divides by $H$, the number of hidden units)
+# and PyTorch ("the variance is calculated via the biased estimator"). On a 4-feature token the
+# two differ by the factor $n / (n - 1) = 4/3$; at a Transformer's width the difference is small
+# (at $n = 768$, as in BERT-base and GPT-2 small, $768 / 767 = 1.0013$, and the outputs differ by
+# a factor $\sqrt{767/768} = 0.99935$), so the choice matters most for narrow layers like this one:
+
+# %%
+token = torch.tensor([1.0, 2.0, 3.0, 6.0])  # n = 4 features, mean 3
+squares = (token - token.mean()) ** 2
+print("squared deviations:", squares.tolist(), " sum:", squares.sum().item())
+variances = pd.DataFrame({
+    "sum / n or sum / (n - 1)": [squares.sum().item() / 4, squares.sum().item() / 3],
+    "torch.var(unbiased=...)": [token.var(unbiased=False).item(), token.var(unbiased=True).item()],
+    "torch.var(correction=...)": [token.var(correction=0).item(), token.var(correction=1).item()],
+}, index=["biased (divide by n)", "unbiased (divide by n - 1)"])
+ratio = token.var() / token.var(unbiased=False)
+assert abs(ratio.item() - 4 / 3) < 1e-6
+print("unbiased / biased =", round(ratio.item(), 6), "= 4/3")
+variances
+
+# %% [markdown]
+# LN by hand with each variance, against `nn.LayerNorm` on a tiny tensor `tiny` of 3 tokens (token 2's
+# features barely differ, on purpose): only the biased
+# one matches. With the unbiased one, the outputs of tokens 0 and 1 are shrunk by
+# $\sqrt{3/4} = 0.866$ (token 2's by less: there `eps` dominates the variance anyway).
+
+# %%
+tiny = torch.tensor([[1.0, 2.0, 3.0, 6.0], [-4.0, 0.0, 4.0, 8.0], [0.0, 0.002, -0.002, 0.0]])  # 3 tokens
+with torch.no_grad():
+    torch_y = nn.LayerNorm(4)(tiny)
+
+
+def layer_norm_by_hand(x, unbiased, eps=1e-5):
+    mean = x.mean(dim=-1, keepdim=True)
+    var = x.var(dim=-1, unbiased=unbiased, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps)
+
+
+biased_y = layer_norm_by_hand(tiny, unbiased=False)
+unbiased_y = layer_norm_by_hand(tiny, unbiased=True)
+for name, out in [("biased Var:  ", biased_y), ("unbiased Var:", unbiased_y)]:
+    print("output std per token,", name, [round(s, 4) for s in out.std(-1, correction=0).tolist()])
+shown(pd.concat([compare(biased_y, torch_y, name="biased Var (unbiased=False) vs nn.LayerNorm"),
+                 compare(unbiased_y, torch_y, name="unbiased Var (torch.var's default) vs nn.LayerNorm")]),
+      below=1e-6)
+
+# %% [markdown]
+# ### eps: never divide by zero
+#
+# The lesson: $\epsilon$ is a small constant, 1e-5, "to avoid dividing by zero" (用于避免除以零).
+# A token whose features are all equal has variance 0, and its centred values are all 0, so
+# without `eps` LN computes $0 / 0$, which is `nan`; a `nan` then spreads to everything it
+# touches downstream, the loss included. With `eps` it is $0 / \sqrt{10^{-5}} = 0$:
+
+# %%
+constant = torch.full((4,), 2.5)  # a token whose features are all equal
+centred_c = constant - constant.mean()
+var_c = (centred_c**2).mean()
+print("x - E[x]:", centred_c.tolist(), " Var[x]:", var_c.item())
+print("eps = 0:    ", (centred_c / torch.sqrt(var_c + 0.0)).tolist())
+print("eps = 1e-5: ", (centred_c / torch.sqrt(var_c + 1e-5)).tolist())
+print("F.layer_norm, eps=0:   ", F.layer_norm(constant, (4,), eps=0.0).tolist())
+print("F.layer_norm, default: ", F.layer_norm(constant, (4,)).tolist())
+
+# %% [markdown]
+# `eps` does more than avoid $0 / 0$: for a token whose variance is comparable to `eps`, it
+# decides how much the token is flattened (its output variance is
+# $\mathrm{Var}/(\mathrm{Var} + \epsilon)$, core notebook [00](00_what_layernorm_computes.ipynb)). Without it, LN would blow differences of any size,
+# however tiny, up to a standard deviation of 1; `eps` decides where that stops.
+
+# %% [markdown]
+# One token of 8 features, `1 + 0.003 · randn`: its variance, 1.26e-5, is about the default `eps`.
+# At five values of `eps` (`helpers.widgets.eps_state`, which computes LN of the token at any
+# `eps`), the measured variance of LN's output equals $\mathrm{Var}/(\mathrm{Var} + \epsilon)$,
+# and it falls from 1 to almost 0 as `eps` passes the token's variance.
+
+# %%
+demo_token = 1.0 + 0.003 * torch.randn(8, generator=torch.Generator().manual_seed(0))
+rows = [eps_state(demo_token, e)["table"].iloc[0] for e in (1e-9, 1e-7, 1e-5, 1e-3, 1e-1)]
+eps_table = pd.DataFrame(rows).reset_index(drop=True)
+assert ((eps_table["output var (measured)"] - eps_table["var / (var + eps)"]).abs() < 1e-5).all()
+assert eps_table["output std"].is_monotonic_decreasing
+assert eps_table["output std"].iloc[0] > 0.999 and eps_table["output std"].iloc[-1] < 0.02
+eps_table.map("{:.3e}".format)
 
 # %% [markdown]
 # ## 4. Speed: LN is memory-bound
@@ -658,7 +871,33 @@ print("F.rms_norm's output comes from  ", type(F.rms_norm(x, (8,)).grad_fn).__na
 # %% [markdown]
 # ## Exercises
 #
-# **1.** Write LN's input gradient (no $\gamma$, $\beta$; over the last dim) from the boxed
+# **1.** The biased variance. Return the biased variance of each token of `x` over its
+# last dim, shape `x.shape[:-1]`, by hand: `torch.var` and `torch.std` refuse to run while it is
+# checked. One case has tokens around 10000 with a spread of 1: the shortcut
+# $\mathrm{E}[x^2] - \mathrm{E}[x]^2$ fails there, in float32. Try it and see why.
+
+# %%
+def my_biased_var(x):
+    """The biased variance of each token of x (over the last dim), shape x.shape[:-1]."""
+    centred = x - x.mean(dim=-1, keepdim=True)
+    return (centred**2).sum(dim=-1) / (x.shape[-1] - 1)  # TODO: is this LayerNorm's variance?
+
+
+check_biased_variance(my_biased_var)
+
+# %% [markdown]
+# <details><summary>Solution</summary>
+#
+# ```python
+# def my_biased_var(x):
+#     centred = x - x.mean(dim=-1, keepdim=True)  # centre first: no catastrophic cancellation
+#     return (centred**2).mean(dim=-1)  # divide by n
+# ```
+#
+# </details>
+
+# %% [markdown]
+# **2.** Write LN's input gradient (no $\gamma$, $\beta$; over the last dim) from the boxed
 # formula, with $g = dy$. `check_layer_norm_backward` runs it on three cases against autograd
 # and names the usual mistakes.
 
@@ -689,7 +928,7 @@ check_layer_norm_backward(layer_norm_backward)
 # </details>
 
 # %% [markdown]
-# **2.** Chan's merge: given two blocks' counts, means and $M_2$ (sums of squared deviations
+# **3.** Chan's merge: given two blocks' counts, means and $M_2$ (sums of squared deviations
 # from their own means), return the $M_2$ of their union.
 
 # %%

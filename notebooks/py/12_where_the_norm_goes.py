@@ -37,13 +37,33 @@ import helpers  # noqa: E402,F401
 # %% [markdown]
 #
 # %% [markdown]
-# # 04 · Where the norm goes: before the activation, and in a Transformer
+# # 12 · Where the norm goes: before the activation, and in a Transformer
 #
 # The lesson's fifth point: LN, like BN, *usually sits before the activation function*
 # (通常放在激活函数之前), because normalising *after* the nonlinearity would limit what the layer can
-# express. This notebook tests that claim to convergence, then asks the same question of the
+# express. Core notebook [01](01_before_the_activation.ipynb) shows what each order feeds the
+# activation; this notebook tests the claim to convergence, then asks the same question of the
 # Transformer, where the norm sits next to a residual connection rather than an activation.
 #
+# ## The answer
+#
+# **In MLPs, the lesson's placement is never the worse of the two normalised ones, and the
+# differences are small**; normalising at all bought nothing in where these 8-layer MLPs end.
+# **In a Transformer, the place is decided by the residual connection**: at initialisation Pre-LN's
+# last-block gradient shrinks with depth and Post-LN's grows, the direction Xiong et al. predict,
+# and in a 4-block model Pre-LN trains at a larger learning rate than Post-LN. The stored verdicts
+# (how they are made: [10 · how a claim is tested](10_how_a_claim_is_tested.ipynb)):
+
+# %%
+from helpers.evidence import runner
+from helpers.experiments import placement_tuned as pe
+
+runner.print_verdicts("placement_tuned", *(f"final loss, {a}, LN -> act vs {b}" for a in pe.ACTIVATIONS
+                                           for b in ("act -> LN", "no norm")))
+runner.print_verdicts("xiong_grad_norms", "slope, Post-LN, W_2", "slope, Pre-LN, W_2")
+runner.print_verdicts("small_transformer", "largest stable rate, Pre-LN", "largest stable rate, Post-LN")
+
+# %% [markdown]
 # **In this notebook you will**
 #
 # 1. read the claim's sources and its reason;
@@ -52,10 +72,10 @@ import helpers  # noqa: E402,F401
 #    on a target they cannot fit exactly, and compare where they end, paired by seed with intervals;
 # 3. look inside freshly initialised networks in a widget: per-layer activations and gradients;
 # 4. test Xiong et al.'s prediction for Pre-LN and Post-LN Transformers at initialisation, and read
-#    the stored Transformer runs: speed, warm-up, the largest rate that trains;
+#    the stored Transformer runs (their home is deep dive 13);
 # 5. read where well-known models put their norms, and why;
 # 6. write the diagnostics and a Pre-LN residual step with instant feedback, and end with a claims
-#    ledger.
+#    ledger and each arm's learning-rate tuning.
 
 # %%
 import matplotlib.pyplot as plt
@@ -64,9 +84,6 @@ import pandas as pd
 import torch
 
 from helpers import plots, widgets
-from helpers.evidence import runner
-from helpers.experiments import placement_tuned as pe
-from helpers.experiments import small_transformer as st
 from helpers.lessons import placement
 
 torch.set_num_threads(1)  # one thread: the live run below takes the same path on every run of this machine
@@ -124,12 +141,12 @@ print(gains.round(4).to_string())
 # %% [markdown]
 # **The protocol** (`placement_tuned`, trained ahead of time by `make experiments`): each of the 9
 # arms (activation x arrangement) has its Adam rate tuned on 3 pilot seeds over a grid from 1e-3 to
-# 0.3, scored by the median final loss; then 10 fresh seeds train at the best rate. A seed decides
-# both the initial weights and the order of the data, and every arm of one seed starts from the
-# same draws and sees the same minibatches: the arms are **paired by seed**. The rate decays along
-# a cosine to 0 over the 16,000 steps, and a run counts as **converged** when, over its last 20% of
-# steps, no evaluation is more than 1% from where it ends (`pe.converged`; with a decaying rate
-# this says the run stopped moving, not that no better point exists).
+# 0.3, scored by the median final loss; then 10 fresh seeds train at the best rate, paired by seed
+# (the terms: [10](10_how_a_claim_is_tested.ipynb); the tuning is at the end of this notebook).
+# The rate decays along a cosine to 0 over the 16,000 steps, and a run counts as **converged**
+# when, over its last 20% of steps, no evaluation is more than 1% from where it ends
+# (`pe.converged`; with a decaying rate this says the run stopped moving, not that no better point
+# exists).
 #
 # A live run of the mechanics, 300 steps of one seed at rate 3e-3 (a few seconds):
 
@@ -144,17 +161,6 @@ assert live["eval_loss"].dropna().iloc[-1] < live["eval_loss"].dropna().iloc[0]
 # %%
 stored = runner.load("placement_tuned")
 frame = stored.frame
-pilot = pe.pilot_scores(frame[frame["stage"] == "pilot"])
-pilot = pilot.assign(setting=pilot["activation"], arm=pilot["arrangement"], cap=pe.NOTHING)
-best = pilot.sort_values(["score", "lr"]).groupby(["setting", "arm"], sort=False).head(1).index
-fig = plots.tuning_figure(pilot.assign(best=pilot.index.isin(best)), columns=3, log=True,
-                          ylabel="median final loss (pilot)", cap="the learned-nothing level")
-plt.show()
-runner.print_verdicts("placement_tuned", *(f"best rate, {a}, {r}" for a in pe.ACTIVATIONS for r in pe.ARRANGEMENTS))
-
-# %%
-assert not any("on the grid's edge" in stored.verdicts[f"best rate, {a}, {r}"]
-               for a in pe.ACTIVATIONS for r in pe.ARRANGEMENTS)
 
 # %% [markdown]
 # The reported runs, each arm at its best rate: every seed's curve (thin) and the median (bold), on
@@ -323,41 +329,18 @@ print(deepest.pivot_table(index="form", columns="block", values="grad_norm", agg
 # Post-LN's gradient grows toward the output and Pre-LN's shrinks a little: the per-layer picture
 # Xiong et al. draw, at a smaller scale.
 #
-# **Training the shared Transformer.** The same code, 4 blocks of width 32, trained on a copy task
-# whose floor is computed (notebook 05, section 6, has the details): each arm at its tuned rate,
-# 10 fresh seeds (stored `small_transformer`).
-
-# %%
-print(f"no-copy level {st.NO_COPY:.3f}, floor {st.FLOOR:.3f}, threshold {st.THRESHOLD:.3f}")
-assert abs(st.NO_COPY - np.log(16)) < 1e-9 and abs(st.FLOOR - 7 / 15 * np.log(16)) < 1e-9
-runner.print_verdicts("small_transformer", "steps, Pre-LN vs no norm", "steps, Post-LN vs no norm",
-              "steps, Post-LN + warm-up vs Post-LN", "steps, Pre-LN + warm-up vs Pre-LN",
-              "final loss, Pre-LN vs no norm", "final loss, Post-LN vs no norm",
-              "final loss, Post-LN + warm-up vs Post-LN", "final loss, Pre-LN + warm-up vs Pre-LN")
-print()
-runner.print_verdicts("small_transformer", *(f"largest stable rate, {a}" for a in st.PLACEMENT_ARMS))
-print()
-runner.print_verdicts("small_transformer", *(f"learns, {a}" for a in st.PLACEMENT_ARMS))
-
-# %%
-tf = runner.load("small_transformer").verdicts
-assert all(tf[f"learns, {a}"].startswith("yes") for a in st.PLACEMENT_ARMS)  # every arm beats the no-copy level
-
-# %% [markdown]
-# At 4 blocks every arm learns the copy task, each closing at least half the gap between the
-# no-copy level ($\ln 16 = 2.773$) and the floor ($\tfrac{7}{15}\ln 16 = 1.294$). Against no norm,
-# Pre-LN needs 25% more steps and Post-LN 183% more: Pre-LN is the faster placement. Warm-up
-# shortens Post-LN by 40% (95% CI 5% to 72%) and brings its one stray seed home (Liu et al. 2020 and
-# Xiong et al. 2020 explain why Post-LN needs it), and Pre-LN, with or without warm-up, trains at
-# three times the largest rate at which Post-LN does. The final
-# losses do not differ detectably: all end near the floor. These are small models; Xiong et al.'s
-# warm-up result and the failures of deep Post-LN are for dozens of blocks.
+# **Training the shared Transformer.** The same code, 4 blocks of width 32, was trained on a copy task
+# with no norm, Pre-LN and Post-LN, each with and without warm-up, each at its tuned rate (stored
+# `small_transformer`). Its home is deep dive [13](13_does_it_speed_up_training.ipynb), section 7:
+# the steps each placement needs, what warm-up changes, and the largest rate at which each trains
+# (two of those verdicts are in *The answer* above). These are small models; Xiong et al.'s warm-up
+# result and the failures of deep Post-LN are for dozens of blocks.
 #
 # **So, for Transformers, the answer to "before the activation?"** is that the norm's place is
 # decided by the residual connection, and the field has tried every place:
 #
 # - **Pre-LN** (GPT-2; Xiong et al. 2020): LN before each sublayer, the residual stream never
-#   normalised, a final LN; trains without warm-up and at larger rates (Xiong et al.), as above. Its BN analogue is
+#   normalised, a final LN; trains without warm-up and at larger rates (Xiong et al.). Its BN analogue is
 #   the pre-activation ResNet (He et al. 2016), which GPT-2 cites.
 # - **Post-LN** (the 2017 Transformer, BERT): LN after the residual add; needs warm-up, and when it
 #   does train it often ends at better quality than Pre-LN (Liu et al. 2020). **Admin** (Liu et al. 2020) and **DeepNet**
@@ -373,6 +356,8 @@ assert all(tf[f"learns, {a}"].startswith("yes") for a in st.PLACEMENT_ARMS)  # e
 
 # %% [markdown]
 # ## 5. Where the norm sits in well-known models, and why
+#
+# Each row: the model, its norm, where it sits, and the reason its authors give, with the source.
 
 # %%
 with pd.option_context("display.max_colwidth", None):
@@ -456,9 +441,8 @@ placement.check_pre_ln_residual(pre_ln)
 # %% [markdown]
 # ## Claims ledger
 #
-# Each claim this notebook tests, its stored verdict word for word (10 fresh seeds per arm unless
-# the verdict says otherwise, paired by seed, 95% bootstrap interval), and the stored result behind
-# it; then what rests on citations.
+# Each claim this notebook tests, its stored verdict word for word, and the stored result behind it
+# ([10](10_how_a_claim_is_tested.ipynb) says how a verdict is made); then what rests on citations.
 
 # %%
 LEDGER = [
@@ -506,7 +490,7 @@ assert len(ledger) == len(LEDGER) and ledger["verdict"].str.len().gt(0).all()
 #   two normalised ones for smooth activations, by small margins, consistent with its
 #   expressiveness reason; normalising at all bought nothing in these 8-layer MLPs.
 # - **Transformers:** the question becomes where the norm sits relative to the residual. Pre-LN
-#   trains faster than Post-LN and at larger rates; warm-up shortens Post-LN's training; Xiong et
+#   trains at larger rates than Post-LN; warm-up shortens Post-LN's training; Xiong et
 #   al.'s depth law shows its direction at initialisation, weaker than the theorem's rate in this
 #   small model. Models that normalise after the activation (NormFormer, Sub-LN) do it inside a
 #   residual branch, and the models that keep Post-LN (Admin, DeepNet) change the residual to make it
@@ -539,3 +523,22 @@ assert len(ledger) == len(LEDGER) and ledger["verdict"].str.len().gt(0).all()
 # - OLMo et al. (2024). 2 OLMo 2 Furious. arXiv:2501.00656.
 # - I. Loshchilov, F. Hutter (2017). SGDR: Stochastic Gradient Descent with Warm Restarts.
 #   arXiv:1608.03983 (the cosine schedule).
+
+# %% [markdown]
+# ## Tuning: each arm's learning rate
+#
+# Each arm's pilot score (the median final loss over 3 pilot seeds) at every rate of its grid, the
+# best one ringed, and each best rate in words:
+
+# %%
+pilot = pe.pilot_scores(frame[frame["stage"] == "pilot"])
+pilot = pilot.assign(setting=pilot["activation"], arm=pilot["arrangement"], cap=pe.NOTHING)
+best = pilot.sort_values(["score", "lr"]).groupby(["setting", "arm"], sort=False).head(1).index
+fig = plots.tuning_figure(pilot.assign(best=pilot.index.isin(best)), columns=3, log=True,
+                          ylabel="median final loss (pilot)", cap="the learned-nothing level")
+plt.show()
+runner.print_verdicts("placement_tuned", *(f"best rate, {a}, {r}" for a in pe.ACTIVATIONS for r in pe.ARRANGEMENTS))
+
+# %%
+assert not any("on the grid's edge" in stored.verdicts[f"best rate, {a}, {r}"]
+               for a in pe.ACTIVATIONS for r in pe.ARRANGEMENTS)

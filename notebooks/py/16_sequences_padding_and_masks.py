@@ -35,102 +35,40 @@ if importlib.util.find_spec("helpers") is None:
 import helpers  # noqa: E402,F401
 
 # %% [markdown]
-# # 02 · Per token or per sentence: what `normalized_shape` decides
+# # 16 · Sequences: padding, causal masks, and what real models normalise over
 #
-# A batch of sentences has shape `(batch, seq_len, dim)`: each sentence is `seq_len` tokens,
-# each token `dim` features. The lesson says LN can normalize **per token** (以 token 为单位:
-# one mean and variance for each token's `dim` features) or **per sentence** (以句子为单位: one
-# mean and variance for all `seq_len × dim` values of a sentence), "depending on the task".
-# This notebook runs the lesson's code, then asks what the choice costs.
+# Core notebook [02](02_per_token_or_per_sentence.ipynb) shows what `normalized_shape` decides: one
+# mean and variance per token (`normalized_shape=dim`) or per sentence (`(seq_len, dim)`); the lesson
+# says the choice "depends on the task". This notebook asks what per-sentence LN costs on real
+# sequences.
+#
+# ## The answer
+#
+# **Per token, for every sequence model.** Per-sentence LN accepts one sentence length only; padding
+# changes the real tokens' statistics unless the norm itself is masked; and in a left-to-right
+# model it lets every position see the future, even inside a causally masked block. Per-token LN has
+# none of these problems, and the Transformer, BERT, GPT-2 and LLaMA all normalise per token, as
+# their own code shows. A whole sample is the right unit only where there is no sequence: images.
+# No stored training run is involved; each point is shown below with code.
 #
 # **In this notebook you will**
 #
-# 1. run the lesson's own code and get its printed numbers digit for digit, means and
-#    variances included, then get the same numbers from the set's `helpers.layer_norm`;
-# 2. read `normalized_shape`: which dims LN averages over, how many groups that makes, and
-#    the shapes of `gamma` and `beta`;
-# 3. choose the unit in a widget and watch which values share a mean and variance;
-# 4. see three costs of per-sentence LN: it accepts one sentence length only; padding changes
-#    the real tokens' statistics (and a masked LN that fixes it); in a left-to-right model it
-#    lets every token see the future;
-# 5. check what the Transformer, BERT, GPT-2 and LLaMA do (all per token), in their own code;
-# 6. write per-sentence LN, and a masked one, yourself, with instant feedback.
-
-# %% [markdown]
-# ## The lesson's code, exactly
-#
-# Below is the lesson's code (its section 2, 使用示例, "usage example"), unchanged but for two
-# things: each Chinese comment has its English next to it, and the first import carries a
-# `# noqa` that tells the linter the lesson's import order is on purpose. `test01` uses
-# `nn.LayerNorm` both ways; `test02` does the same by hand and prints the means (均值) and
-# variances (方差) it divides by. `elementwise_affine=False, bias=False` switches off `gamma`
-# and `beta`, so what you see is the normalization alone.
-
-# %%
-import torch.nn as nn  # noqa: I001 (the lesson imports torch.nn first)
-import torch
-
-
-torch.manual_seed(42)
-batch, seq_len, dim = 2, 3, 4
-batch_inputs = torch.rand(size=(batch, seq_len, dim))
-
-
-def test01():
-    # 以 Token 为单位 (per token)
-    layer_norm = nn.LayerNorm(normalized_shape=dim, eps=1e-5, elementwise_affine=False, bias=False)
-    output = layer_norm(batch_inputs)
-    print(output)
-
-    # 以句子为单词 (per sentence; the lesson's 为单词 is a slip for 为单位, "as the unit")
-    layer_norm = nn.LayerNorm(normalized_shape=(seq_len, dim), eps=1e-5, elementwise_affine=False, bias=False)
-    output = layer_norm(batch_inputs)
-    print(output)
-
-
-def test02():
-    # 以 Token 为单位 (per token)
-    mean = torch.mean(batch_inputs, dim=2)
-    var = torch.var(batch_inputs, dim=2, unbiased=False)
-    print('均值:', mean, '方差:', var)
-    outputs = (batch_inputs - mean.view(2, 3, 1)) / torch.sqrt(var.view(2, 3, 1) + 1e-5)
-    print(outputs)
-
-    # 以句子为单词 (per sentence)
-    mean = torch.mean(batch_inputs, dim=(1, 2))
-    var = torch.var(batch_inputs, dim=(1, 2), unbiased=False)
-    print('均值:', mean, '方差:', var)
-    outputs = (batch_inputs - mean.view(2, 1, 1)) / torch.sqrt(var.view(2, 1, 1) + 1e-5)
-    print(outputs)
-
-
-if __name__ == '__main__':
-    test01()
-    print('-' * 50)
-    test02()
-
-# %% [markdown]
-# That is, character for character, what the lesson prints under 程序执行结果 ("the program's
-# output"): `tests/test_lesson.py` keeps a copy of the lesson's block and checks this cell's
-# stored output against it, so a change of even one digit fails the tests.
-#
-# Read it as two pairs: `test01` and `test02` agree per token (first block of each) and per
-# sentence (second block of each). Per token, there are 2 × 3 = 6 means; per sentence, 2.
-#
-# **Check it.** The set's own `helpers.layer_norm` (written from scratch, with the signature
-# of `torch.nn.functional.layer_norm`) prints the same tensors, and `group_stats` (one row per
-# group, computed in float64) gives the lesson's means and variances.
+# 1. see three costs of per-sentence LN: it accepts one sentence length only; padding changes the
+#    real tokens' statistics (and a masked LN that fixes it); in a left-to-right model it lets every
+#    token see the future;
+# 2. check what the Transformer, BERT, GPT-2 and LLaMA do (all per token), in their own code;
+# 3. write a masked per-sentence LN yourself, with instant feedback.
 
 # %%
 # %matplotlib inline
 import matplotlib.pyplot as plt
 import pandas as pd
+import torch
 import torch.nn.functional as F
-from IPython.display import display
+from torch import nn
 
 from helpers.exercises.checking import compare
-from helpers.exercises.layer_norm import check_sentence_layer_norm
-from helpers.lessons.group_stats import group_stats, rounded
+from helpers.lessons.group_stats import group_stats
 from helpers.lessons.sequence import (
     CausalBlock,
     check_masked_sentence_layer_norm,
@@ -143,15 +81,19 @@ from helpers.lessons.sequence import (
     token_jacobian_norm,
 )
 from helpers.plots import dependency_figure
-from helpers.widgets import norm_unit_demo, norm_unit_state
 
-per_token = nn.LayerNorm(dim, elementwise_affine=False, bias=False)(batch_inputs)
-per_sentence = nn.LayerNorm((seq_len, dim), elementwise_affine=False, bias=False)(batch_inputs)
-ours_token = helpers.layer_norm(batch_inputs, (dim,))
-ours_sentence = helpers.layer_norm(batch_inputs, (seq_len, dim))
+# %% [markdown]
+# ## The lesson's batch, and `normalized_shape` once more
+#
+# The lesson's batch, 2 sentences of 3 tokens of 4 features (core notebook
+# [02](02_per_token_or_per_sentence.ipynb), section 8, prints it digit for digit).
+# `nn.LayerNorm(normalized_shape)` averages over the **last** `len(normalized_shape)` dims of
+# its input, which must have exactly that shape. Every index of the dims before them is one
+# *group* with its own mean and variance. `gamma` (`weight`) and `beta` (`bias`) have the
+# shape `normalized_shape`: one scale and one shift per element of a group, shared by all
+# groups. On `(batch, seq_len, dim) = (2, 3, 4)`:
 
-
-
+# %%
 def below(table, bound):
     """compare()'s table as every CPU prints it: max_abs_diff checked, and shown as "< bound".
 
@@ -162,42 +104,10 @@ def below(table, bound):
     return table.drop(columns="exact").assign(max_abs_diff=f"< {bound:.0e}")
 
 
-assert str(ours_token) == str(per_token) and str(ours_sentence) == str(per_sentence)
-below(pd.concat([compare(ours_token, per_token, name="per token: helpers vs nn.LayerNorm"),
-                 compare(ours_sentence, per_sentence, name="per sentence: helpers vs nn.LayerNorm")]),
-      bound=2e-6)
+torch.manual_seed(42)
+batch, seq_len, dim = 2, 3, 4
+batch_inputs = torch.rand(size=(batch, seq_len, dim))  # the lesson's batch
 
-# %% [markdown]
-# Printed to 4 decimals the tensors are identical; underneath, they can differ in the last
-# bit or two of a float32 (whose spacing near 1 is 1.2e-7): the two add the same numbers in a
-# different order. Which bits differ depends on the CPU (how many values its vector registers
-# add at once), so `below` prints what holds on every CPU: the largest difference is under
-# 2e-6, which the cell asserts.
-
-# %%
-names = ("sentence", "token", "feature")
-token_stats = group_stats(batch_inputs, dims=2, names=names)  # 6 groups: one per token
-sentence_stats = group_stats(batch_inputs, dims=(1, 2), names=names)  # 2 groups: one per sentence
-
-# The means (均值) and variances (方差) that the lesson's test02 prints, to its 4 decimals:
-for stats, dims in [(token_stats, 2), (sentence_stats, (1, 2))]:
-    for column, lesson in [("mean", torch.mean(batch_inputs, dim=dims)),
-                           ("var", torch.var(batch_inputs, dim=dims, unbiased=False))]:
-        ours = torch.tensor(stats[column].values, dtype=torch.float32)
-        assert torch.equal(ours.round(decimals=4), lesson.flatten().round(decimals=4))
-display(rounded(token_stats, 4))
-rounded(sentence_stats, 4)
-
-# %% [markdown]
-# ## What `normalized_shape` decides
-#
-# `nn.LayerNorm(normalized_shape)` averages over the **last** `len(normalized_shape)` dims of
-# its input, which must have exactly that shape. Every index of the dims before them is one
-# *group* with its own mean and variance. `gamma` (`weight`) and `beta` (`bias`) have the
-# shape `normalized_shape`: one scale and one shift per element of a group, shared by all
-# groups. On `(batch, seq_len, dim) = (2, 3, 4)`:
-
-# %%
 rows = []
 for shape in [(dim,), (seq_len, dim), (batch, seq_len, dim)]:
     theirs, ours = nn.LayerNorm(shape), helpers.LayerNorm(shape)
@@ -216,8 +126,7 @@ pd.DataFrame(rows).set_index("normalized_shape")
 # - `(seq_len, dim)`: dims 1 and 2, one group per sentence, and `gamma` has one entry per
 #   **position and** feature: a scale for "feature 2 of the third token". Keep that in mind.
 # - `(batch, seq_len, dim)`: every value in one group. Legal, but it mixes sentences: no
-#   longer a normalization of *each* sample, and none of the models below does it; the widget
-#   shows it for contrast.
+#   longer a normalization of *each* sample, and none of the models below does it.
 #
 # The function form is stricter than the module: `F.layer_norm` and `helpers.layer_norm` want
 # a tuple (or list), and refuse a bare int. The lesson's `elementwise_affine=False, bias=False`
@@ -231,61 +140,7 @@ print("weight:", lesson_layer.weight, "| bias:", lesson_layer.bias,
       "| state_dict keys:", list(lesson_layer.state_dict()))
 
 # %% [markdown]
-# ## See it: which values share a mean and variance?
-#
-# The lesson's batch, one row per token (`s0 t2` is sentence 0, token 2), one column per
-# feature.
-#
-# - **normalize per**: the unit. A black box outlines each group that shares one mean and
-#   variance: a row (token), three rows (sentence), or all six (whole batch).
-# - **scale token s0 t2 by**: multiplies every feature of that one token. On the right,
-#   "← moved" flags each token whose **output** changed because of it.
-# - **table**: per group, its count of values and the mean and variance before and after LN.
-#
-# Try it: per token, scaling `s0 t2` moves no output, not even its own (LN undoes a token's
-# scale, up to the tiny effect of `eps`: less than 1e-4 here); per sentence, every token of
-# sentence 0 moves and sentence 1 does not.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-# displays a widget: a unit chooser and a slider, with their live figure and table
-demo = norm_unit_demo(batch_inputs)
-display(demo)
-
-# %% [markdown]
-# The same dashboard for a reader without a kernel: per sentence, with one token scaled by 5.
-# Every token of that sentence is flagged as moved; the other sentence is not.
-
-# %%
-demo.snapshot(n_trailing=2, scale=5.0)
-plt.show()
-
-# %% [markdown]
-# ## Check it: the same claims in numbers
-#
-# `norm_unit_state` is the plain function behind the widget. Scaling token `s0 t2` by 5:
-
-# %%
-rows = []
-for n_trailing in (1, 2, 3):
-    state = norm_unit_state(batch_inputs, n_trailing, scale=5.0)
-    table = state["table"]
-    assert table["output mean"].abs().max() < 1e-6  # every group: mean 0 ...
-    assert (table["output var"] - 1).abs().max() < 1e-3  # ... and variance (almost) 1
-    rows.append({"normalize per": state["unit"], "normalized_shape": str(state["normalized_shape"]),
-                 "outputs that moved": int(state["changed"].sum()),
-                 "moved in sentence 0": int(state["changed"][0].sum()),
-                 "moved in sentence 1": int(state["changed"][1].sum())})
-moved = pd.DataFrame(rows).set_index("normalize per")
-assert moved["outputs that moved"].tolist() == [0, 3, 6]
-moved
-
-# %% [markdown]
-# Per token, one token's scale reaches no output (none moves by more than 1e-4); per sentence,
-# it reaches the 3 tokens of its own sentence; over the whole batch, all 6. Whatever the unit, each group comes out
-# with mean 0 and variance just under 1 ($\mathrm{Var}/(\mathrm{Var}+\epsilon)$).
-#
-# ## Pitfall 1: per-sentence LN accepts one sentence length only
+# ## 1 · Per-sentence LN accepts one sentence length only
 #
 # `nn.LayerNorm((seq_len, dim))` owns a `gamma` and a `beta` of shape `(3, 4)`. A batch of
 # 5-token sentences has no parameters for positions 3 and 4, and the layer refuses it (so
@@ -309,10 +164,10 @@ print("per token:", tuple(token_layer(longer).shape), tuple(token_layer(batch_in
 # not to positions. Real batches hold sentences of every length, and a language model must run
 # on 1 token, then 2, then 3 as it generates: a per-sentence LN cannot.
 #
-# (Without `gamma` and `beta`, `F.layer_norm(x, x.shape[-2:])` runs on any length; the next
-# pitfall shows what happens to the statistics when lengths are evened out with padding.)
+# (Without `gamma` and `beta`, `F.layer_norm(x, x.shape[-2:])` runs on any length; section 2
+# shows what happens to the statistics when lengths are evened out with padding.)
 #
-# ## Pitfall 2: padding changes the real tokens' statistics
+# ## 2 · Padding changes the real tokens' statistics
 #
 # To batch sentences of different lengths, the short ones are padded. Keep the lesson's
 # sentence 0 (3 tokens) and only the first 2 tokens of sentence 1, and pad sentence 1 with a
@@ -371,7 +226,7 @@ table.drop(columns="exact").assign(max_abs_diff=[f"{diff.iloc[0]:.2f}", "< 2e-06
 # `create_attention_mask_from_input_mask`, in its `modeling.py`). Per sentence, every padded
 # batch needs a mask inside the norm itself.
 #
-# ## Pitfall 3: in a left-to-right model, per-sentence LN leaks the future
+# ## 3 · In a left-to-right model, per-sentence LN leaks the future
 #
 # GPT-style models read left to right: the output at position $i$ may use tokens
 # $0, \dots, i$ only, because during training it predicts token $i + 1$ and must not see it,
@@ -431,7 +286,7 @@ pd.DataFrame({"autograd diagonal": diagonal.numpy(), "sqrt(n-2+(1-r)^2)/sigma": 
 # `x + attention(norm(x))`, with a causal mask that stops position $i$ from attending to
 # $j > i$. Pre-LN means the norm sits at the input of each sub-block, inside the residual
 # branch, as in GPT-2 and LLaMA; the original Transformer normalised after the residual sum,
-# `norm(x + attention(x))` ("post-LN"); notebook 04 compares the two. Two blocks with the same
+# `norm(x + attention(x))` ("post-LN"); deep dive [12](12_where_the_norm_goes.ipynb) compares the two. Two blocks with the same
 # seeded weights, differing only in their norm:
 
 # %%
@@ -478,7 +333,7 @@ assert torch.allclose(token_block(prefix), token_block(batch_inputs)[:, :2], ato
 print("per token: the first 2 positions' outputs are the same with or without token 3")
 
 # %% [markdown]
-# ## What real models do: per token, every one
+# ## 4 · What real models do: per token, every one
 #
 # | model | norm | normalized over | in the authors' code |
 # |---|---|---|---|
@@ -564,55 +419,9 @@ assert torch.allclose(*same_stats, atol=1e-5)
 print("LayerNorm((C, H, W)) weight:", tuple(whole_ln.weight.shape), "  GroupNorm(1, C) weight:",
       tuple(group_1.weight.shape))
 below(compare(*same_stats, name="F.layer_norm over (C, H, W) vs F.group_norm, 1 group"), bound=1e-5)
-#
-# ## Exercises
-#
-# ### 1. Per-sentence LN with plain tensor ops
-#
-# Write `my_sentence_layer_norm(x)` for `x` of shape `(batch, seq_len, dim)`, **any** batch
-# size and length: the mean and the biased variance of each sentence's `seq_len × dim` values,
-# then $(x - \mathrm{E}[x]) / \sqrt{\mathrm{Var}[x] + 10^{-5}}$, no `gamma` or `beta`.
-# `check_sentence_layer_norm` runs it on 3 seeded batches (the lesson's shape, a batch of 3
-# sentences of 5 tokens, one sentence of 7 tokens) and compares it with
-# `F.layer_norm(x, x.shape[-2:])`.
-#
-# As shipped, it is the lesson's `test02`, whose `.view(2, 1, 1)` assumes a batch of 2: run the
-# cell, read the verdict, and fix it until you see ✅.
-
-# %%
-def my_sentence_layer_norm(x, eps=1e-5):
-    """LayerNorm per sentence of x, shape (batch, seq_len, dim), without gamma and beta."""
-    mean = torch.mean(x, dim=(1, 2))
-    var = torch.var(x, dim=(1, 2), unbiased=False)
-    return (x - mean.view(2, 1, 1)) / torch.sqrt(var.view(2, 1, 1) + eps)  # TODO: any batch size
-
-
-check_sentence_layer_norm(my_sentence_layer_norm)
 
 # %% [markdown]
-# The checker also recognises the usual slips, such as normalizing per token instead:
-
-# %%
-check_sentence_layer_norm(lambda x: (x - x.mean(-1, keepdim=True))
-                          / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + 1e-5))
-
-# %% [markdown]
-# <details><summary>Solution</summary>
-#
-# ```python
-# def my_sentence_layer_norm(x, eps=1e-5):
-#     mean = x.mean(dim=(1, 2), keepdim=True)  # (batch, 1, 1): broadcasts against x
-#     var = ((x - mean) ** 2).mean(dim=(1, 2), keepdim=True)  # biased, as LayerNorm
-#     return (x - mean) / torch.sqrt(var + eps)
-# ```
-#
-# `keepdim=True` keeps the reduced dims with size 1, so no `.view` with a hard-coded batch size
-# is needed.
-#
-# </details>
-
-# %% [markdown]
-# ### 2. A masked per-sentence LN
+# ## Exercise: a masked per-sentence LN
 #
 # Write `my_masked_layer_norm(x, mask)`: per sentence, the mean and the biased variance over
 # the **real** tokens only (`mask` is `True` for a real token, shape `(batch, seq_len)`), then
@@ -654,34 +463,23 @@ check_masked_sentence_layer_norm(my_masked_layer_norm)
 #
 # | claim | shown in |
 # |---|---|
-# | The lesson's `test01` and `test02` print the numbers the lesson publishes, digit for digit, means and variances included | *The lesson's code, exactly* (stored output; `tests/test_lesson.py` compares it with the lesson's block) |
-# | `helpers.layer_norm` gives the same printed tensors, and `group_stats` the lesson's means and variances | the two *Check it* cells after the lesson's code |
-# | `normalized_shape` names the trailing dims to average over; the dims before index the groups; `gamma` and `beta` have shape `normalized_shape` (for `nn.LayerNorm` and `helpers.LayerNorm` alike) | *What `normalized_shape` decides* |
-# | Per token, scaling one token moves no output; per sentence, it moves its whole sentence, and only it | the widget, then *Check it: the same claims in numbers* |
-# | `nn.LayerNorm((seq_len, dim))` refuses any other length; `nn.LayerNorm(dim)` takes any | *Pitfall 1* |
-# | Padding changes a per-sentence LN's output for the real tokens; a masked LN gives exactly the unpadded result; per-token LN is untouched | *Pitfall 2* |
-# | Per-sentence LN makes every position depend on later tokens, even inside a causally masked block; per-token LN keeps the block causal | *Pitfall 3*: Jacobians (`dependency_matrix`) and replacing the last token (`output_change`) |
-# | Per-token LN lets a generator reuse earlier positions' outputs as tokens are appended | *Pitfall 3*, last cell |
-# | The Transformer, BERT and GPT-2 use per-token LayerNorm, LLaMA per-token RMSNorm, and their formulas equal `nn.LayerNorm(d)`, `nn.RMSNorm(d)` and the set's functions | *What real models do*, with the authors' code cited |
-# | RMSNorm differs from LN by not centring and having no beta | *What real models do*, the prose and `llama_rms_norm`; Zhang & Sennrich 2019 |
-# | Per-token LN's Jacobian has Frobenius norm $\sqrt{n - 2 + (1 - r)^2}/\sqrt{\mathrm{Var} + \epsilon}$: the diagonal 6.05, 6.92, 4.28 | *Pitfall 3*, `token_jacobian_norm` against autograd (tested in `tests/test_sequence.py`) |
-# | Over a whole sample `(C, H, W)`, as in CNNs, LN is legitimate; its statistics are GroupNorm(1, C)'s, its parameters per element rather than per channel | *What real models do*, the image cell; Ba et al. 2016 §6.7; Wu & He 2018 |
+# | `normalized_shape` names the trailing dims to average over; the dims before index the groups (the whole batch too); `gamma` and `beta` have shape `normalized_shape` (for `nn.LayerNorm` and `helpers.LayerNorm` alike) | *The lesson's batch, and `normalized_shape` once more*; core 02 |
+# | `nn.LayerNorm((seq_len, dim))` refuses any other length; `nn.LayerNorm(dim)` takes any | §1 |
+# | Padding changes a per-sentence LN's output for the real tokens; a masked LN gives exactly the unpadded result; per-token LN is untouched | §2 |
+# | Per-sentence LN makes every position depend on later tokens, even inside a causally masked block; per-token LN keeps the block causal | §3: Jacobians (`dependency_matrix`) and replacing the last token (`output_change`) |
+# | Per-token LN lets a generator reuse earlier positions' outputs as tokens are appended | §3, last cell |
+# | The Transformer, BERT and GPT-2 use per-token LayerNorm, LLaMA per-token RMSNorm, and their formulas equal `nn.LayerNorm(d)`, `nn.RMSNorm(d)` and the set's functions | §4, with the authors' code cited |
+# | RMSNorm differs from LN by not centring and having no beta | §4, the prose and `llama_rms_norm`; Zhang & Sennrich 2019 |
+# | Per-token LN's Jacobian has Frobenius norm $\sqrt{n - 2 + (1 - r)^2}/\sqrt{\mathrm{Var} + \epsilon}$: the diagonal 6.05, 6.92, 4.28 | §3, `token_jacobian_norm` against autograd (tested in `tests/test_sequence.py`) |
+# | Over a whole sample `(C, H, W)`, as in CNNs, LN is legitimate; its statistics are GroupNorm(1, C)'s, its parameters per element rather than per channel | §4, the image cell; Ba et al. 2016 §6.7; Wu & He 2018 |
 #
-# ## Glossary: the lesson's words
+# ## Glossary
 #
-# | English | 中文 (the lesson's words) | note |
-# |---|---|---|
-# | per token | 以 token 为单位 (the code comment: 以 Token 为单位) | one mean and variance per token: `normalized_shape=dim` |
-# | per sentence | 以 sentence 为单位, 以句子为单位 | one per sentence: `normalized_shape=(seq_len, dim)`; the code comment's 以句子为单词 ("as words") is a slip for 为单位 ("as the unit") |
-# | sentence | 句子, sentence | `seq_len` tokens |
-# | mean | 均值 | printed by `test02` |
-# | variance | 方差 | biased: `unbiased=False` |
-# | usage example | 使用示例 | the lesson's section 2 |
-# | the program's output | 程序执行结果 | the block this notebook reproduces |
-# | task requirements, application scenario | 任务需求, 应用场景 | what the lesson says the choice depends on |
-#
-# More terms are in the glossary of `00_start_here.ipynb`. Padding, masks and causal
-# (left-to-right) models are not in the lesson; they are this notebook's additions.
+# The lesson's words for per token and per sentence (以 token 为单位, 以句子为单位) are in core notebook
+# [02](02_per_token_or_per_sentence.ipynb). Padding, masks and causal (left-to-right) models are
+# not in the lesson; they are this notebook's additions: a **pad** is a filler token that evens out
+# sentence lengths in a batch, a **mask** marks which tokens are real, and a **causal mask** stops
+# position $i$ from attending to later positions (section 3).
 #
 # ## References
 #
@@ -708,5 +506,3 @@ check_masked_sentence_layer_norm(my_masked_layer_norm)
 # - PyTorch, [`torch.nn.LayerNorm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.LayerNorm.html)
 #   (the mean and variance over the last `len(normalized_shape)` dims; `weight` and `bias` of
 #   shape `normalized_shape`) and [`torch.nn.RMSNorm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.RMSNorm.html).
-# - The lesson this set grows from (in Chinese), section 2, 使用示例; its printed output is kept
-#   in `tests/data/lesson_output.txt`.

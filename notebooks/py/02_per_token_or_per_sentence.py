@@ -82,7 +82,7 @@ demo = token_or_sentence_demo()
 display(demo)
 
 # %% [markdown]
-# Per sentence, token 2 scaled by 5 (the right title gives the standard deviations):
+# Per sentence, token 2 scaled by 5:
 
 # %%
 demo.snapshot(unit="per sentence: normalized_shape=(seq_len, dim)", scale=5.0)
@@ -105,7 +105,7 @@ for norm in (nn.BatchNorm1d(dim), nn.LayerNorm(dim)):
 # %% [markdown] lesson_point=8
 # ## 8 · The lesson's code, exactly
 #
-# Unchanged but for English beside the Chinese comments and a `# noqa` for the linter. `test01`
+# Unchanged but for English beside the Chinese comments. `test01`
 # uses `nn.LayerNorm` both ways; `test02` does it by hand, printing means (均值) and variances
 # (方差). `elementwise_affine=False, bias=False` switches $\gamma$ and $\beta$ off.
 

@@ -39,8 +39,7 @@ import helpers  # noqa: E402,F401
 #
 # **What you will learn**: why deep networks need normalizing; BatchNorm (BN) and LayerNorm (LN)
 # as one code over another dim; LN's formula by hand; mean 0, variance 1, then `gamma`, `beta`.
-# First of four notebooks on a short Chinese lesson (glossary at the end). The cell above makes
-# `helpers`, this set's package, importable.
+# The first of four notebooks on a Chinese lesson (glossary at the end).
 
 # %%
 import matplotlib.pyplot as plt
@@ -158,7 +157,7 @@ display(demo)
 
 # %% [markdown]
 # Weights scaled by 0.5, $\gamma = 2$, $\beta = 0.5$: without LN, layer 8's values all but
-# vanish; with LN every layer is centred at 0.5 with spread 2 (the titles give the numbers).
+# vanish; with LN every layer is centred at 0.5 with spread 2.
 
 # %%
 demo.snapshot(gain=0.5, gamma=2.0, beta=0.5)
@@ -207,7 +206,12 @@ check_output_variance(my_output_var)
 #   1; then $\gamma$ rescales and $\beta$ shifts.
 #
 # Next: [01](01_before_the_activation.ipynb), [02](02_per_token_or_per_sentence.ipynb),
-# [03](03_layernorm_in_a_transformer.ipynb); then the deep dives, listed in the README.
+# [03](03_layernorm_in_a_transformer.ipynb). Then the deep dives:
+# [10](10_how_a_claim_is_tested.ipynb) how a claim is tested, [11](11_batchnorm_in_depth.ipynb) BN,
+# [12](12_where_the_norm_goes.ipynb) where the norm goes, [13](13_does_it_speed_up_training.ipynb)
+# speed, [14](14_backward_numerics_speed.ipynb) backward and numerics,
+# [15](15_the_normalization_family.ipynb) the family, [16](16_sequences_padding_and_masks.ipynb)
+# sequences and masks.
 #
 # ## References
 #

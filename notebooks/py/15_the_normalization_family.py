@@ -35,13 +35,33 @@ if importlib.util.find_spec("helpers") is None:
 import helpers  # noqa: E402,F401
 
 # %% [markdown]
-# # 07 · The normalization family, LN's geometry, and whether a Transformer needs a norm at all
+# # 15 · The normalization family, LN's geometry, and whether a Transformer needs a norm at all
 #
 # The lesson stops at LN and BN. Today's models use more: RMSNorm in LLaMA, Gemma and OLMo,
 # GroupNorm in diffusion U-Nets, InstanceNorm in style transfer, norms on queries and keys for
 # stability, and since 2025 Dynamic Tanh (DyT), which replaces every norm of a Transformer by an
 # elementwise `gamma * tanh(alpha * x) + beta`.
 #
+# ## The answer
+#
+# BN, LN, InstanceNorm, GroupNorm and RMSNorm are **one operation over different dims**, and only BN
+# mixes the samples of a batch. Measured at small scale: in a CNN, the batch size matters to BN
+# and not to the norms that never look across samples; in a 4-block Transformer, a norm-free model
+# also learns the task, RMSNorm's steps do not differ detectably from LN's, and DyT's depend on its
+# initial `alpha`; a trained LN's input-to-output map turns S-shaped in the deeper layers, DyT's
+# motivating observation. The stored verdicts (how they are made:
+# [10 · how a claim is tested](10_how_a_claim_is_tested.ipynb)):
+
+# %%
+from helpers.evidence import runner
+
+runner.print_verdicts("norm_family_cnn", "error, BatchNorm: batch 2 vs 32", "error, GroupNorm: batch 2 vs 32",
+                      "error, batch 2: GroupNorm vs BatchNorm", "error, batch 32: GroupNorm vs BatchNorm")
+runner.print_verdicts("small_transformer", "learns, no norm", "steps, Pre-RMSNorm vs Pre-LN",
+                      "steps, DyT, alpha0 0.5 vs Pre-LN", "steps, DyT, alpha0 2 vs Pre-LN")
+runner.print_verdicts("ln_input_output", "S-shaped LNs, init", "S-shaped LNs, trained")
+
+# %% [markdown]
 # **In this notebook you will**
 #
 # 1. see that BN, LN, InstanceNorm, GroupNorm and RMSNorm are one operation, `normalize(x, dims)`,
@@ -53,7 +73,7 @@ import helpers  # noqa: E402,F401
 # 4. read a stored experiment: GroupNorm, BatchNorm, LN and InstanceNorm in a small CNN at batch
 #    sizes 2, 8 and 32 (Wu and He's curve, at small scale);
 # 5. read another: LN, RMSNorm, DyT (at three initial `alpha`) and no norm in the small Transformer
-#    of notebook 05, and test DyT's motivating observation: is a trained LN's input-to-output map
+#    of deep dive 13, and test DyT's motivating observation: is a trained LN's input-to-output map
 #    S-shaped?
 # 6. read where well-known models put which norm, and why;
 # 7. write GroupNorm and LN-as-geometry yourself, with instant feedback, and end with a claims ledger.
@@ -66,7 +86,6 @@ import torch
 import torch.nn.functional as F
 
 from helpers import plots, widgets
-from helpers.evidence import runner
 from helpers.exercises.checking import compare
 from helpers.exercises.norm_family import check_group_norm_by_hand, check_ln_by_geometry
 from helpers.experiments import ln_input_output
@@ -295,7 +314,6 @@ stored_cnn = runner.load("norm_family_cnn")
 table_cnn = cnn.error_table(stored_cnn.frame)
 fig = plots.small_batch_figure(table_cnn, cnn.final_errors(stored_cnn.frame))  # chance: 83% error, off the axis
 plt.show()
-runner.print_verdicts("norm_family_cnn", *(f"best rate, {n}" for n in cnn.NORMS))
 
 # %%
 assert set(table_cnn["batch_size"]) == set(cnn.BATCH_SIZES) and (table_cnn["seeds"] >= 10).all()
@@ -343,7 +361,7 @@ with pd.option_context("display.max_colwidth", None):
 # Transformer, matching its LN version across vision, speech and language; the initial `alpha`
 # matters (0.5 by default, smaller for the largest language models).
 #
-# Here they are arms of the shared small-Transformer experiment of notebook 05 (`small_transformer`:
+# Here they are arms of the shared small-Transformer experiment of deep dive 13 (`small_transformer`:
 # 4 blocks of width 32 on a copy task; the levels below are computed, not fitted): **Pre-LN**,
 # **Pre-RMSNorm** (the same places, RMSNorm without a bias), **DyT** at `alpha0` 0.1, 0.5 and 2 (every
 # norm replaced, the final one too), and **no norm**. Same protocol as there: each arm's Adam rate
@@ -406,7 +424,7 @@ assert paired.notna().all().all() and per_arm.notna().all().all()
 #   rate 0.003 trains every pilot seed. With `alpha` too small, `tanh(alpha x)` is nearly linear
 #   and small; too large, it saturates: the initial value matters, as Zhu et al. report for their
 #   largest models.
-# - As in notebook 05, **no norm reaches the threshold in the fewest steps** at its own best rate
+# - As in deep dive 13, **no norm reaches the threshold in the fewest steps** at its own best rate
 #   (median 35; Pre-LN needs 25% more, DyT at 0.5 10% more); what LN, RMSNorm and DyT at 0.5 buy in
 #   this small model is a larger rate that still trains.
 #
@@ -450,8 +468,11 @@ assert len(maps) == 9
 # That is DyT's observation, reproduced at small scale, with their own caveat visible too: the line's
 # R² falls to about 0.5 to 0.8 in the deeper layers, so the points are a *cloud* around an S, one
 # straight line per token; a tanh captures the squashing of the extreme inputs, not the whole map.
-#
+
+# %% [markdown]
 # ## 7. Which norm well-known models use, and why
+#
+# Each row: the model, its norm, over which dims, where it sits, and why, with the source.
 
 # %%
 with pd.option_context("display.max_colwidth", None):
@@ -512,9 +533,8 @@ check_ln_by_geometry(ln_geometry)
 # %% [markdown]
 # ## Claims ledger
 #
-# Each claim this notebook tests, its stored verdict word for word (10 fresh seeds per arm unless
-# the verdict says otherwise, paired by seed, 95% bootstrap interval), and the stored result behind
-# it; then what rests on citations.
+# Each claim this notebook tests, its stored verdict word for word, and the stored result behind it
+# ([10](10_how_a_claim_is_tested.ipynb) says how a verdict is made); then what rests on citations.
 
 # %%
 LEDGER = [
@@ -591,3 +611,12 @@ assert len(ledger) == len(LEDGER) and ledger["verdict"].str.len().gt(0).all()
 # - J. Zhu, X. Chen, K. He, Y. LeCun, Z. Liu (2025). Transformers without Normalization. arXiv:2503.10622.
 # - M. Dehghani et al. (2023). Scaling Vision Transformers to 22 Billion Parameters. arXiv:2302.05442.
 # - The models of section 7: the sources in its last column.
+
+# %% [markdown]
+# ## Tuning: each norm's learning rate in the CNN
+#
+# Each norm's rate was tuned at batch 32 on 3 pilot seeds and scaled with the batch
+# ([10](10_how_a_claim_is_tested.ipynb), section 2):
+
+# %%
+runner.print_verdicts("norm_family_cnn", *(f"best rate, {n}" for n in cnn.NORMS))

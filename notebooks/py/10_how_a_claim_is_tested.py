@@ -1,0 +1,227 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: -all
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %%
+# Make `helpers` (this set's package) importable: installed, from a checkout, or in Colab.
+import importlib.util
+import os
+import pathlib
+import subprocess
+import sys
+
+REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
+if importlib.util.find_spec("helpers") is None:
+    checkout = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
+                     if (p / "helpers" / "__init__.py").is_file()), None)
+    if checkout is not None:
+        sys.path.insert(0, str(checkout))
+    elif "google.colab" in sys.modules:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
+    else:
+        raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, "
+                                  f"or `pip install git+{REPO_URL}` in this kernel's environment.")
+import helpers  # noqa: E402,F401
+
+
+# %% [markdown]
+# # 10 · How a claim is tested
+#
+# The deep dives test the lesson's claims ("LN speeds up training", "the norm goes before the
+# activation", "BN fails at small batches") with stored training runs, and state each result as a
+# sentence such as *"LN-LSTM needs 88% fewer steps to the threshold than LSTM (95% CI 85% to 90%)"*.
+# This notebook is the one place that says how such a sentence is made; the others link here.
+#
+# ## The answer
+#
+# A verdict here is never one run. Each arm (one variant of the network: with LN, without, ...)
+# trains at its own tuned learning rate on at least 10 fresh seeds; arms that share seeds are
+# compared seed by seed; the difference gets a 95% bootstrap confidence interval; runs that never
+# reach the target are kept, as censored runs. The words follow the interval, and only three kinds
+# of sentence are allowed: the claim (with its interval), "no difference detectable with N seeds",
+# or "the opposite of the claim". How often each kind occurs among all stored verdicts:
+
+# %%
+import importlib.resources
+import json
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from helpers.evidence import runner
+from helpers.evidence.statistics import paired_difference_ci, time_to_threshold, verdict
+from helpers.experiments import lstm_adding
+
+results = importlib.resources.files("helpers.evidence") / "results"  # every stored experiment's verdicts
+words = pd.Series([w for f in sorted(results.iterdir(), key=lambda f: f.name) if f.name.endswith(".json")
+                   for w in json.loads(f.read_text(encoding="utf-8"))["verdicts"].values()])
+kinds = pd.Series(np.select([words.str.contains("no difference detectable"),
+                             words.str.startswith("the opposite of the claim"), words.str.contains("95% CI")],
+                            ["no difference detectable", "the opposite of the claim", "a difference, with its interval"],
+                            "a count, a rate or a level (no comparison)"))
+kinds.value_counts().rename("stored verdicts")
+
+# %% [markdown]
+# The rest of this notebook takes one stored experiment apart, `lstm_adding` (an LSTM with and
+# without LN on a long sequence; deep dive [13](13_does_it_speed_up_training.ipynb) reads it),
+# and recomputes its verdict on steps from the stored runs, one term at a time.
+#
+# ## 1 · Seeds: one run is an anecdote
+#
+# A **seed** is the number that starts a random number generator. It fixes everything random in a
+# run: the initial weights, the order of the minibatches, the data drawn. Two runs that differ only
+# in their seed can end far apart, so one run per arm says as much about the seed as about the arm.
+# Here, each of the 10 reported seeds of each arm, and the first evaluation step at which its
+# held-out loss fell below the threshold, fixed before any run; `NaN` means it never did:
+
+# %%
+stored = runner.load("lstm_adding")
+cap = int(stored.frame["step"].max())  # the step cap: no run trains longer
+report = stored.frame[stored.frame["stage"] == "report"]
+reached = lstm_adding.lstm_steps_to_threshold(report)  # one row per run: its steps, NaN if never
+steps = reached.pivot_table(index="seed", columns="variant", values="steps", dropna=False)[["LSTM", "LN-LSTM"]]
+print(f"threshold {lstm_adding.THRESHOLD:.3f}; step cap {cap}; rates: " + ", ".join(f"{v} {r:g}" for v, r in reached.groupby("variant")["lr"].first().items()))
+steps.T
+
+# %% [markdown]
+# ## 2 · Each arm at its own learning rate: pilot seeds, then fresh seeds
+#
+# A network with LN may want another learning rate than one without. Comparing both at one rate
+# would test the rate as much as LN. So each arm's rate is **tuned**: a grid of rates (neighbours a
+# factor of about 3 apart) is tried on 3 **pilot seeds**, and the rate with the best mean score wins.
+# The best rate must lie **inside** the grid, not on its edge, or a better one may lie beyond it.
+# Then the arm is trained at that rate on **fresh seeds** (here 0 to 9; the pilots were 100 to
+# 102), and only those are reported, so the report is not made of the lucky draws the tuning
+# picked. The stored words of the tuning:
+
+# %%
+runner.print_verdicts("lstm_adding", "best rate, LSTM", "best rate, LN-LSTM")
+
+# %% [markdown]
+# ## 3 · Runs that never get there: censoring, Kaplan-Meier, restricted means
+#
+# A run that never reaches the threshold within the cap (a `NaN` above) is the hard case. Dropping
+# it would make its arm look faster than it is; counting it as "cap steps" would pretend we know when it would
+# have got there. Statistics calls such a run **censored**: we know only that its time is more
+# than the cap. The **Kaplan-Meier** curve (Kaplan and Meier 1958) uses every run: at each step it
+# gives the fraction of runs still above the threshold, with censored runs counted as still on
+# their way. Two summaries come from it:
+#
+# - the **median**: the first step at which half the runs got there ("median not reached" when
+#   more than half never did);
+# - the **restricted mean**: the area under the curve up to the cap, which is the mean time if
+#   every censored run had arrived exactly at the cap. It can only understate the slower arm's time.
+#
+# `time_to_threshold` wraps SciPy's `ecdf` on `CensoredData`; the same curve drawn from SciPy
+# directly:
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 3))
+for variant, colour in (("LSTM", "tab:grey"), ("LN-LSTM", "tab:blue")):
+    done = steps[variant].dropna().to_numpy()
+    censored = np.full(steps[variant].isna().sum(), float(cap))
+    curve = stats.ecdf(stats.CensoredData(uncensored=done, right=censored)).sf
+    ax.step(np.r_[0, curve.quantiles], np.r_[1, curve.probabilities], where="post", color=colour, label=variant)
+    print(f"{variant}: {time_to_threshold(steps[variant], cap)}; "
+          f"restricted mean {time_to_threshold(steps[variant], cap).restricted_mean:.0f} steps")
+ax.axhline(0.5, color="k", lw=0.6, ls=":")
+ax.set(xlabel="training step", ylabel="runs not yet below the threshold", xlim=(0, cap),
+       title="Kaplan-Meier curves of the 10 reported seeds (dotted: the median)")
+ax.title.set_fontsize(9)
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# ## 4 · Paired differences and a bootstrap interval
+#
+# Both arms of one seed start from the same weights and see the same minibatches: they are
+# **paired** by seed. A seed that is hard for both moves both, and their difference cancels it, so
+# each seed gives one difference, and the comparison uses those.
+#
+# How sure is a difference measured on 10 seeds? The **bootstrap** (Efron 1979) answers by
+# resampling: draw 10 seeds from the 10 *with replacement* (some twice, some not at all), recompute
+# the statistic, repeat 9,999 times, and read how far it moves. A **95% confidence interval** (CI)
+# is a range built so that, over many repetitions of the whole experiment, 95% of such ranges
+# would contain the true difference. The set uses SciPy's **BCa** interval (bias-corrected and
+# accelerated), which corrects the plain percentile range for skew. Here the statistic is relative:
+# 1 − (LN-LSTM's mean steps) / (LSTM's mean steps), with each censored run counted at the cap, the
+# restricted-mean convention:
+
+# %%
+at_cap = steps.fillna(cap)  # a censored run counts as the cap
+interval = paired_difference_ci(at_cap["LN-LSTM"], at_cap["LSTM"], relative=True)
+print(f"LN-LSTM needs {interval.estimate:.0%} fewer steps (95% CI {interval.low:.0%} to {interval.high:.0%}), "
+      f"{interval.n} paired seeds")
+said = verdict(interval, a="LN-LSTM", b="LSTM", claim="fewer", quantity="steps to the threshold")
+assert said == stored.verdicts["steps"]  # the stored verdict, recomputed from the stored runs
+print("stored verdict:", stored.verdicts["steps"])
+
+# %% [markdown]
+# ## 5 · The words follow the interval
+#
+# - The whole interval on the claim's side of 0: the claim, with its size and interval.
+# - The interval contains 0: **"no difference detectable with N seeds"**. That is not "the same":
+#   with more seeds a difference might show. "The same" would need an equivalence margin fixed
+#   before the run (the whole interval inside ±margin), which none of the stored experiments set.
+# - The whole interval on the other side: **"the opposite of the claim"**.
+#
+# One stored example of each, from the Transformer runs of deep dive
+# [13](13_does_it_speed_up_training.ipynb):
+
+# %%
+runner.print_verdicts("small_transformer", "steps, Pre-LN + warm-up vs Pre-LN", "final loss, Pre-LN vs no norm",
+                      "steps, Pre-LN vs no norm")
+
+# %% [markdown]
+# ## 6 · What a verdict does not say
+#
+# An interval measures the noise between seeds, not whether the experiment asks the right
+# question. Before trusting a verdict, ask what could make it true by construction: does one arm
+# get an easier task, is it scored in another regime than it trained in, is the task hard enough
+# that the arms can differ at all, is a measure bounded by the arm's own construction? Each deep
+# dive says what it checked and what its runs cannot reach (larger models, longer training).
+#
+# **Why stored runs.** A training run amplifies the last-bit differences between CPUs into a
+# different curve. So the runs are made once by `make experiments`, stored with the package (seeds,
+# torch version, CPU, commit), and the verdicts are computed there; the notebooks print them word
+# for word and give the same output on every computer. A small *live* run stays where it shows the
+# mechanics; its digits may differ on your machine.
+#
+# ## Glossary
+#
+# | term | here |
+# |---|---|
+# | arm | one variant of a network in a comparison (with LN, without, ...) |
+# | seed | the number that fixes a run's randomness: initial weights, minibatches, data |
+# | pilot seeds | the seeds a learning rate is tuned on; never reported |
+# | censored run | one that never reached the threshold: its time is only known to exceed the cap |
+# | Kaplan-Meier curve | the fraction of runs not yet there, step by step, censored runs included |
+# | median (Kaplan-Meier) | the first step by which half the runs got there |
+# | restricted mean | the mean time with censored runs counted at the cap |
+# | paired by seed | both arms from the same weights and batches, compared seed by seed |
+# | bootstrap | resampling the seeds with replacement to see how far a result moves |
+# | 95% confidence interval (CI), BCa | a range that covers the true value in 95% of repeated experiments; BCa corrects it for skew |
+#
+# ## References
+#
+# - B. Efron, *Bootstrap Methods: Another Look at the Jackknife*, Annals of Statistics 7(1), 1979.
+# - B. Efron, *Better Bootstrap Confidence Intervals*, JASA 82(397), 1987 (BCa).
+# - E. L. Kaplan, P. Meier, *Nonparametric Estimation from Incomplete Observations*, JASA 53(282), 1958.
+# - SciPy, [`scipy.stats.bootstrap`](https://docs.scipy.org/doc/scipy/reference/generated/scipy.stats.bootstrap.html)
+#   and [`scipy.stats.ecdf`](https://docs.scipy.org/doc/scipy/reference/generated/scipy.stats.ecdf.html)
+#   with `CensoredData`.
+# - X. Bouthillier et al., *Accounting for Variance in Machine Learning Benchmarks*, MLSys 2021,
+#   [arXiv:2103.03098](https://arxiv.org/abs/2103.03098): why one seed per arm misleads.
