@@ -24,7 +24,7 @@ def test_adding_task_marks_two_positions_one_per_half():
     assert ((x[..., 0] >= 0) & (x[..., 0] < 1)).all()
 
 
-def _plain_rnn(model: rm.StackedRNN, m: int, x: torch.Tensor, noise=None) -> tuple[torch.Tensor, torch.Tensor]:
+def _plain_rnn(model: rm.StackedRNN, m: int, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Model ``m`` of the stack as a plain layer-by-layer, step-by-step loop: (prediction, top layer's pre)."""
     batch, seq_len, _ = x.shape
     normed = m >= model.n_plain
@@ -37,8 +37,6 @@ def _plain_rnn(model: rm.StackedRNN, m: int, x: torch.Tensor, noise=None) -> tup
             a = below @ w_in + h[layer] @ model.w_h[m, layer]
             if normed:
                 a = torch.nn.functional.layer_norm(a, (model.hidden,)) * model.gain[m, layer]
-                if noise is not None:
-                    a = a * noise[1][m, layer] + noise[0][m, layer]
             pre = a + model.bias[m, layer]
             h[layer] = below = torch.tanh(pre)
         pres.append(pre)
@@ -72,22 +70,35 @@ def test_noisy_models_get_their_own_noise_in_training_only():
     model = rm.StackedRNN(1, 1, noises=(0.1, 0.5), depth=2, generators=gens)
     assert model.arms == [("no norm", 0.0), ("LayerNorm", 0.0), ("noisy LayerNorm", 0.1), ("noisy LayerNorm", 0.5)]
     x = rm.adding_task(4, 6, torch.Generator().manual_seed(1))[0]
+    x[1] = x[0]  # two identical sequences: per-activation noise treats them differently
     stacked = x.expand(model.n_models, -1, -1, -1)
     prediction, _ = model(stacked, torch.Generator().manual_seed(2))
-    # the same draws, by hand: shift then scale, (models, depth, 1, hidden), times each model's strength
-    g = torch.Generator().manual_seed(2)
-    shape = (model.n_models, 2, 1, 16)
-    shift = (torch.rand(shape, generator=g) * 2 - 1) * model.noise
-    scale = 1 + torch.rand(shape, generator=g) * 2 * model.noise
-    for m in range(model.n_models):
-        torch.testing.assert_close(prediction[m], _plain_rnn(model, m, x, (shift, scale))[0])
-    spread = (shift.abs().amax((1, 2, 3)), scale.amax((1, 2, 3)))
-    assert spread[0][:2].eq(0).all() and spread[1][:2].eq(1).all()  # no noise without the noisy variant
-    assert 0 < spread[0][2] <= 0.1 < spread[0][3] <= 0.5
+    for m in (0, 1):  # no norm and plain LN: no noise
+        torch.testing.assert_close(prediction[m], _plain_rnn(model, m, x)[0])
+    assert prediction[1, 0] == prediction[1, 1]
+    assert (prediction[2:, 0] != prediction[2:, 1]).all()  # each sequence its own noise
+    again, _ = model(stacked, torch.Generator().manual_seed(2))
+    torch.testing.assert_close(again, prediction)  # the generator decides the noise
     with torch.no_grad():
         evaluated = model.eval()(stacked)[0]
     torch.testing.assert_close(evaluated[1], evaluated[2])  # in eval mode noisy LN is LN
     torch.testing.assert_close(evaluated[1], evaluated[3])
+
+
+def test_the_noise_has_mean_one_scale_per_activation_and_a_shift_whose_mean_moves():
+    g = torch.Generator().manual_seed(0)
+    normed = torch.ones(1, 1, 200_000, 1)
+    for s in (0.1, 0.5, 1.0):
+        mu = torch.tensor(0.3 * s).view(1, 1, 1, 1)
+        strength = torch.tensor(s).view(1, 1, 1, 1)
+        scale = rm.StackedRNN.noisy(normed, strength, torch.zeros_like(mu), g)  # shifts of mean 0
+        both = rm.StackedRNN.noisy(2 * normed, strength, mu, g)
+        # a ~ U(1 - s, 1 + s), b ~ N(mu, s^2): E[a x + b] = x + mu, Var = x^2 s^2 / 3 + s^2
+        assert abs(scale.mean().item() - 1) < 0.01 and abs(scale.var().item() - (s**2 / 3 + s**2)) < 0.02 * (1 + s)
+        assert abs(both.mean().item() - (2 + 0.3 * s)) < 0.01
+        assert abs(both.var().item() - (4 * s**2 / 3 + s**2)) < 0.03 * (1 + s)
+    zero = rm.StackedRNN.noisy(normed, torch.zeros(1, 1, 1, 1), torch.zeros(1, 1, 1, 1), g)
+    assert torch.equal(zero, normed)  # strength 0: no noise at all
 
 
 def test_deeper_stacks_keep_the_first_layers_weights():

@@ -12,10 +12,10 @@ Does LayerNorm speed up training? The stored experiments notebook 05 reads are d
   stacked network, one per (variant, noise, learning rate, seed). Variant ``"LayerNorm"``
   normalizes the summed inputs of each hidden layer at every time step, as in Ba, Kiros and
   Hinton (2016), ``h_t = tanh(g * LN(W_x x_t + W_h h_{t-1}) + b)``; ``"no norm"`` is the
-  same network with a plain bias; ``"noisy LayerNorm"`` adds, after LN, a random shift
-  and scale drawn afresh at every training step (Santurkar et al. 2018's "noisy" norm,
-  which moves each unit's input distribution on purpose), at one or more strengths
-  (:func:`arms`, :func:`arm_label`).
+  same network with a plain bias; ``"noisy LayerNorm"`` adds, after LN, a random scale (of
+  mean 1) and shift to every activation, from a distribution that changes at every training step
+  (Santurkar et al. 2018's "noisy" norm, which moves each unit's input distribution on purpose:
+  :meth:`StackedRNN.noisy`), at one or more strengths (:func:`arms`, :func:`arm_label`).
 - ``_stacked_batch`` and ``_adam``: one adding-task minibatch per seed, gathered for every
   model of the stack, and one Adam step with each model's own learning rate.
 - :func:`paired` and :func:`normed_vs_plain`: a normalized arm against its plain twin, paired by
@@ -110,9 +110,7 @@ class StackedRNN(nn.Module):
         n_seeds: seeds per (arm, lr).
         n_lrs: learning rates per arm.
         variants: which of :data:`VARIANTS` to stack.
-        noises: the noisy variant's strengths, one arm each. At strength ``s`` its shift is
-            uniform in ``[-s, s]`` and its scale uniform in ``[1, 1 + 2 s]``, per unit and layer,
-            drawn afresh at every training step.
+        noises: the noisy variant's strengths, one arm each: :meth:`noisy` says what noise.
         depth: recurrent layers per model.
         hidden: hidden units per layer.
         generators: one ``torch.Generator`` per seed, for the weights.
@@ -159,6 +157,29 @@ class StackedRNN(nn.Module):
     def n_models(self) -> int:
         return self.w_x.shape[0]
 
+    @staticmethod
+    def noisy(normed: torch.Tensor, strength: torch.Tensor, mu: torch.Tensor,
+              generator: torch.Generator | None) -> torch.Tensor:
+        """LN's output (after its gain) with Santurkar et al.'s noise, in training: ``normed * a + b``
+        per activation.
+
+        Santurkar, Tsipras, Ilyas and Madry (2018), section 2.1: "we perturb each activation for
+        each sample in the batch using i.i.d. noise sampled from a non-zero mean and non-unit
+        variance distribution. We emphasize that this noise distribution changes at each time
+        step". Here, at strength ``s``, every activation (each model, layer, sequence, time step
+        and unit) gets its own scale ``a ~ U(1 - s, 1 + s)``, of mean 1, and shift
+        ``b ~ N(mu, s^2)``, where ``mu ~ U(-s, s)`` is drawn per unit and layer at every training
+        step: the shift's distribution changes at each step, as theirs does. In evaluation there is
+        no noise: each activation at the noise's expected scale, 1, and its expected shift over
+        steps, 0, so a noisy network is scored in the regime it was trained around.
+
+        Shapes: ``normed`` ``(models, layers, batch, hidden)``; ``strength`` and ``mu`` broadcast
+        to it (``(models, 1, 1, 1)`` and ``(models, layers, 1, hidden)``).
+        """
+        u = torch.rand(normed.shape, generator=generator)
+        z = torch.randn(normed.shape, generator=generator)
+        return normed * (1 + strength * (2 * u - 1)) + mu + strength * z
+
     def forward(self, x: torch.Tensor, generator: torch.Generator | None = None):
         """``x`` of shape ``(models, batch, seq_len, 2)`` -> ``(prediction (models, batch), pre)``.
 
@@ -172,12 +193,11 @@ class StackedRNN(nn.Module):
         """
         models, batch, seq_len, _ = x.shape
         depth, plain = self.depth, self.n_plain
-        gain, shift = self.gain[plain:], None  # the LN models' (models - plain, depth, 1, hidden)
-        if self.training and bool((self.noise > 0).any()):
-            shape = (models, depth, 1, self.hidden)
-            shift = (torch.rand(shape, generator=generator) * 2 - 1) * self.noise
-            scale = 1 + torch.rand(shape, generator=generator) * 2 * self.noise
-            gain, shift = gain * scale[plain:], shift[plain:]
+        gain, mu = self.gain[plain:], None  # the LN models' (models - plain, depth, 1, hidden)
+        strength = self.noise[plain:]
+        if self.training and bool((strength > 0).any()):
+            # this step's shift means, per model, layer and unit (:meth:`noisy`)
+            mu = (torch.rand((models - plain, depth, 1, self.hidden), generator=generator) * 2 - 1) * strength
         # layer 0's W_x x_t for every t at once, then one view per t: (models, batch, hidden) each
         inputs = torch.bmm(x.reshape(models, batch * seq_len, 2), self.w_x).view(models, batch, seq_len, -1).unbind(2)
         h = x.new_zeros(models, depth, batch, self.hidden)
@@ -193,8 +213,8 @@ class StackedRNN(nn.Module):
             # LN only where it is used: the models are arm-major and "no norm" comes first
             a_plain, a_ln = a.split([plain, models - plain])
             normed = layer_norm(a_ln, (self.hidden,)) * at(gain)
-            if shift is not None:
-                normed = normed + at(shift)
+            if mu is not None:  # after LN and its gain, as Santurkar et al. perturb BN's output
+                normed = self.noisy(normed, strength, at(mu), generator)
             pre = torch.cat([a_plain, normed]) + at(self.bias)
             new = torch.tanh(pre)
             h = new if (lo, hi) == (0, depth) else torch.cat([h[:, :lo], new, h[:, hi:]], dim=1)
