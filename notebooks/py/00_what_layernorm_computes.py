@@ -39,7 +39,7 @@ import helpers  # noqa: E402,F401
 #
 # **What you will learn**: why deep networks need normalizing; BatchNorm (BN) and LayerNorm (LN)
 # as one code over another dim; LN's formula by hand; mean 0, variance 1, then `gamma`, `beta`.
-# The first of four notebooks on a Chinese lesson (glossary at the end).
+# The first of four notebooks on a Chinese lesson (glossary at the end). [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/00_what_layernorm_computes.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
