@@ -13,8 +13,8 @@ from helpers.plots.core import DPI, clear_curves, curves_figure, seed_curves
 __all__ = ["ARM_COLOURS", "evidence_figure", "tuning_figure", "update_evidence_figure"]
 
 #: One colour per arm of notebook 05's evidence, told apart at a glance (the noisy strengths too).
-ARM_COLOURS = {"no norm": "0.35", "LSTM": "0.35", "LayerNorm": "C0", "LN-LSTM": "C0", "Pre-LN": "C0",
-               "Post-LN": "C3", "Pre-LN + warm-up": "C9", "Post-LN + warm-up": "C1",
+ARM_COLOURS = {"no norm": "0.35", "LSTM": "0.35", "LayerNorm": "C0", "LN-LSTM": "C0", "LN-LSTM without input LN": "C1",
+               "Pre-LN": "C0", "Post-LN": "C3", "Pre-LN + warm-up": "C9", "Post-LN + warm-up": "C1",
                "noisy LayerNorm 0.1": "C2", "noisy LayerNorm 0.25": "C8", "noisy LayerNorm 0.5": "C6",
                "noisy LayerNorm 1": "C4", "LN -> act": "C0", "act -> LN": "C3"}
 
