@@ -31,7 +31,7 @@ import helpers  # noqa: E402,F401
 #
 # Core notebook [00](00_what_layernorm_computes.ipynb) sets BatchNorm (BN, 批量归一化) against
 # LayerNorm (LN) on two samples: the same code over another dim, and BN's output for one sample
-# depends on the others. Core notebook [02](02_per_token_or_per_sentence.ipynb) shows that BN keeps
+# depends on the others. Core notebook [01](01_before_the_activation_per_token.ipynb) shows that BN keeps
 # running statistics and LN none. This notebook asks what that costs.
 #
 # ## The answer
@@ -414,7 +414,7 @@ assert torch.allclose(cumulative.running_mean, batch_means.mean(0), atol=1e-6)
 
 # %% [markdown]
 # **LN keeps none of this**: no buffers, and the same output in `train()` and `eval()` (core notebook
-# [02](02_per_token_or_per_sentence.ipynb), section 7). BN's `eval()` uses the running statistics,
+# [01](01_before_the_activation_per_token.ipynb), section 7). BN's `eval()` uses the running statistics,
 # which after the single update above are still close to their initial 0 and 1 and far from this
 # batch's; a trained BN's are closer, but still an average over past batches, not this batch's own.
 #

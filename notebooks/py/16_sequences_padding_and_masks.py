@@ -29,7 +29,7 @@ import helpers  # noqa: E402,F401
 # %% [markdown]
 # # 16 · Sequences: padding, causal masks, and what real models normalise over
 #
-# Core notebook [02](02_per_token_or_per_sentence.ipynb) shows what `normalized_shape` decides: one
+# Core notebook [01](01_before_the_activation_per_token.ipynb) shows what `normalized_shape` decides: one
 # mean and variance per token (`normalized_shape=dim`) or per sentence (`(seq_len, dim)`); the lesson
 # says the choice "depends on the task". This notebook asks what per-sentence LN costs on real
 # sequences.
@@ -78,7 +78,7 @@ from helpers.plots import dependency_figure
 # ## The lesson's batch, and `normalized_shape` once more
 #
 # The lesson's batch, 2 sentences of 3 tokens of 4 features (core notebook
-# [02](02_per_token_or_per_sentence.ipynb), section 8, prints it digit for digit).
+# [01](01_before_the_activation_per_token.ipynb), section 8, prints it digit for digit).
 # `nn.LayerNorm(normalized_shape)` averages over the **last** `len(normalized_shape)` dims of
 # its input, which must have exactly that shape. Every index of the dims before them is one
 # *group* with its own mean and variance. `gamma` (`weight`) and `beta` (`bias`) have the
@@ -468,7 +468,7 @@ check_masked_sentence_layer_norm(my_masked_layer_norm)
 # ## Glossary
 #
 # The lesson's words for per token and per sentence (以 token 为单位, 以句子为单位) are in core notebook
-# [02](02_per_token_or_per_sentence.ipynb). Padding, masks and causal (left-to-right) models are
+# [01](01_before_the_activation_per_token.ipynb). Padding, masks and causal (left-to-right) models are
 # not in the lesson; they are this notebook's additions: a **pad** is a filler token that evens out
 # sentence lengths in a batch, a **mask** marks which tokens are real, and a **causal mask** stops
 # position $i$ from attending to later positions (section 3).

@@ -27,7 +27,7 @@ elif importlib.util.find_spec("helpers") is None:
 import helpers  # noqa: E402,F401
 
 # %% [markdown]
-# # 03 · LayerNorm in a Transformer
+# # 02 · LayerNorm in a Transformer
 #
 # **What you will learn**: a Pre-LN Transformer block with `nn.LayerNorm`, then `helpers.LayerNorm`
 # swapped in; where LN sits in GPT, and RMSNorm in LLaMA; what stored experiments say about the
@@ -36,11 +36,11 @@ import helpers  # noqa: E402,F401
 # %%
 import matplotlib.pyplot as plt
 import torch
-from IPython.display import HTML, display
+from IPython.display import HTML
 from torch import nn
 
 from helpers.evidence.claims import evidence_card
-from helpers.exercises.core_path import check_rms_norm
+from helpers.exercises.layer_norm_at_work import check_rms_norm
 from helpers.widgets.residual_stream import residual_stream_demo
 
 # %% [markdown]
@@ -106,7 +106,7 @@ print("same outputs:", torch.allclose(out_torch, out_ours, atol=1e-5), "| same g
 # NBVAL_IGNORE_OUTPUT
 # displays a widget: a dropdown, a slider and their live figure
 demo = residual_stream_demo()
-display(demo)
+demo
 
 # %% [markdown]
 # LayerNorm, sub-layer outputs scaled by 2:
@@ -152,7 +152,7 @@ check_rms_norm(my_rms_norm)
 # computed from those results, and its deep dive shows the runs.
 
 # %%
-display(HTML(evidence_card()))
+HTML(evidence_card())
 
 # %% [markdown]
 # How the runs decide: [10](10_how_a_claim_is_tested.ipynb).
