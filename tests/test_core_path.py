@@ -1,5 +1,5 @@
-"""The core path (notebooks 00-03): an hour or less, the lesson in its order, no statistics words.
-(That notebook 02 prints the lesson's output digit for digit is tests/test_lesson.py's.)
+"""The core path (notebooks 00-02): an hour or less, the lesson in its order, no statistics words.
+(That notebook 01 prints the lesson's output digit for digit is tests/test_lesson.py's.)
 
 The yardstick of a learner's time, per notebook, in minutes: words / 180 + code lines / 10
 + 0.75 per figure + 2 per widget + 5 per exercise. Everything is computed from the stored
@@ -10,12 +10,12 @@ The yardstick of a learner's time, per notebook, in minutes: words / 180 + code 
   words). A word is a run of letters or digits, joined by dots, hyphens and apostrophes
   (``0.5``, ``1e-5``, ``nn.LayerNorm``, ``LayerNorm's``: one each; numbers count); each CJK
   character counts 180/400 of a word (the Chinese edition's yardstick reads 400 a minute).
-- code lines: the non-blank lines of code cells that are not only a comment. The first code
-  cell is not counted at all: it is the bootstrap every notebook of the set opens with
-  (``helpers.bootstrap``), identical everywhere, run and not read.
+- code lines: the non-blank lines of code that are not only a comment, in code cells and in the
+  Markdown's fenced code blocks (a solution's code is read too). Every cell counts, the first
+  (the bootstrap every notebook opens with, ``helpers.bootstrap``) included: a learner sees it.
 - figures: image outputs; widgets: widget outputs; exercises: solutions in a ``<details>`` block.
-  A solution, one click away and read only by who looks for it, is inside its exercise's 5
-  minutes: its words are not counted again.
+  The 5 minutes of an exercise are for the learner's own attempt; the solution's words and code
+  lines are counted on top, like any other text.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = [ROOT / "notebooks" / name for name in (
-    "00_what_layernorm_computes.ipynb", "01_before_the_activation.ipynb",
-    "02_per_token_or_per_sentence.ipynb", "03_layernorm_in_a_transformer.ipynb")]
+    "00_what_layernorm_computes.ipynb", "01_before_the_activation_per_token.ipynb",
+    "02_layernorm_in_a_transformer.ipynb")]
 BUDGET_MINUTES = 60
 
 WORD = re.compile(r"[A-Za-z0-9]+(?:[.'’-][A-Za-z0-9]+)*")
@@ -54,8 +54,17 @@ def words(text: str) -> float:
     return len(WORD.findall(CJK.sub(" ", text))) + len(CJK.findall(text)) * 180 / 400
 
 
+FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def _markdown_code(source: str) -> tuple[str, int]:
+    """The comments and the code lines of the fenced code blocks in a Markdown cell."""
+    found = [_comments_and_code_lines(block) for block in FENCE.findall(source)]
+    return " ".join(c for c, _ in found), sum(n for _, n in found)
+
+
 def _markdown_text(source: str) -> str:
-    source = re.sub(r"<details>.*?</details>", " ", source, flags=re.DOTALL)  # a solution: in its 5 minutes
+    source = FENCE.sub(" ", source)  # fenced code: counted as code lines and comments
     source = re.sub(r"\]\([^)]*\)", "]", source)  # link targets are not read
     source = re.sub(r"\\[A-Za-z]+", " ", source)  # nor LaTeX control words
     return re.sub(r"<[^>]+>", " ", source)  # nor tags
@@ -102,16 +111,16 @@ def yardstick(path: Path) -> dict:
     nb = _read(path)
     terms = {"markdown words": 0.0, "comment words": 0.0, "output words": 0.0, "code lines": 0,
              "figures": 0, "widgets": 0, "exercises": 0}
-    code_cells = [c for c in nb.cells if c.cell_type == "code"]
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             terms["markdown words"] += words(_markdown_text(cell.source))
+            comments, lines = _markdown_code(cell.source)
+            terms["comment words"] += words(comments)
+            terms["code lines"] += lines
             terms["exercises"] += cell.source.count("<details><summary>Solution")
             continue
         if cell.cell_type != "code":
             continue
-        if cell is code_cells[0]:
-            continue  # the bootstrap
         comments, lines = _comments_and_code_lines(cell.source)
         terms["comment words"] += words(comments)
         terms["code lines"] += lines
@@ -144,7 +153,9 @@ def test_the_core_path_takes_an_hour_or_less():
 def test_the_yardstick_counts_what_it_says():
     assert words("LayerNorm's mean, 0.5 and x_hat, 1e-5") == 7  # LayerNorm's, mean, 0.5, and, x, hat, 1e-5
     assert words(_markdown_text(r"$\mathrm{E}[x]$, see [here](https://example.org)")) == 4
-    assert words(_markdown_text("a <details><summary>Solution</summary>\n\nx = 1\n\n</details>\n\nb")) == 2
+    solution = "a <details><summary>Solution</summary>\n\n```python\nx = 1  # set x\n```\n\n</details>\n\nb"
+    assert words(_markdown_text(solution)) == 3  # a, Solution, b
+    assert _markdown_code(solution) == (" set x", 1)
     assert words("层归一化") == pytest.approx(4 * 180 / 400)
     comments, lines = _comments_and_code_lines("x = 1  # one word\n# two words\n\ny = f'#no'\n")
     assert lines == 2 and words(comments) == 4
@@ -180,8 +191,8 @@ def test_the_lesson_points_come_in_order_and_all_of_them():
     numbers = [p for _, p in points]
     assert numbers == sorted(numbers), f"lesson points out of order: {points}"
     assert set(numbers) == set(range(1, 9)), f"lesson points taught: {sorted(set(numbers))}"
-    # Only notebook 03, which goes past the lesson (a block, RMSNorm), has sections without a point.
-    assert all(name.startswith("03_") for name, _ in untagged), untagged
+    # Only notebook 02, which goes past the lesson (a block, RMSNorm), has sections without a point.
+    assert all(name.startswith("02_") for name, _ in untagged), untagged
 
 
 def _all_text(path: Path) -> list[tuple[str, str]]:

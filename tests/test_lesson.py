@@ -1,9 +1,9 @@
-"""The lesson's published numbers, digit for digit: from torch, from helpers, and in notebook 02.
+"""The lesson's published numbers, digit for digit: from torch, from helpers, and in notebook 01.
 
 tests/data/lesson_output.txt is a verbatim copy of what the lesson prints (its "程序执行结果"
 block). A learner's clone has no shared/ folder, so the tests below read that copy; where the
 lesson itself is at hand (beside the clone, in ../shared/seed/), one more test checks that the
-copy, and notebook 02's copy of the lesson's code, are faithful to it; elsewhere it is skipped.
+copy, and notebook 01's copy of the lesson's code, are faithful to it; elsewhere it is skipped.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from helpers.lessons.group_stats import group_stats
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "lesson_output.txt"
 LESSON = ROOT.parent / "shared" / "seed" / "layer_normalization_lesson.zh.txt"
-NOTEBOOK = ROOT / "notebooks" / "02_per_token_or_per_sentence.ipynb"  # the core path's notebook 02
+NOTEBOOK = ROOT / "notebooks" / "01_before_the_activation_per_token.ipynb"  # the core path's notebook 01
 TENSOR = re.compile(r"tensor\((.*?)\)", re.DOTALL)
 NUMBER = re.compile(r"-?\d+\.\d+")
 
@@ -124,21 +124,21 @@ def test_a_wrong_number_would_be_caught(batch_inputs):
 
 def _lesson_cell() -> nbformat.NotebookNode:
     if not NOTEBOOK.is_file():
-        pytest.skip(f"{NOTEBOOK.name} (the core path's notebook 02) is not in this checkout")
+        pytest.skip(f"{NOTEBOOK.name} (the core path's notebook 01) is not in this checkout")
     nb = nbformat.read(NOTEBOOK, as_version=4)
     cells = [c for c in nb.cells if c.cell_type == "code" and "def test01" in c.source]
-    assert len(cells) == 1, "notebook 02 must hold the lesson's code in one cell"
+    assert len(cells) == 1, "notebook 01 must hold the lesson's code in one cell"
     return cells[0]
 
 
-def test_notebook_02_stores_the_lessons_output_exactly():
+def test_notebook_01_stores_the_lessons_output_exactly():
     cell = _lesson_cell()
     streams = [o for o in cell.outputs if o.output_type == "stream"]
     assert {o.name for o in streams} == {"stdout"}
     assert "".join(o.text for o in streams) == lesson_output()
 
 
-def test_notebook_02s_lesson_cell_prints_the_lessons_output():
+def test_notebook_01s_lesson_cell_prints_the_lessons_output():
     out = io.StringIO()
     with torch.random.fork_rng(), contextlib.redirect_stdout(out):  # it seeds the global RNG
         exec(compile(_lesson_cell().source, "<lesson cell>", "exec"), {"__name__": "__main__"})

@@ -1,9 +1,9 @@
-"""LayerNorm by hand (notebooks 00, 01 and 02): the exercises and their checkers.
+"""LayerNorm by hand (core notebooks 00 and 01, deep dive 14): the exercises and their checkers.
 
-- :func:`check_layer_norm_one_token`: one token's LayerNorm, no gamma or beta (notebook 00).
-- :func:`check_layer_norm_last_dim`, :func:`check_biased_variance` and
-  :func:`check_output_variance`: the formula, piece by piece (notebook 01).
-- :func:`check_sentence_layer_norm`: LayerNorm per sentence (notebook 02); the same over the real
+- :func:`check_layer_norm_one_token`: one token's LayerNorm, no gamma or beta.
+- :func:`check_layer_norm_last_dim`, :func:`check_biased_variance` (deep dive 14) and
+  :func:`check_output_variance` (core notebook 00): the formula, piece by piece.
+- :func:`check_sentence_layer_norm`: LayerNorm per sentence (core notebook 01); the same over the real
   tokens of a padded batch is :func:`helpers.lessons.sequence.check_masked_sentence_layer_norm`,
   beside the reference it is checked against.
 

@@ -14,24 +14,16 @@
 # ---
 
 # %%
-# Make `helpers` (this set's package) importable: installed, from a checkout, or in Colab.
-import importlib.util
-import os
-import pathlib
-import subprocess
-import sys
-
+# Make `helpers` (this set's package) importable: installed, from a clone, or in Colab.
+import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
-if importlib.util.find_spec("helpers") is None:
-    checkout = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
-                     if (p / "helpers" / "__init__.py").is_file()), None)
-    if checkout is not None:
-        sys.path.insert(0, str(checkout))
-    elif "google.colab" in sys.modules:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
-    else:
-        raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, "
-                                  f"or `pip install git+{REPO_URL}` in this kernel's environment.")
+clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)
+if importlib.util.find_spec("helpers") is None and clone is not None:
+    sys.path.insert(0, str(clone))
+elif importlib.util.find_spec("helpers") is None and "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
+elif importlib.util.find_spec("helpers") is None:
+    raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, or `pip install git+{REPO_URL}` here")
 import helpers  # noqa: E402,F401
 
 # %% [markdown]
@@ -39,12 +31,11 @@ import helpers  # noqa: E402,F401
 #
 # **What you will learn**: why deep networks need normalizing; BatchNorm (BN) and LayerNorm (LN)
 # as one code over another dim; LN's formula by hand; mean 0, variance 1, then `gamma`, `beta`.
-# The first of four notebooks on a Chinese lesson (glossary at the end). [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/00_what_layernorm_computes.ipynb)
+# The first of three notebooks on a Chinese lesson (glossary at the end). [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/00_what_layernorm_computes.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
 import torch
-from IPython.display import display
 from torch import nn
 
 from helpers.exercises.layer_norm import check_output_variance
@@ -56,7 +47,7 @@ from helpers.widgets.deep_stack import deep_stack_demo
 # As a network trains, its weights change, so what each layer receives keeps changing; in a deep
 # RNN or Transformer the changes add up, and training slows or fails to converge. LN standardises
 # each layer's output, so the next layer gets values on one scale (does it speed training up?
-# notebook 03's closing card).
+# notebook 02's closing card).
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN vs LN: the same code, another dim
@@ -153,7 +144,7 @@ print("token 0: mean", round(y2[0, 0].mean().item(), 4), "std", round(y2[0, 0].s
 # NBVAL_IGNORE_OUTPUT
 # displays a widget: three sliders and their live figure
 demo = deep_stack_demo()
-display(demo)
+demo
 
 # %% [markdown]
 # Weights scaled by 0.5, $\gamma = 2$, $\beta = 0.5$: without LN, layer 8's values all but
@@ -201,12 +192,11 @@ check_output_variance(my_output_var)
 #
 # ## Summary
 #
-# - BN and LN are the same code: BN over the batch (dim 0), LN over each sample's features.
-# - LN: mean, biased variance, $\epsilon$ inside the root, giving mean 0 and variance just under
-#   1; then $\gamma$ rescales and $\beta$ shifts.
+# BN and LN are one code over another dim. LN: mean, biased variance, $\epsilon$ inside the root,
+# then $\gamma$ rescales and $\beta$ shifts.
 #
-# Next: [01](01_before_the_activation.ipynb), [02](02_per_token_or_per_sentence.ipynb),
-# [03](03_layernorm_in_a_transformer.ipynb). Then the deep dives:
+# Next: [01](01_before_the_activation_per_token.ipynb), [02](02_layernorm_in_a_transformer.ipynb).
+# Then the deep dives:
 # [10](10_how_a_claim_is_tested.ipynb) how a claim is tested, [11](11_batchnorm_in_depth.ipynb) BN,
 # [12](12_where_the_norm_goes.ipynb) where the norm goes, [13](13_does_it_speed_up_training.ipynb)
 # speed, [14](14_backward_numerics_speed.ipynb) backward and numerics,

@@ -14,24 +14,16 @@
 # ---
 
 # %%
-# Make `helpers` (this set's package) importable: installed, from a checkout, or in Colab.
-import importlib.util
-import os
-import pathlib
-import subprocess
-import sys
-
+# Make `helpers` (this set's package) importable: installed, from a clone, or in Colab.
+import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
-if importlib.util.find_spec("helpers") is None:
-    checkout = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
-                     if (p / "helpers" / "__init__.py").is_file()), None)
-    if checkout is not None:
-        sys.path.insert(0, str(checkout))
-    elif "google.colab" in sys.modules:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
-    else:
-        raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, "
-                                  f"or `pip install git+{REPO_URL}` in this kernel's environment.")
+clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)
+if importlib.util.find_spec("helpers") is None and clone is not None:
+    sys.path.insert(0, str(clone))
+elif importlib.util.find_spec("helpers") is None and "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
+elif importlib.util.find_spec("helpers") is None:
+    raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, or `pip install git+{REPO_URL}` here")
 import helpers  # noqa: E402,F401
 
 # %% [markdown]
@@ -39,7 +31,7 @@ import helpers  # noqa: E402,F401
 #
 # Core notebook [00](00_what_layernorm_computes.ipynb) sets BatchNorm (BN, 批量归一化) against
 # LayerNorm (LN) on two samples: the same code over another dim, and BN's output for one sample
-# depends on the others. Core notebook [02](02_per_token_or_per_sentence.ipynb) shows that BN keeps
+# depends on the others. Core notebook [01](01_before_the_activation_per_token.ipynb) shows that BN keeps
 # running statistics and LN none. This notebook asks what that costs.
 #
 # ## The answer
@@ -422,7 +414,7 @@ assert torch.allclose(cumulative.running_mean, batch_means.mean(0), atol=1e-6)
 
 # %% [markdown]
 # **LN keeps none of this**: no buffers, and the same output in `train()` and `eval()` (core notebook
-# [02](02_per_token_or_per_sentence.ipynb), section 7). BN's `eval()` uses the running statistics,
+# [01](01_before_the_activation_per_token.ipynb), section 7). BN's `eval()` uses the running statistics,
 # which after the single update above are still close to their initial 0 and 1 and far from this
 # batch's; a trained BN's are closer, but still an average over past batches, not this batch's own.
 #

@@ -14,24 +14,16 @@
 # ---
 
 # %%
-# Make `helpers` (this set's package) importable: installed, from a checkout, or in Colab.
-import importlib.util
-import os
-import pathlib
-import subprocess
-import sys
-
+# Make `helpers` (this set's package) importable: installed, from a clone, or in Colab.
+import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
-if importlib.util.find_spec("helpers") is None:
-    checkout = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
-                     if (p / "helpers" / "__init__.py").is_file()), None)
-    if checkout is not None:
-        sys.path.insert(0, str(checkout))
-    elif "google.colab" in sys.modules:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
-    else:
-        raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, "
-                                  f"or `pip install git+{REPO_URL}` in this kernel's environment.")
+clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)
+if importlib.util.find_spec("helpers") is None and clone is not None:
+    sys.path.insert(0, str(clone))
+elif importlib.util.find_spec("helpers") is None and "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
+elif importlib.util.find_spec("helpers") is None:
+    raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, or `pip install git+{REPO_URL}` here")
 import helpers  # noqa: E402,F401
 
 # %% [markdown]
@@ -41,7 +33,7 @@ import helpers  # noqa: E402,F401
 #
 # The lesson's fifth point: LN, like BN, *usually sits before the activation function*
 # (通常放在激活函数之前), because normalising *after* the nonlinearity would limit what the layer can
-# express. Core notebook [01](01_before_the_activation.ipynb) shows what each order feeds the
+# express. Core notebook [01](01_before_the_activation_per_token.ipynb) shows what each order feeds the
 # activation; this notebook tests the claim to convergence, then asks the same question of the
 # Transformer, where the norm sits next to a residual connection rather than an activation.
 #
@@ -84,6 +76,7 @@ import pandas as pd
 import torch
 
 from helpers import plots, widgets
+from helpers.exercises.layer_norm_at_work import check_ln_before_activation
 from helpers.lessons import placement
 
 torch.set_num_threads(1)  # one thread: the live run below takes the same path on every run of this machine
@@ -424,6 +417,7 @@ def pre_ln(x, w, eps=1e-5):
 
 placement.check_pre_ln_residual(pre_ln)
 
+
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
@@ -434,6 +428,34 @@ placement.check_pre_ln_residual(pre_ln)
 #         return (h - m) / torch.sqrt(((h - m) ** 2).mean(dim=-1, keepdim=True) + eps)
 #
 #     return x + ln(x) @ w  # normalise the sublayer's input; the residual carries x itself
+# ```
+#
+# </details>
+
+# %% [markdown]
+# **Exercise 4.** A `Linear → LN → tanh` block, the lesson's order: write
+# `my_block(x, weight, bias, gamma, beta)`: `x @ weight.T + bias`, then LN by hand over the last
+# dim, then tanh. PyTorch's norms refuse to run inside the check. As shipped, tanh comes first.
+
+# %%
+def my_block(x, weight, bias, gamma, beta, eps=1e-5):
+    z = torch.tanh(x @ weight.T + bias)  # TODO: the lesson's order
+    mean = z.mean(dim=-1, keepdim=True)
+    var = ((z - mean) ** 2).mean(dim=-1, keepdim=True)
+    return (z - mean) / torch.sqrt(var + eps) * gamma + beta
+
+
+check_ln_before_activation(my_block)
+
+# %% [markdown]
+# <details><summary>Solution</summary>
+#
+# ```python
+# def my_block(x, weight, bias, gamma, beta, eps=1e-5):
+#     z = x @ weight.T + bias
+#     mean = z.mean(dim=-1, keepdim=True)
+#     var = ((z - mean) ** 2).mean(dim=-1, keepdim=True)
+#     return torch.tanh((z - mean) / torch.sqrt(var + eps) * gamma + beta)
 # ```
 #
 # </details>

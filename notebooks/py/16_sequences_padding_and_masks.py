@@ -14,30 +14,22 @@
 # ---
 
 # %%
-# Make `helpers` (this set's package) importable: installed, from a checkout, or in Colab.
-import importlib.util
-import os
-import pathlib
-import subprocess
-import sys
-
+# Make `helpers` (this set's package) importable: installed, from a clone, or in Colab.
+import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
-if importlib.util.find_spec("helpers") is None:
-    checkout = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
-                     if (p / "helpers" / "__init__.py").is_file()), None)
-    if checkout is not None:
-        sys.path.insert(0, str(checkout))
-    elif "google.colab" in sys.modules:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
-    else:
-        raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, "
-                                  f"or `pip install git+{REPO_URL}` in this kernel's environment.")
+clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)
+if importlib.util.find_spec("helpers") is None and clone is not None:
+    sys.path.insert(0, str(clone))
+elif importlib.util.find_spec("helpers") is None and "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
+elif importlib.util.find_spec("helpers") is None:
+    raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, or `pip install git+{REPO_URL}` here")
 import helpers  # noqa: E402,F401
 
 # %% [markdown]
 # # 16 · Sequences: padding, causal masks, and what real models normalise over
 #
-# Core notebook [02](02_per_token_or_per_sentence.ipynb) shows what `normalized_shape` decides: one
+# Core notebook [01](01_before_the_activation_per_token.ipynb) shows what `normalized_shape` decides: one
 # mean and variance per token (`normalized_shape=dim`) or per sentence (`(seq_len, dim)`); the lesson
 # says the choice "depends on the task". This notebook asks what per-sentence LN costs on real
 # sequences.
@@ -86,7 +78,7 @@ from helpers.plots import dependency_figure
 # ## The lesson's batch, and `normalized_shape` once more
 #
 # The lesson's batch, 2 sentences of 3 tokens of 4 features (core notebook
-# [02](02_per_token_or_per_sentence.ipynb), section 8, prints it digit for digit).
+# [01](01_before_the_activation_per_token.ipynb), section 8, prints it digit for digit).
 # `nn.LayerNorm(normalized_shape)` averages over the **last** `len(normalized_shape)` dims of
 # its input, which must have exactly that shape. Every index of the dims before them is one
 # *group* with its own mean and variance. `gamma` (`weight`) and `beta` (`bias`) have the
@@ -476,7 +468,7 @@ check_masked_sentence_layer_norm(my_masked_layer_norm)
 # ## Glossary
 #
 # The lesson's words for per token and per sentence (以 token 为单位, 以句子为单位) are in core notebook
-# [02](02_per_token_or_per_sentence.ipynb). Padding, masks and causal (left-to-right) models are
+# [01](01_before_the_activation_per_token.ipynb). Padding, masks and causal (left-to-right) models are
 # not in the lesson; they are this notebook's additions: a **pad** is a filler token that evens out
 # sentence lengths in a batch, a **mask** marks which tokens are real, and a **causal mask** stops
 # position $i$ from attending to later positions (section 3).

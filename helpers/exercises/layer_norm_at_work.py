@@ -1,5 +1,5 @@
-"""The core path's exercises that put LayerNorm to work: LN before the activation (notebook 01)
-and LLaMA's RMSNorm (notebook 03), over the shared checking machinery.
+"""Exercises that put LayerNorm to work: a Linear -> LN -> tanh block written by hand (deep dive 12,
+where the norm goes) and LLaMA's RMSNorm (core notebook 02), over the shared checking machinery.
 
 Each case set holds the inputs that catch the classic mistakes (the unbiased variance, eps
 outside the root, the wrong dim, a large mean), and while a check runs torch's norm functions
@@ -25,7 +25,7 @@ def _ln(x: torch.Tensor, *, unbiased: bool = False, eps_inside: bool = True, eps
     return (x - mean) / (torch.sqrt(var + eps) if eps_inside else torch.sqrt(var) + eps)
 
 
-# ------------------------------------------------ notebook 01: Linear -> LN -> tanh
+# ------------------------------------------------ deep dive 12: Linear -> LN -> tanh
 
 
 def _block(x, weight, bias, gamma, beta):
@@ -78,7 +78,7 @@ def check_ln_before_activation(fn: Callable[..., torch.Tensor]) -> Verdict:
     return check("ln_before_activation", fn)
 
 
-# ------------------------------------------------ notebook 03: RMSNorm, LLaMA's norm
+# ------------------------------------------------ core notebook 02: RMSNorm, LLaMA's norm
 
 
 def _rms_case(shape: tuple[int, ...], mean: float = 0.0, std: float = 1.0):

@@ -14,40 +14,75 @@
 # ---
 
 # %%
-# Make `helpers` (this set's package) importable: installed, from a checkout, or in Colab.
-import importlib.util
-import os
-import pathlib
-import subprocess
-import sys
-
+# Make `helpers` (this set's package) importable: installed, from a clone, or in Colab.
+import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
-if importlib.util.find_spec("helpers") is None:
-    checkout = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
-                     if (p / "helpers" / "__init__.py").is_file()), None)
-    if checkout is not None:
-        sys.path.insert(0, str(checkout))
-    elif "google.colab" in sys.modules:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
-    else:
-        raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, "
-                                  f"or `pip install git+{REPO_URL}` in this kernel's environment.")
+clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)
+if importlib.util.find_spec("helpers") is None and clone is not None:
+    sys.path.insert(0, str(clone))
+elif importlib.util.find_spec("helpers") is None and "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
+elif importlib.util.find_spec("helpers") is None:
+    raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, or `pip install git+{REPO_URL}` here")
 import helpers  # noqa: E402,F401
 
 # %% [markdown]
-# # 02 · Per token or per sentence
+# # 01 · Before the activation, per token
 #
-# **What you will learn**: what `normalized_shape` decides (per token or per sentence); that LN
-# keeps no running statistics, unlike BN; the lesson's `test01` and `test02`, digit for digit.
+# **What you will learn**: why LN goes before the activation; per token or per sentence; no
+# running statistics; the lesson's code, digit for digit.
 
 # %%
 import matplotlib.pyplot as plt
 import torch
-from IPython.display import display
 from torch import nn
 
 from helpers.exercises.layer_norm import check_sentence_layer_norm
+from helpers.widgets.activation_input import activation_input_demo
 from helpers.widgets.token_or_sentence import token_or_sentence_demo
+
+# %% [markdown] lesson_point=5
+# ## 5 · LN goes before the activation
+#
+# The lesson: LN, like BN, usually sits **before** the activation function (激活函数), the source
+# of non-linearity (非线性); after it, LN would standardise already non-linear outputs and may
+# damage the expressive power (表达能力). For tanh, on inputs far from mean 0 and std 1:
+
+# %%
+torch.manual_seed(0)
+linear, ln = nn.Linear(16, 16), nn.LayerNorm(16)
+z = linear(torch.randn(256, 16) * 4 + 3)  # 256 tokens; Linear outputs far from mean 0, std 1
+
+ln_first = torch.tanh(ln(z))  # the lesson's order: Linear -> LN -> tanh
+ln_last = ln(torch.tanh(z))  # the other order: Linear -> tanh -> LN
+print(f"tanh outputs beyond ±0.97, LN first: {(ln_first.abs() > 0.97).float().mean():.0%}, "
+      f"LN last: {(torch.tanh(z).abs() > 0.97).float().mean():.0%}")
+
+# %% [markdown]
+# Beyond ±0.97 tanh is almost flat (gradient under 0.06): the weights before it barely learn.
+# LN first hands tanh standardised tokens, on its curved part; LN last rescales what tanh left,
+# but what its flat tails erased does not come back.
+#
+# ### See it: what enters tanh, ReLU and GELU
+#
+# Sliders move `z`'s centre and spread. Left: LN first; right: LN last. Blue enters the
+# activation, red leaves the pair.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+# displays a widget: a dropdown, two sliders and their live figure
+demo = activation_input_demo()
+demo
+
+# %% [markdown]
+# tanh, `z` centred at 2 with spread 3: on the right most of `z` lands on tanh's flat tails.
+
+# %%
+demo.snapshot(activation="tanh", shift=2.0, scale=3.0)
+plt.show()
+
+# %% [markdown]
+# How the order changes *training*: deep dive [12](12_where_the_norm_goes.ipynb).
 
 # %% [markdown] lesson_point=6
 # ## 6 · What `normalized_shape` decides
@@ -79,7 +114,7 @@ for shape in [(dim,), (seq_len, dim)]:
 # NBVAL_IGNORE_OUTPUT
 # displays a widget: a dropdown, a slider and their live figure
 demo = token_or_sentence_demo()
-display(demo)
+demo
 
 # %% [markdown]
 # Per sentence, token 2 scaled by 5:
@@ -91,9 +126,9 @@ plt.show()
 # %% [markdown] lesson_point=7
 # ## 7 · No running statistics
 #
-# A *buffer* is a tensor a module updates itself, not by gradients, and saves in its *state
-# dict* (what `torch.save` writes). BN accumulates `running_mean` and `running_var` in training
-# and uses them in `eval()` mode. LN computes everything from the token in front of it:
+# A *buffer* is a tensor a module updates itself, not by gradients, and saves with its weights.
+# BN accumulates `running_mean` and `running_var` in training and uses them in `eval()` mode. LN
+# computes everything from the token in front of it:
 
 # %%
 tokens = x.reshape(-1, dim)  # the 6 tokens as a (6, 4) batch
@@ -152,13 +187,9 @@ if __name__ == '__main__':
     print('-' * 50)
     test02()
 
-# %% [markdown]
-# Character for character what the lesson prints (程序执行结果); a test compares them. So does
-# `helpers.layer_norm`:
 
-# %%
-for shape in [(dim,), (seq_len, dim)]:
-    assert str(helpers.layer_norm(batch_inputs, shape)) == str(nn.LayerNorm(shape, elementwise_affine=False)(batch_inputs))
+# %% [markdown]
+# Character for character what the lesson prints (程序执行结果); a test compares them.
 
 # %% [markdown]
 # ## Your turn: per sentence, any batch size
@@ -190,12 +221,14 @@ check_sentence_layer_norm(my_sentence_layer_norm)
 #
 # ## Summary
 #
-# - `normalized_shape=dim`: one mean and variance per token; `(seq_len, dim)`: per sentence.
-# - LN keeps no running statistics: the same output in `train()` and `eval()`.
+# - LN before the activation keeps its input on the curved part; after it, what a flat part erased stays lost.
+# - `normalized_shape=dim`: per token; `(seq_len, dim)`: per sentence. No running statistics.
 #
-# Next: [03 · LayerNorm in a Transformer](03_layernorm_in_a_transformer.ipynb).
+# Next: [02 · LayerNorm in a Transformer](02_layernorm_in_a_transformer.ipynb).
 #
 # ## References
 #
+# - S. Ioffe, C. Szegedy, *Batch Normalization*, 2015, section 3.2 (the norm before the
+#   non-linearity), [arXiv:1502.03167](https://arxiv.org/abs/1502.03167).
 # - PyTorch, [`torch.nn.LayerNorm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.LayerNorm.html)
 #   and [`torch.nn.BatchNorm1d`](https://docs.pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html).

@@ -14,28 +14,20 @@
 # ---
 
 # %%
-# Make `helpers` (this set's package) importable: installed, from a checkout, or in Colab.
-import importlib.util
-import os
-import pathlib
-import subprocess
-import sys
-
+# Make `helpers` (this set's package) importable: installed, from a clone, or in Colab.
+import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
-if importlib.util.find_spec("helpers") is None:
-    checkout = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
-                     if (p / "helpers" / "__init__.py").is_file()), None)
-    if checkout is not None:
-        sys.path.insert(0, str(checkout))
-    elif "google.colab" in sys.modules:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
-    else:
-        raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, "
-                                  f"or `pip install git+{REPO_URL}` in this kernel's environment.")
+clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)
+if importlib.util.find_spec("helpers") is None and clone is not None:
+    sys.path.insert(0, str(clone))
+elif importlib.util.find_spec("helpers") is None and "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{REPO_URL}"], check=True)
+elif importlib.util.find_spec("helpers") is None:
+    raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {REPO_URL}, or `pip install git+{REPO_URL}` here")
 import helpers  # noqa: E402,F401
 
 # %% [markdown]
-# # 03 · LayerNorm in a Transformer
+# # 02 · LayerNorm in a Transformer
 #
 # **What you will learn**: a Pre-LN Transformer block with `nn.LayerNorm`, then `helpers.LayerNorm`
 # swapped in; where LN sits in GPT, and RMSNorm in LLaMA; what stored experiments say about the
@@ -44,11 +36,11 @@ import helpers  # noqa: E402,F401
 # %%
 import matplotlib.pyplot as plt
 import torch
-from IPython.display import HTML, display
+from IPython.display import HTML
 from torch import nn
 
 from helpers.evidence.claims import evidence_card
-from helpers.exercises.core_path import check_rms_norm
+from helpers.exercises.layer_norm_at_work import check_rms_norm
 from helpers.widgets.residual_stream import residual_stream_demo
 
 # %% [markdown]
@@ -114,7 +106,7 @@ print("same outputs:", torch.allclose(out_torch, out_ours, atol=1e-5), "| same g
 # NBVAL_IGNORE_OUTPUT
 # displays a widget: a dropdown, a slider and their live figure
 demo = residual_stream_demo()
-display(demo)
+demo
 
 # %% [markdown]
 # LayerNorm, sub-layer outputs scaled by 2:
@@ -160,7 +152,7 @@ check_rms_norm(my_rms_norm)
 # computed from those results, and its deep dive shows the runs.
 
 # %%
-display(HTML(evidence_card()))
+HTML(evidence_card())
 
 # %% [markdown]
 # How the runs decide: [10](10_how_a_claim_is_tested.ipynb).
