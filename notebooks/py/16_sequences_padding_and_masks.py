@@ -73,6 +73,7 @@ from helpers.lessons.sequence import (
     token_jacobian_norm,
 )
 from helpers.plots import dependency_figure
+from helpers.widgets.token_or_sentence import token_or_sentence_demo
 
 # %% [markdown]
 # ## The lesson's batch, and `normalized_shape` once more
@@ -130,6 +131,26 @@ assert lesson_layer.weight is None and lesson_layer.bias is None
 assert helpers.LayerNorm((seq_len, dim), elementwise_affine=False, bias=False).weight is None
 print("weight:", lesson_layer.weight, "| bias:", lesson_layer.bias,
       "| state_dict keys:", list(lesson_layer.state_dict()))
+
+# %% [markdown]
+# ### See it: one token scaled
+#
+# 6 tokens × 256 features; the slider scales token 2 (red). Left: each token's inputs; right:
+# its LN outputs. Per sentence, the scaled token spreads out and squeezes the others.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+# displays a widget: a dropdown, a slider and their live figure
+demo = token_or_sentence_demo()
+demo
+
+# %% [markdown]
+# Per sentence, token 2 scaled by 5: its outputs spread out and the other tokens' shrink; per
+# token, every token's outputs keep spread 1.
+
+# %%
+demo.snapshot(unit="per sentence: normalized_shape=(seq_len, dim)", scale=5.0)
+plt.show()
 
 # %% [markdown]
 # ## 1 · Per-sentence LN accepts one sentence length only
