@@ -30,7 +30,7 @@ def _close_figures():
 
 @pytest.fixture(scope="module")
 def stored_runs() -> pd.DataFrame:
-    """The runs notebook 05's dashboard shows (every stored run of its experiments)."""
+    """The runs deep dive 13's dashboard shows (every stored run of its experiments)."""
     from helpers.experiments.training_speed_table import evidence_table
 
     return evidence_table()
@@ -71,7 +71,7 @@ DASHBOARDS = {
     "norm_family": (lambda runs: widgets.norm_family_demo(),
                     [("norm", "GroupNorm"), ("groups", 3), ("sample", 2), ("channel", 4), ("position", 3),
                      ("norm", "BatchNorm"), ("norm", "RMSNorm")]),
-    # the core path's dashboards
+    # the core path's dashboards, and deep dive 16's token_or_sentence
     "deep_stack": (lambda runs: deep_stack_demo(), [("gain", 0.5), ("gamma", 2.0), ("beta", 0.5), ("gain", 2.0)]),
     "activation_input": (lambda runs: activation_input_demo(),
                          [("activation", "ReLU"), ("shift", 2.0), ("scale", 3.0), ("activation", "GELU"),

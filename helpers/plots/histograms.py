@@ -1,7 +1,7 @@
 """Histogram panels: side-by-side distributions, one line per group (a layer, a token, a stage).
 
-The core path's dashboards all compare distributions, so they share one figure: a row of
-panels, each with a few histogram lines over the same bins. A dashboard's state function
+The core path's dashboards (and deep dive 16's token-or-sentence one) all compare distributions,
+so they share one figure: a row of panels, each with a few histogram lines over the same bins. A dashboard's state function
 returns a plain dict, and :func:`update_histogram_panels_figure` shows a new one on the kept
 figure by setting each line's data and each panel's title; nothing is built anew unless the
 number of lines in a panel changes.

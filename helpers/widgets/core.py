@@ -106,7 +106,7 @@ def one_thread() -> Iterator[None]:
 
     A dashboard's tensors are tiny: a second thread gains little, and on cores shared with other
     work each op waits for it, for a whole scheduler slice when it lost its core (measured on 2
-    busy cores: 30-70 ms for notebook 04's state on one thread, 0.2-3 s on two).
+    busy cores: 30-70 ms for deep dive 12's placement state on one thread, 0.2-3 s on two).
     """
     threads = torch.get_num_threads()
     if threads == 1:
