@@ -31,7 +31,7 @@ helpers.set_language("zh")
 # %% [markdown]
 # # 02 · Transformer 中的层归一化
 #
-# **你将学到**：用 `nn.LayerNorm` 搭一个 Pre-LN Transformer 模块，再换成 `helpers.LayerNorm`；LN 在 GPT 中的位置，以及 LLaMA 在这些位置用的 RMSNorm；存储的实验结果对原课程的各个说法怎么说。
+# **你将学到**：用 `nn.LayerNorm` 搭一个 Pre-LN Transformer 模块，再换成 `helpers.LayerNorm`；LN 在 GPT 中的位置，以及 LLaMA 在这些位置用的 RMSNorm；存储的实验结果对原课程的各个说法怎么说。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/02_layernorm_in_a_transformer.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
@@ -46,7 +46,7 @@ from helpers.widgets.residual_stream import residual_stream_demo
 # %% [markdown]
 # ## 一个 Pre-LN 模块
 #
-# 两个子层：注意力（每个 token 从它前面的 token 汇集信息；*因果掩码*，即 causal mask，遮住后面的 token）和一个 MLP，各自的输出都加回到自己的输入上（*残差连接*，residual connection）。**Pre-LN** 把 LN 放在每个子层的输入处，GPT-2 就是这样做的。
+# 两个子层：注意力（每个 token 从它前面的 token 汇集信息，分成 `n_heads` 个并行的部分；*因果掩码*，即 causal mask，遮住后面的 token）和一个 MLP（`Linear → GELU → Linear`；GELU 是平滑版的 ReLU），各自的输出都加回到自己的输入上（*残差连接*，residual connection）。**Pre-LN** 把 LN 放在每个子层的输入处，GPT-2 就是这样做的。注意力内部怎么算不必深究，只需看 LN 放在哪里。
 
 # %%
 class Block(nn.Module):
@@ -65,7 +65,7 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 # %% [markdown]
-# GPT 把若干模块堆叠起来，并在预测下一个 token 之前再加一个最终的 LN（GPT-2 里的 `ln_1`、`ln_2`、`ln_f`）：
+# 这里的 LN 放在每个子层的第一个 Linear 之前，而不像 01 §5 那样放在 Linear 和 GELU 之间；无论哪种，后面的运算看到的都是同一尺度的值。GPT 把若干模块堆叠起来，并在预测下一个 token 之前再加一个最终的 LN（GPT-2 里的 `ln_1`、`ln_2`、`ln_f`；这里的 `ln_f` 名叫 `2`）：
 
 # %%
 def tiny_gpt(norm, d_model=32, n_heads=4):
@@ -77,7 +77,7 @@ gpt = tiny_gpt(nn.LayerNorm)
 print("LayerNorms:", [name for name, m in gpt.named_modules() if isinstance(m, nn.LayerNorm)])
 
 # %% [markdown]
-# LN 分别在注意力之前、MLP 之前和最末尾。**替换**：换成 `helpers.LayerNorm`，权重相同（state dict 的键名相同），训练模式；损失取输出的立方和（直接对 LN 的输出求和，梯度为零）。
+# LN 分别在注意力之前、MLP 之前和最末尾。**替换**：`helpers.LayerNorm` 就是把 00 §3 的公式写成一个模块；输出和梯度都相同，说明 LN 做的就是这个公式，别无其他。权重相同（`load_state_dict`），训练模式（`.train()`）；损失取输出的立方和（每个 token 的 LN 输出均值为 0，直接求和会是常数，传不回任何梯度）。
 
 # %%
 ours = tiny_gpt(helpers.LayerNorm)
@@ -90,8 +90,6 @@ same_grads = all(torch.allclose(p.grad, q.grad, atol=1e-4) for p, q in pairs)
 print("same outputs:", torch.allclose(out_torch, out_ours, atol=1e-5), "| same gradients:", same_grads)
 
 # %% [markdown]
-# （这里没有用 `nn.TransformerEncoderLayer`：它在评估模式下的快速路径会绕过替换进去的归一化层。）
-#
 # ### 动手看：残差流，以及注意力看到的输入
 #
 # 八个 Pre-LN 模块。左图：进入每个模块的*残差流*（residual stream）`x`（深色：第 1 个模块）；右图：归一化层交给注意力的值（what attention sees）。残差流越来越大，注意力的输入却不变。
@@ -103,22 +101,23 @@ demo = residual_stream_demo()
 demo
 
 # %% [markdown]
-# LayerNorm，子层输出（branch outputs）放大 2 倍：
+# LayerNorm，子层输出（branch outputs）放大 2 倍：经过八个模块，残差流的离散程度增大到约五倍；注意力的输入始终保持在 1。
 
 # %%
 demo.snapshot(norm="LayerNorm", branch_scale=2.0)
 plt.show()
 
 # %% [markdown]
-# ## LLaMA 在这些位置用 RMSNorm
+# ## LLaMA：在同样的位置用 RMSNorm
 #
-# LLaMA 一类的模型保留了这些位置，但用的是 **RMSNorm**（Zhang 和 Sennrich，2019）：不减均值，没有 $\beta$；每个 token 除以它的均方根，再乘以可学习的 `weight`：
+# LLaMA 一类的模型（Touvron et al. 2023）保留了这些位置，但用的是 **RMSNorm**（Zhang 和 Sennrich，2019）：不减均值，没有 $\beta$；每个 token 除以它的均方根，再乘以可学习的 `weight`：
 #
 # $$y = \frac{x}{\sqrt{\mathrm{mean}(x^2) + \epsilon}} \cdot \gamma$$
-#
+
+# %% [markdown]
 # ## 动手练习：手写 RMSNorm
 #
-# 在最后一维上写出 `my_rms_norm(x, weight)`，`eps = 1e-6`（LLaMA 的取值）。初始代码其实是 LN。
+# 在最后一维上写出 `my_rms_norm(x, weight)`，`eps = 1e-6`（LLaMA 的取值）。初始代码其实是 LN，故意是错的。
 
 # %%
 def my_rms_norm(x, weight, eps=1e-6):
@@ -134,28 +133,32 @@ check_rms_norm(my_rms_norm)
 #
 # ```python
 # def my_rms_norm(x, weight, eps=1e-6):
-#     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight
+#     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight  # rsqrt(a) = 1 / sqrt(a)
 # ```
 #
 # </details>
-#
+
+# %% [markdown]
 # ## 实验结果怎么说
 #
-# 原课程的各个说法，都在小实验里反复运行检验过，结果已经存储；下面每一行都由这些结果算出，对应的深入专题（英文）里有具体的实验。
+# 原课程的各个说法，外加一条关于 Post-LN 的说法，都在小实验里反复运行检验过，结果已经存储；下面每一行都由这些结果算出，对应的深入专题（英文）里有具体的实验。*训练步数*：损失降到目标值以下所需的训练步数；*最终损失更低*：训练结束时的损失更低；*Post-LN*：把 LN 放在每次残差相加之后，原始的 Transformer 就是这样；*学习率预热*（warm-up）：学习率从很小开始逐渐增大。
 
 # %%
 HTML(evidence_card())
 
 # %% [markdown]
-# 实验如何得出结论：见 [10](../10_how_a_claim_is_tested.ipynb)。
-#
+# 某一行和 00 §1 说的不一致时，说明原课程给出的理由是一种动机，而不是保证：LN 对训练有什么作用，取决于模型。实验如何得出结论：见 [10](../10_how_a_claim_is_tested.ipynb)。
+
+# %% [markdown]
 # ## 小结
 #
 # - Pre-LN：`x + attention(LN(x))`、`x + MLP(LN(x))`，最后再加一个 LN；`helpers.LayerNorm` 可以直接替换进去。
 # - 归一化让每个子层的输入保持在同一个尺度上；LLaMA 在这些位置用 RMSNorm。
-#
+# - LN 能否加速训练取决于模型：见上面的卡片。
+
+# %% [markdown]
 # ## 参考文献
 #
-# - A. Radford et al., *Language Models are Unsupervised Multitask Learners*, OpenAI, 2019（第 2.3 节：LN 放在每个子模块的输入处，最后再加一个）。
-# - B. Zhang, R. Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019,
-#   [arXiv:1910.07467](https://arxiv.org/abs/1910.07467).
+# - A. Radford et al., *Language Models are Unsupervised Multitask Learners*, OpenAI, 2019（第 2.3 节：LN 放在每个子模块的输入处，最后再加一个），[PDF](https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf)。
+# - H. Touvron et al., *LLaMA: Open and Efficient Foundation Language Models*, 2023, 第 2 节（RMSNorm 放在每个子层的输入处），[arXiv:2302.13971](https://arxiv.org/abs/2302.13971)。
+# - B. Zhang, R. Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019, [arXiv:1910.07467](https://arxiv.org/abs/1910.07467).
