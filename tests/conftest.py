@@ -275,3 +275,9 @@ class _StageTimes:
 
 def pytest_configure(config):
     config.pluginmanager.register(_StageTimes(config), "stage-times")
+    # One thread for the tests' own torch work: their tensors are small, and `make test` runs a
+    # second pytest (the portable nbval pass) beside this one on 2 cores, where a second thread
+    # makes each small op wait for a core (measured under load: tests/test_bn_vs_ln.py took 132 s
+    # on 2 threads, 25 s on 1). It is also how the runner trains the stored experiments. Notebook
+    # kernels, servers and subprocesses keep their own defaults.
+    torch.set_num_threads(1)
