@@ -331,3 +331,17 @@ def test_cell_boundaries_catch_a_paragraph_announcing_code_then_a_heading():
     chinese = ("markdown", "每个损失在新建的 LN 上最大的输入梯度：\n\n## 8 · 动手练习\n\n三道练习。")
     problems = cell_boundary_problems(_notebook(*CLEAN, chinese))
     assert len(problems) == 1 and "announcing code" in problems[0], problems
+
+
+def test_the_browser_test_knows_how_many_controls_each_notebook_shows():
+    """The browser test asserts it found, after Run All, as many controls as the stored notebook's
+    widget state holds; that count is right where it is known, and not 0 where widgets are shown."""
+    from tests.browser.test_notebooks_in_jupyterlab import stored_controls
+
+    assert stored_controls(NOTEBOOKS_DIR / "00_what_layernorm_computes.ipynb") == 3  # weights, gamma, beta
+    assert stored_controls(NOTEBOOKS_DIR / "02_layernorm_in_a_transformer.ipynb") == 2  # norm, branch scale
+    for path in NOTEBOOKS:
+        shows_widgets = any("application/vnd.jupyter.widget-view+json" in output.get("data", {})
+                            for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"
+                            for output in cell.get("outputs", []))
+        assert (stored_controls(path) > 0) == shows_widgets, path.name

@@ -55,6 +55,23 @@ CONTROLS = {
     "button": "button.widget-button, button.jupyter-button:not(.widget-toggle-button)",
 }
 UNDRIVEN = ".widget-text, .widget-textarea, .widget-colorpicker, .widget-datepicker"
+# The widget models behind those controls, as the stored notebook's widget state names them.
+CONTROL_MODELS = {"FloatSliderModel", "IntSliderModel", "FloatLogSliderModel", "SelectionSliderModel",
+                  "DropdownModel", "SelectModel", "ToggleButtonsModel", "ToggleButtonModel", "CheckboxModel",
+                  "RadioButtonsModel", "ButtonModel"}
+
+
+def stored_controls(notebook: Path) -> int:
+    """How many controls the notebook showed when it was executed and stored (its widget state)."""
+    metadata = json.loads(notebook.read_text(encoding="utf-8"))["metadata"]
+    state = metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    return sum(model.get("model_name") in CONTROL_MODELS for model in state.values())
+
+
+_JS_COUNT_CONTROLS = """(controls) => {
+  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  return panel.querySelectorAll('.jp-OutputArea :is(' + Object.values(controls).join(',') + ')').length;
+}"""
 
 _JS_TAG_CONTROLS = """([controls, undriven]) => {
   const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
@@ -300,8 +317,14 @@ def test_widgets_respond_in_jupyterlab(lab_server, browser, notebook_unchanged, 
         bad = BAD_TEXT.search(text)
         assert bad is None, f"after Run All the page shows: {_around(text, bad)}"
 
+        # Every control the stored notebook showed must be on the page before any is driven: a
+        # widget that never rendered must fail here, not leave nothing to drive.
+        expected = stored_controls(notebook)
+        _wait_quiet(lambda: page.evaluate(_JS_COUNT_CONTROLS, CONTROLS) >= expected, CHANGE_TIMEOUT_S)
         tagged = page.evaluate(_JS_TAG_CONTROLS, [CONTROLS, UNDRIVEN])
         controls = tagged["found"]
+        assert len(controls) == expected, (
+            f"{len(controls)} controls on the page after Run All; the stored notebook showed {expected}")
         failures, done = [], []
         seen_in_log = _log_count(page)
         if seen_in_log:
