@@ -1,4 +1,4 @@
-"""helpers.experiments.drift: the seeded runs of notebook 01, asserted on the numbers they record."""
+"""helpers.experiments.drift: the seeded runs deep dive 13 reads, asserted on the numbers they record."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """LayerNorm by hand (core notebooks 00 and 01, deep dive 14): the exercises and their checkers.
 
-- :func:`check_layer_norm_one_token`: one token's LayerNorm, no gamma or beta.
-- :func:`check_layer_norm_last_dim`, :func:`check_biased_variance` (deep dive 14) and
-  :func:`check_output_variance` (core notebook 00): the formula, piece by piece.
+- :func:`check_layer_norm_one_token`: one token's LayerNorm, no gamma or beta (no notebook calls
+  it now).
+- :func:`check_layer_norm_last_dim` (no notebook calls it now), :func:`check_biased_variance`
+  (deep dive 14) and :func:`check_output_variance` (core notebook 00): the formula, piece by piece.
 - :func:`check_sentence_layer_norm`: LayerNorm per sentence (core notebook 01); the same over the real
   tokens of a padded batch is :func:`helpers.lessons.sequence.check_masked_sentence_layer_norm`,
   beside the reference it is checked against.
@@ -24,7 +25,7 @@ from helpers.exercises.checking import Case, Exercise, Verdict, check, register
 __all__ = ["check_layer_norm_one_token"]
 
 
-# ------------------------------------------------ notebook 00: one token's LayerNorm
+# ------------------------------------------------ one token's LayerNorm (no notebook calls it now)
 
 _ONE_PASS_HINT = (
     "E[x²] - E[x]² subtracts two huge, nearly equal numbers when the mean is large next to the "
@@ -81,7 +82,7 @@ def check_layer_norm_one_token(fn: Callable[[torch.Tensor], torch.Tensor]) -> Ve
     return check("layer_norm_one_token", fn)
 
 
-# ------------------------------------------------ notebook 02: LayerNorm per sentence
+# ------------------------------------------------ core notebook 01: LayerNorm per sentence
 
 __all__ += ["check_sentence_layer_norm"]
 
@@ -141,7 +142,7 @@ def check_sentence_layer_norm(fn: Callable[[torch.Tensor], torch.Tensor]) -> Ver
     return check("sentence_layer_norm", fn)
 
 
-# ------------------------------------------------ notebook 01: the formula, piece by piece
+# ---------------------------------- the formula, piece by piece (deep dive 14, core notebook 00)
 
 __all__ += ["check_biased_variance", "check_layer_norm_last_dim", "check_output_variance"]
 

@@ -1,4 +1,4 @@
-"""Notebook 07's exercises: GroupNorm by hand, and LN as a projection then a scaling.
+"""Deep dive 15's exercises: GroupNorm by hand, and LN as a projection then a scaling.
 
 - :func:`check_group_norm_by_hand`: ``fn(x, groups, eps)``, GroupNorm without affine parameters
   on ``(N, C, *)``: each sample's channels split into ``groups`` consecutive blocks, one mean and

@@ -1,4 +1,4 @@
-"""Notebook 06's exercises: LayerNorm's input gradient by hand, and Chan's merge."""
+"""Deep dive 14's exercises: LayerNorm's input gradient by hand, and Chan's merge."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Notebook 05's exercises: when a run first gets below a loss threshold, and the noisy LayerNorm.
+"""Deep dive 13's exercises: when a run first gets below a loss threshold, and the noisy LayerNorm.
 
 - :func:`check_first_step_below`: ``fn(losses, threshold)``, the first step below the threshold
   (``-1`` when there is none): how time to threshold is read off a curve.

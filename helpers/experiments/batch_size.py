@@ -1,11 +1,11 @@
-"""BatchNorm, LayerNorm and no norm at small batches (notebook 03): the ``batch_size`` experiment.
+"""BatchNorm, LayerNorm and no norm at small batches (deep dive 11): the ``batch_size`` experiment.
 
 Identical small MLPs with BatchNorm, LayerNorm (each with its gamma and beta) or no norm
 (:class:`StackedMLP`), trained on the same number of samples at several batch sizes on a synthetic
 task (:data:`TASK_RULE`, :func:`make_task`); BN's accuracy measured in ``eval()`` mode, in training
 mode and with precise statistics.
 
-- :func:`batch_size_runs`: the notebook's live version; :data:`ARMS`, :func:`arm_accuracy` and
+- :func:`batch_size_runs`: deep dive 11's live version; :data:`ARMS`, :func:`arm_accuracy` and
   :func:`batch_size_summary` read its table.
 - The stored experiment ``batch_size`` (``make experiments ONLY=batch_size``) tunes each norm's
   rate at each batch size, then stores 10 fresh seeds; :func:`final_accuracy` and

@@ -4,7 +4,7 @@ Wu and He (2018, *Group Normalization*, ECCV, their Figure 1) trained a ResNet-5
 BatchNorm (BN) and with GroupNorm (GN) at 32 down to 2 images per GPU: BN's error rose from 23.6%
 to 34.7%, GN's stayed at about 24%; LayerNorm (LN) and InstanceNorm (IN) ended above GN at every
 batch size. This module repeats the comparison at a scale that fits a CPU, as the stored
-experiment ``norm_family_cnn`` that notebook 07 reads.
+experiment ``norm_family_cnn`` that deep dive 15 reads.
 
 The four norms differ only in which values share a mean and a variance. For an activation ``x`` of
 shape ``(N, C, H, W)`` (batch, channels, height, width), each normalises

@@ -2,7 +2,7 @@
 
 The lesson says LN, like BN, usually sits *before* the activation, because normalising after
 the nonlinearity would limit what the layer can express. This module holds the two stored
-experiments notebook 04 reads for it:
+experiments deep dive 12 reads for it:
 
 - ``placement_tuned``: deep, narrow MLPs (:class:`StackedMLP`, 8 hidden layers of 16 units)
   with tanh, ReLU or GELU, each in three arrangements (:data:`ARRANGEMENTS`): no norm,
@@ -871,7 +871,7 @@ runner.register(runner.Experiment(
 
 
 def stored_runs_state(frame: pd.DataFrame, activation: str, arrangement: str, rate) -> dict:
-    """What notebook 04's dashboard over ``placement_tuned`` shows for one choice of its controls.
+    """What deep dive 12's dashboard over ``placement_tuned`` shows for one choice of its controls.
 
     Args:
         frame: the stored table (``runner.load("placement_tuned").frame``).

@@ -1,7 +1,7 @@
-"""Notebook 05's building blocks: the adding task, a stacked tanh RNN, per-model Adam and the paired
+"""Deep dive 13's building blocks: the adding task, a stacked tanh RNN, per-model Adam and the paired
 LN-vs-plain verdicts. (The notebook's two exercises are in :mod:`helpers.exercises.training_speed`.)
 
-Does LayerNorm speed up training? The stored experiments notebook 05 reads are declared in
+Does LayerNorm speed up training? The stored experiments deep dive 13 reads are declared in
 :mod:`helpers.experiments.rnn_regimes` (tiny tanh RNNs), :mod:`helpers.experiments.lstm_adding` (LSTM vs LN-LSTM),
 :mod:`helpers.experiments.small_transformer` (no norm, Pre-LN and Post-LN) and :mod:`helpers.experiments.step_times`
 (the wall-clock cost of a step). They build on what is here:

@@ -1,4 +1,4 @@
-"""When does LayerNorm speed up a small tanh RNN, and what does it do to the layer's inputs? (notebook 05)
+"""When does LayerNorm speed up a small tanh RNN, and what does it do to the layer's inputs? (deep dive 13)
 
 Two stored experiments on the adding problem (:func:`helpers.experiments.rnn_models.adding_task`),
 both scored on a fixed held-out batch (:func:`helpers.experiments.lstm_adding.heldout_batch`), never on the noisy

@@ -2,8 +2,9 @@
 Pre-RMSNorm and DyT.
 
 Does LayerNorm speed up the training of a Transformer, and does where it sits matter? This
-module holds the one experiment behind both questions (``small_transformer``, read by notebook
-05), declared once so that later notebooks can read the same runs:
+module holds the one experiment behind both questions (``small_transformer``, read by deep
+dive 13, and by deep dive 12 for two verdicts), declared once so that other notebooks can read the
+same runs:
 
 - :func:`copy_task`: ``n`` random tokens from a vocabulary of ``V``, then the same ``n`` tokens
   again. A causal Transformer predicts every next token; the first half is unpredictable, the
@@ -14,7 +15,7 @@ module holds the one experiment behind both questions (``small_transformer``, re
   before each sublayer inside the residual branch (Pre-LN, GPT-2) or after the residual sum
   (Post-LN, the original Transformer); and, where the norms sit before each sublayer, LN replaced
   by RMSNorm (Zhang & Sennrich 2019) or by Dynamic Tanh (DyT, Zhu et al. 2025) at several initial
-  values of its ``alpha`` (read by notebook 07).
+  values of its ``alpha`` (read by deep dive 15).
 - :func:`copy_runs`: train them with Adam, one rate per model, per-model gradient clipping and,
   for the warm-up arms, a linear learning-rate warm-up; held-out loss every few steps.
 - :func:`small_transformer_verdicts`: the verdicts stored with the results.
@@ -121,8 +122,8 @@ ARMS = {
     **{f"DyT, alpha0 {a:g}": Arm("pre", False, "DyT", a) for a in DYT_ALPHAS},
 }
 
-#: The arms notebooks 04 and 05 read (where LN sits, and warm-up) and those notebook 07 reads (which
-#: norm, if any, before each sublayer).
+#: The arms deep dives 12 and 13 read (where LN sits, and warm-up) and those deep dive 15 reads
+#: (which norm, if any, before each sublayer).
 PLACEMENT_ARMS = ("no norm", "Pre-LN", "Post-LN", "Pre-LN + warm-up", "Post-LN + warm-up")
 NORM_FREE_ARMS = ("Pre-LN", "Pre-RMSNorm", *(f"DyT, alpha0 {a:g}" for a in DYT_ALPHAS), "no norm")
 

@@ -1,19 +1,21 @@
-"""BatchNorm against LayerNorm (notebook 03): whose statistics, what depends on the batch.
+"""BatchNorm against LayerNorm (deep dive 11): whose statistics, what depends on the batch.
 
 Plain functions that return tensors or tidy DataFrames, so a notebook can show them and
 tests can assert on them:
 
 - :func:`two_sample_stats`: the lesson's promised two-sample example, BN's per-feature and
-  LN's per-sample mean and variance side by side.
-- :func:`both_ways`, :func:`batch_dependence`, :func:`state_and_modes`: the first contrast of
-  notebooks 00 and 01: one small batch normalized over the batch (BN, training mode) and over
-  the features (LN); one sample's output when another sample changes; what each module stores
-  and whether ``train()`` and ``eval()`` agree.
+  LN's per-sample mean and variance side by side (no notebook calls it now: core notebook 00
+  writes its two-sample example in the cell).
+- :func:`both_ways`, :func:`batch_dependence`, :func:`state_and_modes`: a first contrast of BN
+  and LN, called by no notebook now: one small batch normalized over the batch (BN, training
+  mode) and over the features (LN); one sample's output when another sample changes; what each
+  module stores and whether ``train()`` and ``eval()`` agree.
 - :func:`pooling_groups`: which entries of a ``(batch, features)`` or ``(batch, seq_len,
   features)`` tensor share one mean and variance under BN and under LN.
 - :func:`batch_mean_noise`: how far a batch's mean strays from the population's, per
   batch size.
-- :func:`state_dict_diff`: every ``state_dict`` key of two modules, and its shape in each.
+- :func:`state_dict_diff`: every ``state_dict`` key of two modules, and its shape in each (called
+  by no notebook now).
 - :func:`shift_robustness`: BN with trained statistics and LN on data shifted feature by
   feature: neither is robust to it.
 - :func:`padding_pollution`: BN over padded sequences lets pad tokens into the real

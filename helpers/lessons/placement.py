@@ -1,4 +1,4 @@
-"""Where the norm goes (notebook 04): before or after the activation, and in well-known models.
+"""Where the norm goes (deep dive 12): before or after the activation, and in well-known models.
 
 - :class:`PlacementMLP`: deep MLPs stacked along a model dim, one per (activation, placement,
   seed), in the style of :class:`helpers.experiments.batch_size.StackedMLP`, initialised as the stored
@@ -11,7 +11,7 @@
 - Three exercises with their checkers: :func:`check_saturated_fraction`,
   :func:`check_dead_fraction` and :func:`check_pre_ln_residual`.
 
-The notebook's stored experiments on placement live in :mod:`helpers.experiments.placement_tuned`.
+Deep dive 12's stored experiments on placement live in :mod:`helpers.experiments.placement_tuned`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ r"""Per token or per sentence: what LayerNorm's ``normalized_shape`` decides for
 A batch of sentences has shape ``(batch, seq_len, dim)``. ``nn.LayerNorm(dim)`` takes one
 mean and variance per **token** (over its ``dim`` features); ``nn.LayerNorm((seq_len, dim))``
 takes one per **sentence** (over all of its ``seq_len * dim`` values). This module holds what
-notebook 02 needs to show the difference and its costs:
+deep dive 16 needs to show the difference and its costs:
 
 - :func:`reduced_dims`: which dims a ``normalized_shape`` averages over;
 - :func:`pad_batch` and :func:`masked_layer_norm`: a padded batch, and a sentence-level LN
@@ -108,7 +108,7 @@ def masked_layer_norm(input: Tensor, mask: Tensor, eps: float = 1e-5) -> Tensor:
 
     so a real token's output is exactly what ``F.layer_norm(sentence, (length, dim))`` gives
     on the sentence without its pads. Pad positions come out as 0. No ``gamma``/``beta``:
-    their shape would be ``(seq_len, dim)``, tied to one length (see notebook 02).
+    their shape would be ``(seq_len, dim)``, tied to one length (see deep dive 16).
 
     Args:
         input: ``(batch, seq_len, dim)``, floating point.
@@ -288,7 +288,7 @@ class CausalBlock(nn.Module):
         return x + self.proj(scores.softmax(dim=-1) @ v)
 
 
-# ------------------------------------------------------------------ the exercise (notebook 02)
+# ---------------------------------------------------------------- the exercise (deep dive 16)
 # LayerNorm per sentence over the real tokens only, checked against masked_layer_norm above.
 
 
