@@ -12,7 +12,9 @@ where a claim meets its verdict: the deep dives' ledgers (:func:`claims_ledger`)
 path's card (:func:`evidence_card`) both call it.
 
 :func:`evidence_card` renders the core path's closing card (HTML): one plain sentence per claim, with
-no number and no statistics word of its own, each linked to its deep dive.
+no number and no statistics word of its own, each linked to its deep dive. It speaks the language
+set by :func:`helpers.set_language`: under ``"zh"`` (the Chinese edition, in ``notebooks/zh/``)
+the sentences are Chinese and the links lead one folder up, to the deep dives.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import pandas as pd
 
 from helpers.evidence import runner
 from helpers.evidence.statistics import reading
+from helpers.language import Text, get_language, say
 
 __all__ = ["CORE_CLAIMS", "KINDS", "OUTCOMES", "Claim", "better_arm", "claims_ledger", "evidence_card", "outcome",
            "sentence"]
@@ -41,7 +44,8 @@ class Claim:
     """One claim and the stored verdict that speaks to it.
 
     Args:
-        text: the claim in plain words.
+        text: the claim in plain words: a :class:`~helpers.language.Text` (English and Chinese), no
+            number, for every claim on the card.
         experiment: the stored experiment's name (:func:`helpers.evidence.runner.load`).
         key: the verdict's key in that experiment.
         favours: the arm the claim says comes out better (for ``"same"``: one of the two arms), as
@@ -153,45 +157,59 @@ def claims_ledger(rows: Iterable[Claim | tuple]) -> pd.DataFrame:
 
 
 _SAYS = {
-    "supported": "the runs agree",
-    "refuted": "the runs show the opposite",
-    "undecided": "the runs cannot tell",
-    "not tested": "not tested here",
+    "supported": Text("the runs agree", "实验结果支持"),
+    "refuted": Text("the runs show the opposite", "实验结果恰恰相反"),
+    "undecided": Text("the runs cannot tell", "实验结果分不出高下"),
+    "not tested": Text("not tested here", "这里没有检验"),
 }
 
 
 def sentence(claim: Claim) -> str:
     """The card's plain sentence for ``claim``: the claim, then what the stored runs say."""
+    if get_language() == "zh":
+        return f"{say(claim.text)}：{say(_SAYS[outcome(claim)])}。"
     return f"{claim.text}: {_SAYS[outcome(claim)]}."
 
 
 #: The lesson's claims that the stored verdicts speak to, in the lesson's order.
 CORE_CLAIMS = (
-    Claim("With LN, an LSTM needs fewer steps", "lstm_adding", "steps", "LN-LSTM",
+    Claim(Text("With LN, an LSTM needs fewer steps", "加了层归一化，LSTM 需要的训练步数更少"),
+          "lstm_adding", "steps", "LN-LSTM", "13_does_it_speed_up_training.ipynb"),
+    Claim(Text("With LN, a small RNN needs fewer steps", "加了层归一化，小型 RNN 需要的训练步数更少"),
+          "rnn_regimes", "steps, T 10, hidden 64", "LayerNorm", "13_does_it_speed_up_training.ipynb"),
+    Claim(Text("With Pre-LN, a small Transformer needs fewer steps than with no norm",
+               "用 Pre-LN 的小型 Transformer 比不加归一化时需要的训练步数更少"),
+          "small_transformer", "steps, Pre-LN vs no norm", "Pre-LN", "13_does_it_speed_up_training.ipynb"),
+    Claim(Text("With LN, what enters each activation drifts less in training",
+               "加了层归一化，训练中进入每个激活函数的值漂移得更少"),
+          "drift", "activation input: largest std change", "LayerNorm's activation input",
           "13_does_it_speed_up_training.ipynb"),
-    Claim("With LN, a small RNN needs fewer steps", "rnn_regimes", "steps, T 10, hidden 64", "LayerNorm",
-          "13_does_it_speed_up_training.ipynb"),
-    Claim("With Pre-LN, a small Transformer needs fewer steps than with no norm", "small_transformer",
-          "steps, Pre-LN vs no norm", "Pre-LN", "13_does_it_speed_up_training.ipynb"),
-    Claim("With LN, what enters each activation drifts less in training", "drift",
-          "activation input: largest std change", "LayerNorm's activation input",
-          "13_does_it_speed_up_training.ipynb"),
-    Claim("At tiny batches, LN does better than BN", "batch_size", "batch 2: BatchNorm vs LayerNorm",
-          "LayerNorm", "11_batchnorm_in_depth.ipynb", lower_is_better=False),
-    Claim("LN before tanh ends lower than LN after it", "placement_tuned",
-          "final loss, tanh, LN -> act vs act -> LN", "LN -> act", "12_where_the_norm_goes.ipynb"),
-    Claim("LN before ReLU ends lower than LN after it", "placement_tuned",
-          "final loss, relu, LN -> act vs act -> LN", "LN -> act", "12_where_the_norm_goes.ipynb"),
-    Claim("A warm-up speeds up a Post-LN Transformer", "small_transformer",
-          "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up", "12_where_the_norm_goes.ipynb"),
+    Claim(Text("At tiny batches, LN does better than BN", "批量极小时，层归一化比批量归一化效果更好"),
+          "batch_size", "batch 2: BatchNorm vs LayerNorm", "LayerNorm", "11_batchnorm_in_depth.ipynb",
+          lower_is_better=False),
+    Claim(Text("LN before tanh ends lower than LN after it", "LN 放在 tanh 之前，最终损失比放在之后更低"),
+          "placement_tuned", "final loss, tanh, LN -> act vs act -> LN", "LN -> act", "12_where_the_norm_goes.ipynb"),
+    Claim(Text("LN before ReLU ends lower than LN after it", "LN 放在 ReLU 之前，最终损失比放在之后更低"),
+          "placement_tuned", "final loss, relu, LN -> act vs act -> LN", "LN -> act", "12_where_the_norm_goes.ipynb"),
+    Claim(Text("A warm-up speeds up a Post-LN Transformer", "学习率预热（warm-up）能让 Post-LN Transformer 训练得更快"),
+          "small_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up",
+          "12_where_the_norm_goes.ipynb"),
 )
 
 
+_HEADER = (Text("what the stored runs say", "存储的实验结果怎么说"), Text("deep dive", "深入专题"))
+
+
 def evidence_card(claims=CORE_CLAIMS) -> str:
-    """The card as an HTML table: one row per claim, its plain sentence and a link to its deep dive."""
+    """The card as an HTML table: one row per claim, its plain sentence and a link to its deep dive.
+
+    In Chinese (``helpers.set_language("zh")``) the card is read in ``notebooks/zh/``, one folder
+    below the deep dives, so each link starts with ``../``."""
+    folder = "../" if get_language() == "zh" else ""
     rows = "".join(
         f'<tr><td style="text-align: left">{html.escape(sentence(claim))}</td>'
-        f'<td><a href="{claim.deep_dive}">{claim.deep_dive[:2]}</a></td></tr>'
+        f'<td><a href="{folder}{claim.deep_dive}">{claim.deep_dive[:2]}</a></td></tr>'
         for claim in claims)
-    return ('<table><thead><tr><th style="text-align: left">what the stored runs say</th><th>deep dive</th>'
+    said, dive = (html.escape(say(t)) for t in _HEADER)
+    return (f'<table><thead><tr><th style="text-align: left">{said}</th><th>{dive}</th>'
             f"</tr></thead><tbody>{rows}</tbody></table>")
