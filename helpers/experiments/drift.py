@@ -320,7 +320,7 @@ def drift_verdicts(frame: pd.DataFrame) -> dict[str, str]:
       every seed and step;
     - ``"{comparison}: {measure}"`` for each of :data:`DRIFT_COMPARISONS` and each drift measure
       (``"largest std change"``, ...): the LayerNorm network against the one without,
-      ``1 - mean(LN) / mean(no norm)`` with a 95 % BCa bootstrap interval paired by seed
+      one minus the geometric mean of the per-seed ratios LN / no norm, with a 95 % t-interval paired by seed
       (:func:`drift_intervals`, in words by :func:`helpers.evidence.statistics.verdict`), over the seeds
       where neither run diverged. Leaving out a diverged run without LN, whose drift is
       unbounded, can only favour the run without LN.
@@ -369,8 +369,8 @@ def drift_intervals(by_seed: pd.DataFrame) -> dict:
         (``"activation input"``: LN's output against no norm's Linear output, both of which
         enter the ReLU; ``"Linear output"``: the Linear outputs of both, before any norm) and
         each drift measure (``"largest std change"``, ``"std change after step 20"``,
-        ``"largest mean shift"``, ``"largest percentile drift"``): ``1 - mean(LN) / mean(no
-        norm)`` with its 95 % BCa bootstrap interval
+        ``"largest mean shift"``, ``"largest percentile drift"``): one minus the geometric mean of
+        the per-seed ratios LN / no norm, with its 95 % t-interval
         (:func:`helpers.evidence.statistics.paired_difference_ci`), positive where the LN network's
         values drift less. ``Interval.n`` is the number of seeds used.
     """
