@@ -375,7 +375,7 @@ assert lstm_verdicts["steps"].startswith("LN-LSTM needs") and "fewer steps" in l
 # value across up to 99 steps, normalizing the gates' summed inputs makes that much easier to learn.
 #
 # **A confound under this result.** The adding task feeds the gates 2 features, a value $v_t$ and a
-# marker. At an unmarked step the input term is $v_t\,w_0$, and LN of it is the same vector for every
+# marker. At an unmarked step the input term is $v_t\,w_0$, and LN of it is the same vector (up to eps) for every
 # $v_t > 0$ (LN ignores a positive scale). So the LN-LSTM has the 98 distracting values removed
 # before it learns anything, while the plain LSTM must learn to gate them out. The gap above may be
 # mostly this. Separating the two needs every arm to read the input through an affine map and a
@@ -386,7 +386,7 @@ assert lstm_verdicts["steps"].startswith("LN-LSTM needs") and "fewer steps" in l
 # %%
 w_0 = torch.randn(64, generator=torch.Generator().manual_seed(0))  # the value's input weights, one per gate unit
 values = torch.tensor([[0.1], [0.5], [0.9]])  # three unmarked values of the adding task
-print(torch.nn.functional.layer_norm(values * w_0, (64,))[:, :4])  # the same row for every value: the value is gone
+print(torch.nn.functional.layer_norm(values * w_0, (64,))[:, :4])  # one row for every value, but for eps: the value is gone
 
 # %% [markdown]
 # ## 6 · Tiny tanh RNNs: across width and length
