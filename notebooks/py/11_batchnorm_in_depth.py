@@ -661,7 +661,7 @@ check_running_var_update(my_running_var)
 # | claim | shown in |
 # |---|---|
 # | BN takes each feature's mean and variance over the batch; LN each sample's over its features | core notebook 00, §2 (its code); §2 figure and group sizes |
-# | the set's `batch_norm` and `layer_norm` match torch on the two-sample example | core notebook 00, §2 (its asserts) |
+# | BN and LN written as one function over two dims match torch on the two-sample example | core notebook 00, §2 (its asserts) |
 # | with two samples, BN maps every feature to ±1 | core notebook 00, §2 (its printed output) |
 # | for `(batch, seq_len, features)`, BN pools each feature over all samples and positions, per-token LN each token alone | §2 |
 # | moving one sample changes BN's output for the other samples; LN's not at all | §3 widget and table |
