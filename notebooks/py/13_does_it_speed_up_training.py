@@ -516,9 +516,11 @@ assert all(tf_verdicts[f"learns, {a}"].startswith("yes") for a in arms)  # every
 #
 # LN costs time on every step: two reductions over each normalized vector and an extra pass over
 # it, forward and backward. The experiment `step_times` timed one training step of a single model
-# of each arm, unstacked, on one thread of an otherwise idle machine (the machine is in its stored
-# fingerprint); the wall-clock time to the threshold is then each reported run's steps times its
-# arm's time per step, paired by seed as before.
+# of each arm, unstacked, on one thread, one arm after another (the machine is in its stored
+# fingerprint; its load while timing was not recorded); the wall-clock time to the threshold is then
+# each reported run's steps times its arm's time per step, paired by seed as before. So the
+# intervals below carry the seeds' spread in steps, not the timing's error: the wall-clock figures
+# are a single-machine estimate.
 
 # %%
 times = runner.load("step_times")

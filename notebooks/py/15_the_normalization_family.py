@@ -342,8 +342,9 @@ with pd.option_context("display.max_colwidth", None):
 #   global pooling, so the read-out sees little more than how the values are spread within each
 #   channel; LN pools all channels into one statistic; GN sits between.
 # - **BN's two modes**: evaluating with the running statistics (`eval()`) beats evaluating with each
-#   test minibatch's own statistics (`train()` mode) at every batch size (by 10% to 18%). At batch 2
-#   what hurts BN is the noise of two-image statistics during training, seen by every update.
+#   test minibatch's own statistics (`train()` mode) at every batch size (by 10% to 18%). Why BN
+#   fails at batch 2 here is not tested (this CNN has no precise-statistics arm); deep dive 11's MLP
+#   has one, and there recomputing the statistics did not rescue BN.
 
 # %% [markdown]
 # ## 5. Does a Transformer need a norm? LN, RMSNorm, DyT and none
