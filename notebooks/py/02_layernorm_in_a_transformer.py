@@ -68,7 +68,7 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 # %% [markdown]
-# LN here comes before each sub-layer's first Linear, not between a Linear and GELU as in 01 §5;
+# LN here comes before each sub-layer's first Linear, not between a Linear and its activation as in 01 §5;
 # either way, what comes next sees values on one scale. GPT stacks blocks and adds a final LN
 # before predicting the next token (GPT-2's `ln_1`, `ln_2`, `ln_f`; here `ln_f` is named `2`):
 

@@ -44,7 +44,7 @@ from helpers.widgets.activation_input import activation_input_demo
 # %% [markdown] lesson_point=5
 # ## 5 · LN 放在激活函数之前
 #
-# 原课程写道：“LN 和 BN 一样，通常用在激活函数之前。……激活函数的作用是引入非线性，让神经网络能够学习复杂的模式和函数。如果把 LN 放在激活函数之后，它就会在已经非线性的输出上再做标准化，这可能破坏网络的表达能力和非线性特性。”这个理由说得很简略；下面给一个具体的理由，以 tanh 为例，输入远离均值 0、标准差 1：
+# 原课程写道：“LN 和 BN 一样，通常用在激活函数之前。……激活函数的作用是引入非线性，让神经网络能够学习复杂的模式和函数。如果把 LN 放在激活函数之后，它就会在已经非线性的输出上再做标准化，这可能破坏网络的表达能力和非线性特性。”原课程对这个理由只是一笔带过。下面以 tanh 为例给出一个具体的理由，所用输入的分布远离均值 0、标准差 1：
 
 # %%
 torch.manual_seed(0)
@@ -57,12 +57,12 @@ for name, t in [("LN first", ln_first), ("no LN before tanh", no_ln)]:
     print(f"{name}: {(t.abs() > 0.97).float().mean():.0%} beyond ±0.97, average slope {(1 - t**2).mean():.2f}")
 
 # %% [markdown]
-# 超过 ±0.97 之后 tanh 几乎是平的。它的斜率 $1 - \tanh^2$ 会乘到传回前面权重的梯度上（打印的 average slope 就是平均斜率）：这里先做 LN 时，斜率大约是不做时的两倍。把 LN 放在 tanh 之后，只能重新缩放 tanh 留下的结果，被平坦两端抹掉的差别再也回不来了。
+# tanh 的输出一旦超出 ±0.97，曲线就几乎是平的。它的斜率 $1 - \tanh^2$ 会乘进反向传播到它前面那些权重的梯度里（打印出的 average slope 就是平均斜率）。在这个例子里，先做 LN 时的平均斜率大约是不做 LN 时的两倍。把 LN 放在 tanh 之后，只能重新缩放 tanh 留下的结果，被平坦两端抹掉的差别再也回不来了。
 
 # %% [markdown]
 # ### 动手看：进入 tanh、ReLU 和 GELU 的值
 #
-# 同样的效果，现在可以拖动。滑块移动 `z` 的中心和离散程度（centre of z、spread of z）。左图：先 LN（LN -> tanh）；右图：后 LN（tanh -> LN）。蓝线（enters tanh）：进入激活函数的值；红线（leaves the pair）：LN 和激活函数合起来输出的值。
+# 同样的效果，这回可以自己动手调。两个滑块调节 `z` 的中心和离散程度（centre of z、spread of z）；下拉菜单（activation）可以把 tanh 换成 ReLU（负值变为零、正值原样输出）或 GELU（平滑版的 ReLU）。左图：先 LN（LN -> tanh）；右图：后 LN（tanh -> LN）。蓝线（enters tanh）：进入激活函数的值；红线（leaves the pair）：LN 和激活函数合起来输出的值。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -83,7 +83,7 @@ plt.show()
 # %% [markdown] lesson_point=6
 # ## 6 · `normalized_shape` 决定了什么
 #
-# 一批句子的形状是 `(batch, seq_len, dim)`。`nn.LayerNorm(normalized_shape)` 在**最后** `len(normalized_shape)` 个维度上求平均；前面那些维度的每一个下标是一个*组*，各有自己的均值和方差；$\gamma$ 和 $\beta$ 的形状就是 `normalized_shape`：
+# 一批句子的形状是 `(batch, seq_len, dim)`。`nn.LayerNorm(normalized_shape)` 在**最后** `len(normalized_shape)` 个维度上求平均；前面那些维度上的每一种下标组合构成一个*组*，每组有自己的均值和方差；$\gamma$ 和 $\beta$ 的形状就是 `normalized_shape`：
 
 # %%
 torch.manual_seed(42)
@@ -95,7 +95,7 @@ for shape in [(dim,), (seq_len, dim)]:
     print(f"normalized_shape={shape}: {x.numel() // gamma.numel()} groups, gamma of shape {tuple(gamma.shape)}")
 
 # %% [markdown]
-# 以 token 为单位：2 × 3 = 6 组，每个 token 单独一组。以句子为单位：2 组，一个句子的 12 个值放在一起，而且 $\gamma$ 每个位置各有一项，所以只适用于一种句子长度（试试 `nn.LayerNorm((3, 4))(torch.rand(2, 5, 4))`）。原课程说 LN “可以选择以 sentence 或 token 为单位进行归一化，具体取决于任务需求和应用场景”；Transformer 都以 token 为单位（长短不一的句子怎样填充到同一长度，以及一个放大单个 token 的滑块：见深入专题 [16](../16_sequences_padding_and_masks.ipynb)）。
+# 以 token 为单位：2 × 3 = 6 组，每个 token 单独一组。以句子为单位：2 组，一个句子的 12 个值放在一起，而且 $\gamma$ 每个位置各有一项，所以只适用于一种句子长度（试试 `nn.LayerNorm((3, 4))(torch.rand(2, 5, 4))`）。原课程说 LN “可以选择以 sentence 或 token 为单位进行归一化，具体取决于任务需求和应用场景”；Transformer 一律以 token 为单位归一化（长短不一的句子怎样填充到同一长度，以及一个放大单个 token 的滑块：见深入专题 [16](../16_sequences_padding_and_masks.ipynb)）。
 
 # %% [markdown] lesson_point=7
 # ## 7 · 没有滑动统计量
@@ -115,7 +115,7 @@ for norm in (nn.BatchNorm1d(dim), nn.LayerNorm(dim)):
 # %% [markdown] lesson_point=8
 # ## 8 · 原课程的代码，原样照搬
 #
-# 除了在中文注释旁加了英文，代码一字未改（注释“以句子为单词”是原课程的笔误，应为“以句子为单位”）。`test01` 用 `nn.LayerNorm` 两种方式各做一次；`test02` 手工计算，并打印均值和方差。`elementwise_affine=False` 关掉了 $\gamma$ 和 $\beta$（`bias=False` 是多余的）；`if __name__ == '__main__':` 在笔记本里同样为真。
+# 除了在中文注释旁加了英文，代码一字未改（注释“以句子为单词”是原课程的笔误，应为“以句子为单位”）。`test01` 用 `nn.LayerNorm` 按两种单位各算一次；`test02` 手工计算，并打印均值和方差。`elementwise_affine=False` 关掉了 $\gamma$ 和 $\beta$（`bias=False` 是多余的）；`if __name__ == '__main__':` 在笔记本里同样为真。
 
 # %%
 import torch.nn as nn  # noqa: I001 (the lesson imports torch.nn first)
@@ -162,12 +162,12 @@ if __name__ == '__main__':
 
 
 # %% [markdown]
-# 与原课程打印的结果（“程序执行结果”）一字不差（`tests/test_lesson.py` 专门比对二者）。`test01` 打印的张量和 `test02` 的相同：`nn.LayerNorm` 算的正是手写的公式。
+# 上面的输出与原课程打印的结果（“程序执行结果”）一字不差（`tests/test_lesson.py` 专门比对二者）。`test01` 打印的张量和 `test02` 的相同：`nn.LayerNorm` 算的正是手写的公式。
 
 # %% [markdown]
 # ## 动手练习：以句子为单位，任意批量大小
 #
-# `test02` 里的 `.view(2, 1, 1)` 只适用于批量为 2 的情况。让 `my_sentence_layer_norm(x)` 适用于**任意**批量大小（不带 $\gamma$、$\beta$）。初始代码就是 `test02` 的写法，故意是错的。
+# `test02` 里的 `.view(2, 1, 1)` 只适用于批量大小为 2 的情况。让 `my_sentence_layer_norm(x)` 适用于**任意**批量大小（不带 $\gamma$、$\beta$）。初始代码照搬了 `test02` 的写法，所以检查故意不会通过。
 
 # %%
 def my_sentence_layer_norm(x, eps=1e-5):
@@ -203,5 +203,5 @@ check_sentence_layer_norm(my_sentence_layer_norm)
 # %% [markdown]
 # ## 参考文献
 #
-# - S. Ioffe, C. Szegedy, *Batch Normalization*, 2015, 第 3.2 节（归一化放在非线性之前），[arXiv:1502.03167](https://arxiv.org/abs/1502.03167).
+# - S. Ioffe, C. Szegedy, *Batch Normalization*, 2015, 第 3.2 节（归一化放在非线性之前），[arXiv:1502.03167](https://arxiv.org/abs/1502.03167)。
 # - PyTorch，[`torch.nn.LayerNorm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.LayerNorm.html) 和 [`torch.nn.BatchNorm1d`](https://docs.pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html)。

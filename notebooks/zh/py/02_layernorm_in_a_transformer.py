@@ -31,7 +31,7 @@ helpers.set_language("zh")
 # %% [markdown]
 # # 02 · Transformer 中的层归一化
 #
-# **你将学到**：用 `nn.LayerNorm` 搭一个 Pre-LN Transformer 模块，再换成 `helpers.LayerNorm`；LN 在 GPT 中的位置，以及 LLaMA 在这些位置用的 RMSNorm；存储的实验结果对原课程的各个说法怎么说。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/02_layernorm_in_a_transformer.ipynb)
+# **你将学到**：用 `nn.LayerNorm` 搭一个 Pre-LN Transformer 模块，再换成 `helpers.LayerNorm`；LN 在 GPT 中的位置，以及 LLaMA 在这些位置用的 RMSNorm；已存储的实验结果如何评判原课程的各个说法。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/02_layernorm_in_a_transformer.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
@@ -46,7 +46,7 @@ from helpers.widgets.residual_stream import residual_stream_demo
 # %% [markdown]
 # ## 一个 Pre-LN 模块
 #
-# 两个子层：注意力（每个 token 从它前面的 token 汇集信息，分成 `n_heads` 个并行的部分；*因果掩码*，即 causal mask，遮住后面的 token）和一个 MLP（`Linear → GELU → Linear`；GELU 是平滑版的 ReLU），各自的输出都加回到自己的输入上（*残差连接*，residual connection）。**Pre-LN** 把 LN 放在每个子层的输入处，GPT-2 就是这样做的。注意力内部怎么算不必深究，只需看 LN 放在哪里。
+# 两个子层：注意力（每个 token 从它前面的 token 汇集信息，分成 `n_heads` 个并行的“头”；*因果掩码*，即 causal mask，遮住后面的 token）和一个 MLP（多层感知机：`Linear → GELU → Linear`；GELU 是平滑版的 ReLU），各自的输出都加回到自己的输入上（*残差连接*，residual connection）。**Pre-LN** 把 LN 放在每个子层的输入处，GPT-2 就是这样做的。注意力内部怎么算不必深究，只需看 LN 放在哪里。
 
 # %%
 class Block(nn.Module):
@@ -65,7 +65,7 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 # %% [markdown]
-# 这里的 LN 放在每个子层的第一个 Linear 之前，而不像 01 §5 那样放在 Linear 和 GELU 之间；无论哪种，后面的运算看到的都是同一尺度的值。GPT 把若干模块堆叠起来，并在预测下一个 token 之前再加一个最终的 LN（GPT-2 里的 `ln_1`、`ln_2`、`ln_f`；这里的 `ln_f` 名叫 `2`）：
+# 这里的 LN 放在每个子层的第一个 Linear 之前，而不像 01 §5 那样放在 Linear 和激活函数之间；无论哪种，后面的运算看到的都是同一尺度的值。GPT 把若干模块堆叠起来，并在预测下一个 token 之前再加一个最终的 LN（GPT-2 里的 `ln_1`、`ln_2`、`ln_f`；在这里，与 `ln_f` 对应的那一层名叫 `2`）：
 
 # %%
 def tiny_gpt(norm, d_model=32, n_heads=4):
@@ -77,7 +77,7 @@ gpt = tiny_gpt(nn.LayerNorm)
 print("LayerNorms:", [name for name, m in gpt.named_modules() if isinstance(m, nn.LayerNorm)])
 
 # %% [markdown]
-# LN 分别在注意力之前、MLP 之前和最末尾。**替换**：`helpers.LayerNorm` 就是把 00 §3 的公式写成一个模块；输出和梯度都相同，说明 LN 做的就是这个公式，别无其他。权重相同（`load_state_dict`），训练模式（`.train()`）；损失取输出的立方和（每个 token 的 LN 输出均值为 0，直接求和会是常数，传不回任何梯度）。
+# LN 分别在注意力之前、MLP 之前和最末尾。**替换**：`helpers.LayerNorm` 就是把 00 §3 的公式写成一个模块；输出和梯度都相同，说明 LN 做的就是这个公式，别无其他。两个模型的权重相同（`load_state_dict`），都处于训练模式（`.train()`）；损失取输出的立方和（每个 token 的 LN 输出均值为 0，直接求和会是常数，传不回任何梯度）。
 
 # %%
 ours = tiny_gpt(helpers.LayerNorm)
@@ -92,7 +92,7 @@ print("same outputs:", torch.allclose(out_torch, out_ours, atol=1e-5), "| same g
 # %% [markdown]
 # ### 动手看：残差流，以及注意力看到的输入
 #
-# 八个 Pre-LN 模块。左图：进入每个模块的*残差流*（residual stream）`x`（深色：第 1 个模块）；右图：归一化层交给注意力的值（what attention sees）。残差流越来越大，注意力的输入却不变。
+# 八个 Pre-LN 模块。左图：进入每个模块的*残差流*（residual stream）`x`，也就是沿残差连接一路传下去、不断累加各子层输出的那条主干（深色：第 1 个模块）；右图：归一化层交给注意力的值（what attention sees）。残差流越来越分散，注意力的输入却不变。下拉菜单（norm）还可以换成 RMSNorm（见下文）或不加归一化（no norm）。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -101,7 +101,7 @@ demo = residual_stream_demo()
 demo
 
 # %% [markdown]
-# LayerNorm，子层输出（branch outputs）放大 2 倍：经过八个模块，残差流的离散程度增大到约五倍；注意力的输入始终保持在 1。
+# 选 LayerNorm，把子层输出（branch outputs）放大 2 倍：经过八个模块，残差流的离散程度（标准差）增大到原来的约五倍，而注意力输入的标准差始终保持在 1。
 
 # %%
 demo.snapshot(norm="LayerNorm", branch_scale=2.0)
@@ -110,14 +110,14 @@ plt.show()
 # %% [markdown]
 # ## LLaMA：在同样的位置用 RMSNorm
 #
-# LLaMA 一类的模型（Touvron et al. 2023）保留了这些位置，但用的是 **RMSNorm**（Zhang 和 Sennrich，2019）：不减均值，没有 $\beta$；每个 token 除以它的均方根，再乘以可学习的 `weight`：
+# LLaMA 一类的模型（Touvron 等，2023）保留了这些位置，但用的是 **RMSNorm**（Zhang 和 Sennrich，2019）：不减均值，没有 $\beta$；每个 token 除以它的均方根，再乘以可学习的 `weight`（即下式中的 γ）：
 #
 # $$y = \frac{x}{\sqrt{\mathrm{mean}(x^2) + \epsilon}} \cdot \gamma$$
 
 # %% [markdown]
 # ## 动手练习：手写 RMSNorm
 #
-# 在最后一维上写出 `my_rms_norm(x, weight)`，`eps = 1e-6`（LLaMA 的取值）。初始代码其实是 LN，故意是错的。
+# 写出 `my_rms_norm(x, weight)`，在最后一维上做 RMSNorm，取 `eps = 1e-6`（LLaMA 的取值）。初始代码其实是 LN，所以检查故意不会通过。
 
 # %%
 def my_rms_norm(x, weight, eps=1e-6):
@@ -147,7 +147,7 @@ check_rms_norm(my_rms_norm)
 HTML(evidence_card())
 
 # %% [markdown]
-# 某一行和 00 §1 说的不一致时，说明原课程给出的理由是一种动机，而不是保证：LN 对训练有什么作用，取决于模型。实验如何得出结论：见 [10](../10_how_a_claim_is_tested.ipynb)。
+# 如果某一行与 00 §1 的说法不符，说明原课程给出的理由只是引入 LN 的出发点，并不是保证：LN 对训练有什么作用，要看具体的模型。实验如何得出结论，见 [10](../10_how_a_claim_is_tested.ipynb)。
 
 # %% [markdown]
 # ## 小结
@@ -161,4 +161,4 @@ HTML(evidence_card())
 #
 # - A. Radford et al., *Language Models are Unsupervised Multitask Learners*, OpenAI, 2019（第 2.3 节：LN 放在每个子模块的输入处，最后再加一个），[PDF](https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf)。
 # - H. Touvron et al., *LLaMA: Open and Efficient Foundation Language Models*, 2023, 第 2 节（RMSNorm 放在每个子层的输入处），[arXiv:2302.13971](https://arxiv.org/abs/2302.13971)。
-# - B. Zhang, R. Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019, [arXiv:1910.07467](https://arxiv.org/abs/1910.07467).
+# - B. Zhang, R. Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019, [arXiv:1910.07467](https://arxiv.org/abs/1910.07467)。
