@@ -10,8 +10,9 @@ Then it times, on ``BENCH_THREADS`` threads (2):
   at run time, so that a copy's working set (x and y) reaches 4x the LLC; for ``y.copy_(x)``,
   torch's ``F.layer_norm`` and ``CompiledLayerNormFunction``, forward and forward+backward.
   Where twice the LLC is more than ``BENCH_MAX_MIB`` (256 MiB) the sizes stop there and the
-  caches are flushed (a buffer of 1.5x the LLC written) before every timed call instead;
-  the CSV's header says which was used;
+  caches are flushed (a buffer of 1.5x the LLC written) before every timed call instead, one
+  call per block; a flush that takes longer than ``BENCH_FLUSH_MAX_MS`` (20 ms) is cut to the
+  bytes written in that time. The CSV's header says which was used and what was cut;
 - **every implementation** at 3 widths x 3 sizes (256 KiB, 4 MiB, 16 MiB): the naive autograd composition,
   ``helpers.layer_norm``, ``LayerNormFunction`` (eager), ``F.rms_norm``, ``helpers.rms_norm``
   and ``CompiledRMSNormFunction`` besides the three above;
@@ -29,6 +30,12 @@ buffer freed by one call is handed to the next and no call pays page faults (the
 that switch, with the allocator's defaults, the same copy with a fresh output
 (``x.clone()``), a bare ``torch.empty``, and forward+backward at two sizes are timed with
 ``outputs == "fresh"``: the cost of allocation, measured apart.
+
+**Time.** The headline size and the 3 x 3 sizes come first, then the dense sweep from small
+to large, which stops when the next size would end past ``BENCH_BUDGET_S`` (240 s) from the
+start of the speed part (its time estimated from the size before it); the output and the
+CSV's header say where it stopped. So the run takes a few minutes on any machine, whatever
+its caches.
 
 **Timing.** The cores may be shared. Each implementation runs in blocks of calls (at least
 ``BENCH_MIN_BLOCK_MS``, 2 ms, per block; 5 times that at the headline size, so that one
@@ -83,6 +90,10 @@ HEADLINE_ROUNDS = max(20, int(os.environ.get("BENCH_HEADLINE_ROUNDS", "25")))
 MIN_BLOCK = float(os.environ.get("BENCH_MIN_BLOCK_MS", "2")) / 1e3
 HEADLINE_MIN_BLOCK = 5 * MIN_BLOCK
 MAX_BYTES = int(float(os.environ.get("BENCH_MAX_MIB", "256")) * 2**20)
+BUDGET_S = float(os.environ.get("BENCH_BUDGET_S", "240"))
+FLUSH_MAX_S = float(os.environ.get("BENCH_FLUSH_MAX_MS", "20")) / 1e3
+# The LLC as read at run time, or BENCH_LLC_MIB (to see what the run does on a machine with another cache).
+LLC_OVERRIDE = os.environ.get("BENCH_LLC_MIB")
 WIDTHS = tuple(2**k for k in range(6, 14))  # 64 ... 8192
 MIN_ROWS = 8
 HEADLINE = (4096, 1024)
@@ -184,10 +195,27 @@ def tensor_sizes(llc: int) -> tuple[list[int], str]:
 
 
 class Flush:
-    """Writes a buffer of 1.5x the LLC: what a timed call finds in the caches afterwards is not its data."""
+    """Writes a buffer of 1.5x the LLC: what a timed call finds in the caches afterwards is not its data.
+
+    A buffer that takes longer than ``FLUSH_MAX_S`` to write (a very large LLC, a slow machine) is
+    cut to the bytes written in that time; ``note`` then says so (the largest sizes may find part
+    of their data still cached).
+    """
 
     def __init__(self, llc: int | None):
-        self.buffer = None if llc is None else torch.empty(int(1.5 * llc) // 4)
+        self.buffer, self.note = None, ""
+        if llc is None:
+            return
+        self.buffer = torch.empty(int(1.5 * llc) // 4)
+        self.buffer.fill_(1.0)  # maps the pages, outside the time
+        start = time.perf_counter()
+        self.buffer.fill_(1.0)
+        took = time.perf_counter() - start
+        if took > FLUSH_MAX_S:
+            keep = max(1, int(self.buffer.numel() * FLUSH_MAX_S / took))
+            self.note = (f"flush cut to {keep * 4 / 2**20:.0f} MiB of {self.buffer.numel() * 4 / 2**20:.0f} "
+                         f"(writing 1.5x the LLC took {took * 1e3:.0f} ms, over {FLUSH_MAX_S * 1e3:g} ms)")
+            self.buffer = self.buffer[:keep].clone()
 
     def __call__(self):
         if self.buffer is not None:
@@ -215,7 +243,8 @@ def measure(callables: dict, rounds: int, flush: Flush, min_block: float = MIN_B
     for name, fn in callables.items():
         start = time.perf_counter()
         fn()
-        calls[name] = max(1, math.ceil(min_block / max(time.perf_counter() - start, 1e-7)))
+        # flushed: one call per block (each call pays a flush; a block of many would cost many flushes)
+        calls[name] = 1 if flush.buffer is not None else max(1, math.ceil(min_block / max(time.perf_counter() - start, 1e-7)))
     times = {name: [] for name in callables}
     faults = {name: 0.0 for name in callables}
     names = list(callables)
@@ -340,15 +369,22 @@ def rows_of(name, direction, outputs, rows, width, rounds, result):
 # ----------------------------------------------------------------- the runs
 
 
-def fresh_outputs(sizes: list[int], impls: dict, flush: Flush) -> list[dict]:
+def fresh_outputs(sizes: list[int], impls: dict, flush: Flush, budget_s: float) -> tuple[list[dict], str]:
     """With the allocator's defaults: the copy into a fresh output against a preallocated one, a
-    bare torch.empty, and forward+backward at the headline size and the largest size."""
-    out = []
+    bare torch.empty, and forward+backward at the headline size and the largest size reached.
+    Sizes stop when the next would end past ``budget_s`` (its time estimated from the one before);
+    returns the rows and what was cut (empty if nothing)."""
+    out, capped, started, last, reached = [], "", time.monotonic(), None, HEADLINE[0]
     width = 1024
     for size in sizes:
         rows = size // (4 * width)
         if rows < MIN_ROWS:
             continue
+        if last is not None and time.monotonic() - started + last[1] * size / last[0] > budget_s:
+            capped = f"fresh outputs stopped before {size / 2**20:g} MiB (budget {budget_s:g} s)"
+            print(f"capped: {capped}", flush=True)
+            break
+        size_started = time.monotonic()
         x, _, _, _ = inputs(rows, width)
         y = torch.empty_like(x)
         result = measure({"fresh": lambda x=x: x.clone(), "pre": lambda x=x, y=y: y.copy_(x),
@@ -357,25 +393,25 @@ def fresh_outputs(sizes: list[int], impls: dict, flush: Flush) -> list[dict]:
         out.append(rows_of("copy, fresh output (x.clone())", "copy", "fresh", rows, width, ROUNDS, result["fresh"]))
         out.append(rows_of("allocation alone (torch.empty_like(x))", "allocation", "fresh", rows, width, ROUNDS,
                            result["empty"]))
-    for rows in sorted({HEADLINE[0], sizes[-1] // (4 * width)}):
+        last, reached = (size, time.monotonic() - size_started), rows
+    for rows in sorted({HEADLINE[0], reached}):
         x, w, b, dy = inputs(rows, width)
         timed = {}
         for name in (TORCH_LN, COMPILED_LN):
             timed.update(callables_for(name, impls[name][0], x, w, b, dy, ("forward+backward",)))
         for (name, direction), result in measure(timed, ROUNDS, flush).items():
             out.append(rows_of(f"{name}, fresh outputs", direction, "fresh", rows, width, ROUNDS, result))
-    return out
+    return out, capped
 
 
 def plan(sizes: list[int]) -> list[tuple[int, int]]:
-    shapes = {HEADLINE}
+    """The shapes to time, in order: the headline, the sparse shapes, then the dense sweep from
+    small to large (what a time budget cuts, it cuts from the end)."""
     if os.environ.get("BENCH_HEADLINE_ONLY") == "1":
         return [HEADLINE]
-    for width in WIDTHS:
-        for size in sizes:
-            if size // (4 * width) >= MIN_ROWS:
-                shapes.add((size // (4 * width), width))
-    return sorted(shapes, key=lambda s: (s[0] * s[1], s[1]))
+    dense = {(size // (4 * width), width) for width in WIDTHS for size in sizes if size // (4 * width) >= MIN_ROWS}
+    first = [HEADLINE, *sorted(sparse_shapes() - {HEADLINE}, key=lambda s: (s[0] * s[1], s[1]))]
+    return first + sorted(dense - set(first), key=lambda s: (s[0] * s[1], s[1]))
 
 
 def sparse_shapes() -> set[tuple[int, int]]:
@@ -403,18 +439,37 @@ def main() -> int:
         print(f"note: {others:.1f} other tasks were running at the start: they share the cores, times will be noisy")
     caches = cache_sizes()
     llc = list(caches.values())[-1] if caches else 32 * 2**20
+    if LLC_OVERRIDE:
+        llc = int(float(LLC_OVERRIDE) * 2**20)
+        caches = {**caches, "LLC (BENCH_LLC_MIB)": llc}
     sizes, cache_mode = tensor_sizes(llc)
     flush = Flush(llc if cache_mode.startswith("flushed") else None)
+    if flush.note:
+        cache_mode += f"; {flush.note}"
     print(f"caches: {caches}; {cache_mode}", flush=True)
+    speed_started = time.monotonic()
 
     impls = implementations()
-    rows = [] if os.environ.get("BENCH_HEADLINE_ONLY") == "1" else fresh_outputs(sizes, impls, flush)
+    rows, fresh_capped = [], ""
+    if os.environ.get("BENCH_HEADLINE_ONLY") != "1":  # a quarter of the budget
+        rows, fresh_capped = fresh_outputs(sizes, impls, flush, BUDGET_S / 4)
     print(f"fresh outputs done ({time.monotonic() - started:.0f} s)", flush=True)
     allocator = reuse_freed_memory()
 
     sparse = sparse_shapes()
+    capped, last = "", None  # last: (bytes, seconds) of the dense size timed before
     for m, width in plan(sizes):
         headline = (m, width) == HEADLINE
+        if not headline and (m, width) not in sparse and last is not None:
+            spent = time.monotonic() - speed_started
+            estimate = last[1] * (m * width * 4) / last[0]
+            if spent + estimate > BUDGET_S:
+                capped = (f"the dense sweep stopped before {m} x {width} ({m * width * 4 / 2**20:g} MiB): "
+                          f"{spent:.0f} s spent, about {estimate:.0f} s more for it, budget {BUDGET_S:g} s "
+                          f"(BENCH_BUDGET_S)")
+                print(f"capped: {capped}", flush=True)
+                break
+        shape_started = time.monotonic()
         x, w, b, dy = inputs(m, width)
         y = torch.empty_like(x)
         timed = {(COPY, "copy"): lambda x=x, y=y: y.copy_(x)}
@@ -431,6 +486,8 @@ def main() -> int:
         if headline or (m, width) in sparse:
             print(f"{m:>7} x {width:<5} ({m * width * 4 / 2**20:g} MiB): {len(timed)} timings "
                   f"({time.monotonic() - started:.0f} s)", flush=True)
+        else:
+            last = (m * width * 4, time.monotonic() - shape_started)
 
     import pandas as pd
 
@@ -445,7 +502,10 @@ def main() -> int:
     frame = frame[["implementation", "direction", "outputs", "rows", "width", "MiB", "working_set_MiB", "rounds",
                    "time_ms", "median_ms", "ratio_vs_torch", "fastest_ratio_vs_torch", "GBps", "median_GBps",
                    "copy_GBps", "faults_per_call", "status"]]
-    header = "".join(f"# {k}: {v}\n" for k, v in machine(caches, allocator, cache_mode, load).items())
+    facts = machine(caches, allocator, cache_mode, load)
+    facts["capped"] = "; ".join(c for c in (fresh_capped, capped) if c) or (
+        f"nothing: every size timed within the {BUDGET_S:g} s budget")
+    header = "".join(f"# {k}: {v}\n" for k, v in facts.items())
     if os.environ.get("BENCH_HEADLINE_ONLY") == "1":
         report(frame)
         print("\nBENCH_HEADLINE_ONLY=1: nothing written")

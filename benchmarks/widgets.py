@@ -1,10 +1,11 @@
 """How long each dashboard takes to redraw after a control moves: compute, draw, PNG.
 
 Run alone with ``python benchmarks/widgets.py`` (about half a minute), or as the first part of
-``make bench``. Every dashboard of :mod:`helpers.widgets` is built as its notebook builds it,
-without a kernel (a dashboard's callbacks are plain functions), then for every control a few
-values are set one after the other; each set runs the whole redraw that a learner waits for
-(the state, the figure's update, the PNG and the table) and is timed with ``perf_counter``.
+``make bench``. Every dashboard of :mod:`helpers.widgets` is built as its notebook builds it (the
+few that no notebook shows now are labelled "unused"), without a kernel (a dashboard's callbacks
+are plain functions), then for every control a few values are set one after the other; each set
+runs the whole redraw that a learner waits for (the state, the figure's update, the PNG and the
+table) and is timed with ``perf_counter``.
 Per dashboard it prints the median and the largest redraw over all its controls, and the median
 per control. The goal (DESIGN.md, "Notebook conventions"): a median of at most 100 ms.
 
@@ -68,35 +69,35 @@ def dashboards() -> dict:
                                                       "beta": [0.5, -1.0, 0.0]}),
         "core 01 activation_input": (activation_input_demo, {"activation": ["ReLU", "GELU", "tanh"],
                                                              "shift": [2.0, -3.0, 0.0], "scale": [3.0, 0.5, 1.0]}),
-        "core 01 token_or_sentence": (token_or_sentence_demo, {"unit": [*reversed(UNITS)], "scale": [5.0, 8.0, 1.0]}),
+        "deep 16 token_or_sentence": (token_or_sentence_demo, {"unit": [*reversed(UNITS)], "scale": [5.0, 8.0, 1.0]}),
         "core 02 residual_stream": (residual_stream_demo, {"norm": ["RMSNorm", "no norm", "LayerNorm"],
                                                            "branch_scale": [2.0, 0.5, 1.0]}),
-        "00 shift_scale_demo": (lambda: widgets.shift_scale_demo(seed=0), shift_scale),
-        "01 eps_demo": (lambda: widgets.eps_demo(seed=0), {"eps": [1e-9, 1e-3, 1e-5]}),
-        "01 affine_demo": (lambda: widgets.affine_demo(seed=0),
-                           {"feature": [12, 0, 3], "gamma": [2.25, 0.5, 1.0], "beta": [-2.0, 1.5, 0.0]}),
-        "02 norm_unit_demo": (lambda: widgets.norm_unit_demo(batch),
-                              {"n_trailing": [2, 3, 1], "scale": [5.0, 9.5, 1.0]}),
-        "03 other_samples_demo": (lambda: widgets.other_samples_demo(seed=0),
-                                  {"shift": [0.5, -3.0, 0.0], "scale": [1.25, 3.0, 1.0]}),
-        "04 placement_demo": (widgets.placement_demo,
-                              {"activation": ["relu", "tanh"], "placement": ["no norm", "act -> LN", "LN -> act"],
-                               "depth": [16, 4, 8]}),
-        "04 stored_runs_demo": (placement_runs, {"activation": ["relu", "gelu", "tanh"],
-                                                 "arrangement": ["act -> LN", "no norm", "all"],
-                                                 "rate": [0.01, 0.001, "tuned"]}),
-        "05 speed_demo": (speed, speed_values),
-        "06 stability_demo": (widgets.stability_demo,
-                              {"offset": [1.0, 1e6, 1e4], "scale": [1.0, 1e-4, 1e-2],
-                               "dtype": ["float16", "bfloat16", "float32"], "eps": [1e-2, 1e-12, 1e-5]}),
-        "07 norm_family_demo": (widgets.norm_family_demo,
-                                {"norm": ["GroupNorm", "BatchNorm", "InstanceNorm", "RMSNorm", "LayerNorm"],
-                                 "groups": [3, 6, 2], "sample": [2, 1, 0], "channel": [4, 1, 0],
-                                 "position": [3, 1, 0]}),
-        "07 ln_geometry_demo": (widgets.ln_geometry_demo,
-                                {"azimuth": [40.0, 120.0, -25.0], "elevation": [-30.0, 60.0, 20.0],
-                                 "x": [-1.0, 2.0, 1.0], "scale": [2.0, 0.25, 1.0], "offset": [1.5, -1.5, 0.0],
-                                 "gamma": [1.5, 0.0, 1.0], "eps": [1.0, 1e-3, 1e-5]}),
+        "unused shift_scale_demo": (lambda: widgets.shift_scale_demo(seed=0), shift_scale),
+        "unused eps_demo": (lambda: widgets.eps_demo(seed=0), {"eps": [1e-9, 1e-3, 1e-5]}),
+        "unused affine_demo": (lambda: widgets.affine_demo(seed=0),
+                               {"feature": [12, 0, 3], "gamma": [2.25, 0.5, 1.0], "beta": [-2.0, 1.5, 0.0]}),
+        "unused norm_unit_demo": (lambda: widgets.norm_unit_demo(batch),
+                                  {"n_trailing": [2, 3, 1], "scale": [5.0, 9.5, 1.0]}),
+        "deep 11 other_samples_demo": (lambda: widgets.other_samples_demo(seed=0),
+                                       {"shift": [0.5, -3.0, 0.0], "scale": [1.25, 3.0, 1.0]}),
+        "deep 12 placement_demo": (widgets.placement_demo,
+                                   {"activation": ["relu", "tanh"], "placement": ["no norm", "act -> LN", "LN -> act"],
+                                    "depth": [16, 4, 8]}),
+        "deep 12 stored_runs_demo": (placement_runs, {"activation": ["relu", "gelu", "tanh"],
+                                                      "arrangement": ["act -> LN", "no norm", "all"],
+                                                      "rate": [0.01, 0.001, "tuned"]}),
+        "deep 13 speed_demo": (speed, speed_values),
+        "deep 14 stability_demo": (widgets.stability_demo,
+                                   {"offset": [1.0, 1e6, 1e4], "scale": [1.0, 1e-4, 1e-2],
+                                    "dtype": ["float16", "bfloat16", "float32"], "eps": [1e-2, 1e-12, 1e-5]}),
+        "deep 15 norm_family_demo": (widgets.norm_family_demo,
+                                     {"norm": ["GroupNorm", "BatchNorm", "InstanceNorm", "RMSNorm", "LayerNorm"],
+                                      "groups": [3, 6, 2], "sample": [2, 1, 0], "channel": [4, 1, 0],
+                                      "position": [3, 1, 0]}),
+        "deep 15 ln_geometry_demo": (widgets.ln_geometry_demo,
+                                     {"azimuth": [40.0, 120.0, -25.0], "elevation": [-30.0, 60.0, 20.0],
+                                      "x": [-1.0, 2.0, 1.0], "scale": [2.0, 0.25, 1.0], "offset": [1.5, -1.5, 0.0],
+                                      "gamma": [1.5, 0.0, 1.0], "eps": [1.0, 1e-3, 1e-5]}),
     }
 
 
@@ -127,7 +128,7 @@ def time_dashboard(build, values) -> tuple[dict[str, list[float]], list[float]]:
 def main() -> int:
     print("Dashboard redraws (state + figure + PNG + table), ms; goal: median <= "
           f"{TARGET_MS:.0f} ms. {ROUNDS} rounds per control value.")
-    print(f"{'dashboard':<24} {'median':>7} {'max':>7} {'cpu':>6}   median per control")
+    print(f"{'dashboard':<26} {'median':>7} {'max':>7} {'cpu':>6}   median per control")
     worst, load = 0.0, _load()
     for name, (build, values) in dashboards().items():
         times, cpu = time_dashboard(build, values)
@@ -136,7 +137,7 @@ def main() -> int:
         worst = max(worst, median)
         per_control = ", ".join(f"{c} {statistics.median(ts):.0f}" for c, ts in times.items() if ts)
         flag = "" if median <= TARGET_MS else "  (over the goal)"
-        print(f"{name:<24} {median:7.1f} {max(every):7.1f} {statistics.median(cpu):6.1f}   "
+        print(f"{name:<26} {median:7.1f} {max(every):7.1f} {statistics.median(cpu):6.1f}   "
               f"{per_control}{flag}", flush=True)
     print(f"slowest dashboard median: {worst:.1f} ms; load average {load} -> {_load()} "
           f"on {os.cpu_count()} logical CPUs")

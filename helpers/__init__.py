@@ -4,7 +4,8 @@ Everything here mirrors ``torch.nn.functional`` and ``torch.nn`` exactly (same
 signatures, defaults, parameter and buffer names, results and errors), written with
 tensor operations a learner can read instead of torch's fused norm kernels.
 
-This top level is the drop-in library. The course's parts sit in folders, each importing only
+This top level is the drop-in library (and :func:`set_language`, the language of the checkers'
+feedback: ``"zh"`` in the core path's Chinese edition). The course's parts sit in folders, each importing only
 the layers below it: ``helpers.evidence`` (runner, statistics, stored results) and
 ``helpers.exercises`` (checkers), then ``helpers.lessons`` (tables and demos) and
 ``helpers.experiments`` (the stored experiments), then ``helpers.plots``, then ``helpers.widgets``.
@@ -32,6 +33,7 @@ from helpers.functional import (
     normalize,
     rms_norm,
 )
+from helpers.language import set_language
 from helpers.modules import (
     BatchNorm1d,
     BatchNorm2d,
@@ -70,5 +72,6 @@ __all__ = [
     "layer_norm",
     "normalize",
     "rms_norm",
+    "set_language",
     "swap_norms",
 ]

@@ -7,8 +7,11 @@ It makes ``helpers`` importable wherever a notebook is opened:
 - in Google Colab, by pip-installing the package from :data:`REPO_URL`;
 - anywhere else, it stops with one sentence that says what to do.
 
-``tests/test_notebook_hygiene.py`` checks that each notebook's first code cell is
-exactly :data:`FIRST_CELL`, that :data:`REPO_URL` matches ``pyproject.toml`` and that every
+The Chinese edition of the core path (``notebooks/zh/``) opens with the same cell plus one line,
+:data:`LANGUAGE_LINES` ``["zh"]``, that makes the checkers speak Chinese: :func:`first_cell`.
+
+``tests/test_notebook_hygiene.py`` checks that each notebook's first code cell is exactly
+:func:`first_cell` of its language, that :data:`REPO_URL` matches ``pyproject.toml`` and that every
 "Open in Colab" link is :func:`colab_url`'s. The repository's address lives here only:
 ``python -m helpers.bootstrap`` rewrites the first cells and the links from it.
 :data:`REPO_ENV` overrides it at run time (the Colab test points it at a local clone).
@@ -39,9 +42,26 @@ elif importlib.util.find_spec("helpers") is None:
     raise ModuleNotFoundError(f"`helpers` is not installed: run `make lab` in a clone of {{REPO_URL}}, or `pip install git+{{REPO_URL}}` here")
 import helpers  # noqa: E402,F401'''
 
+#: The line a notebook's first cell adds after :data:`FIRST_CELL` to speak another language
+#: than English, by language; the folder of the set's notebooks in each language.
+LANGUAGE_LINES = {"zh": 'helpers.set_language("zh")'}
+FOLDERS = {"en": "notebooks", "zh": "notebooks/zh"}
+
+
+def first_cell(language: str = "en") -> str:
+    """The first code cell of a notebook in ``language``: :data:`FIRST_CELL`, then (after a blank
+    line) the line that sets the language; for English, :data:`FIRST_CELL` alone."""
+    if language == "en":
+        return FIRST_CELL
+    if language not in LANGUAGE_LINES:
+        raise ValueError(f"first_cell(): argument 'language' must be one of {['en', *LANGUAGE_LINES]}, "
+                         f"got {language!r}")
+    return f"{FIRST_CELL}\n\n{LANGUAGE_LINES[language]}"  # a blank line after the imports, as isort wants
+
 
 def colab_url(notebook: str, repo_url: str = REPO_URL, branch: str = BRANCH) -> str:
-    """The "Open in Colab" address of ``notebook`` (a file name in notebooks/) in ``repo_url``."""
+    """The "Open in Colab" address of ``notebook`` in ``repo_url``: a path under notebooks/, such as
+    ``"00_what_layernorm_computes.ipynb"`` or, in the Chinese edition, ``"zh/00_what_layernorm_computes.ipynb"``."""
     prefix = "https://github.com/"
     if not repo_url.startswith(prefix):
         raise ValueError(f"colab_url(): argument 'repo_url' must start with {prefix!r}, got {repo_url!r}")
@@ -49,7 +69,8 @@ def colab_url(notebook: str, repo_url: str = REPO_URL, branch: str = BRANCH) -> 
 
 
 #: Any "Open in Colab" address of one of the set's notebooks, whatever repository it names.
-COLAB_LINK = re.compile(r"https://colab\.research\.google\.com/github/[^\s)\]\"']+?/notebooks/([0-9]{2}_[a-z0-9_]+\.ipynb)")
+COLAB_LINK = re.compile(
+    r"https://colab\.research\.google\.com/github/[^\s)\]\"']+?/notebooks/((?:zh/)?[0-9]{2}_[a-z0-9_]+\.ipynb)")
 
 
 def rewrite_links(text: str) -> str:
@@ -58,33 +79,38 @@ def rewrite_links(text: str) -> str:
 
 
 def _rewrite(root: Path) -> list[str]:
-    """Make every notebook's first code cell :data:`FIRST_CELL` and every Colab link current,
-    in README.md and in the notebooks (both files of each jupytext pair). Returns what changed."""
+    """Make every notebook's first code cell :func:`first_cell` of its language and every Colab
+    link current, in README.md, README.zh.md and the notebooks of every language (the .ipynb of
+    each jupytext pair: ``jupytext --sync`` brings the .py along). Returns what changed."""
     import nbformat
 
     changed = []
-    readme = root / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    if rewrite_links(text) != text:
-        readme.write_text(rewrite_links(text), encoding="utf-8")
-        changed.append(readme.name)
-    for path in sorted((root / "notebooks").glob("*.ipynb")):
-        nb = nbformat.read(path, as_version=4)
-        before = nbformat.writes(nb)
-        code = [c for c in nb.cells if c.cell_type == "code"]
-        if code:
-            code[0].source = FIRST_CELL
-        for cell in nb.cells:
-            if cell.cell_type == "markdown":
-                cell.source = rewrite_links(cell.source)
-        if nbformat.writes(nb) != before:
-            nbformat.write(nb, path)
-            changed.append(path.name)
+    for readme in (root / "README.md", root / "README.zh.md"):
+        if not readme.is_file():
+            continue
+        text = readme.read_text(encoding="utf-8")
+        if rewrite_links(text) != text:
+            readme.write_text(rewrite_links(text), encoding="utf-8")
+            changed.append(readme.name)
+    for language, folder in FOLDERS.items():
+        for path in sorted((root / folder).glob("*.ipynb")):
+            nb = nbformat.read(path, as_version=4)
+            before = nbformat.writes(nb)
+            code = [c for c in nb.cells if c.cell_type == "code"]
+            if code:
+                code[0].source = first_cell(language)
+            for cell in nb.cells:
+                if cell.cell_type == "markdown":
+                    cell.source = rewrite_links(cell.source)
+            if nbformat.writes(nb) != before:
+                nbformat.write(nb, path)
+                changed.append(path.relative_to(root / "notebooks").as_posix())
     return changed
 
 
 if __name__ == "__main__":
     # `python -m helpers.bootstrap`: after changing REPO_URL (or BRANCH), rewrite the first cells
-    # and the Colab links; then `jupytext --sync notebooks/*.ipynb` brings the .py files along.
+    # and the Colab links; then `jupytext --sync notebooks/*.ipynb notebooks/zh/*.ipynb` brings the
+    # .py files along.
     for name in _rewrite(Path(__file__).resolve().parents[1]):
         print("rewrote", name)

@@ -63,6 +63,7 @@ def assert_within_ulps():
 # throwaway HOME / JUPYTER_* / IPYTHONDIR folders, with autosave off and checkpoints
 # kept in that throwaway home, so that running the notebooks in a browser never writes
 # to notebooks/.
+import collections  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
@@ -227,15 +228,56 @@ def lab_server(tmp_path_factory):
 # One `pytest` runs everything (pyproject.toml): unit and hygiene tests first, then every
 # notebook under nbval (marked `notebook`), then slow tests (servers, the Colab-versions
 # environment), then the browser. The sort is stable, so each notebook's cells stay in order.
-def pytest_collection_modifyitems(config, items):
-    def stage(item) -> int:
-        if item.get_closest_marker("browser"):
-            return 3
-        if item.get_closest_marker("slow"):
-            return 2
-        return 1 if item.path.suffix == ".ipynb" else 0
+STAGES = ("unit, property and hygiene tests", "notebooks under strict nbval", "servers and the Colab versions",
+          "the browser")
 
+
+def _stage(item) -> int:
+    if item.get_closest_marker("browser"):
+        return 3
+    if item.get_closest_marker("slow"):
+        return 2
+    return 1 if item.path.suffix == ".ipynb" else 0
+
+
+def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.notebook)
-    items.sort(key=stage)
+    items.sort(key=_stage)
+    config.stash[_STAGE_OF] = {item.nodeid: _stage(item) for item in items}
+
+
+# --- Time per stage, printed at the end -------------------------------------------
+# The tests run one after another, so a stage's time is the sum of its tests' setup, call and
+# teardown times (module fixtures included, in the test that first needs them). Registered as a
+# plugin, since a conftest's own per-test hooks see only the tests below its folder (not notebooks/).
+_STAGE_OF = pytest.StashKey[dict]()
+
+
+class _StageTimes:
+    def __init__(self, config):
+        self.config, self.seconds = config, [0.0] * len(STAGES)
+
+    def pytest_runtest_logreport(self, report):
+        stage = self.config.stash.get(_STAGE_OF, {}).get(report.nodeid)
+        if stage is not None:
+            self.seconds[stage] += report.duration
+
+    def pytest_terminal_summary(self, terminalreporter):
+        counts = collections.Counter(self.config.stash.get(_STAGE_OF, {}).values())
+        if counts:
+            terminalreporter.section("time per stage")
+            for i, name in enumerate(STAGES):
+                if counts.get(i):
+                    terminalreporter.write_line(f"{name}: {self.seconds[i]:.0f} s ({counts[i]} tests)")
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_StageTimes(config), "stage-times")
+    # One thread for the tests' own torch work: their tensors are small, and `make test` runs a
+    # second pytest (the portable nbval pass) beside this one on 2 cores, where a second thread
+    # makes each small op wait for a core (measured under load: tests/test_bn_vs_ln.py took 132 s
+    # on 2 threads, 25 s on 1). It is also how the runner trains the stored experiments. Notebook
+    # kernels, servers and subprocesses keep their own defaults.
+    torch.set_num_threads(1)

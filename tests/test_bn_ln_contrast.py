@@ -1,4 +1,5 @@
-"""The first BN-vs-LN contrast of notebooks 00 and 01: both_ways, batch_dependence, state_and_modes."""
+"""A first BN-vs-LN contrast that no notebook calls now (both_ways, batch_dependence, state_and_modes),
+and deep dive 11's shift feature by feature."""
 
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ def test_state_and_modes_names_bn_buffers_and_ln_agrees_in_both_modes():
     assert bn["largest |train - eval|"] == pytest.approx(expected.item(), rel=1e-4)
 
 
-# ---------------------------------------------------------------- notebook 03: a shift feature by feature
+# ------------------------------------------------------------- deep dive 11: a shift feature by feature
 
 
 def test_shift_robustness_bn_passes_a_per_feature_shift_and_ln_does_not_undo_it():

@@ -1,4 +1,4 @@
-"""Notebook 03's data: helpers.lessons.bn_vs_ln (statistics, pooling groups, running statistics,
+"""Deep dive 11's data: helpers.lessons.bn_vs_ln (statistics, pooling groups, running statistics,
 padding, invariances, exercises), helpers.experiments.batch_size (the batch-size experiment) and
 their figures, read from their data."""
 

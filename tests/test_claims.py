@@ -1,5 +1,6 @@
-"""The core path's evidence card: every claim classifies from its stored verdict (never
-silently), the words decide the outcome, and a changed stored verdict changes the card."""
+"""Claims against the stored verdicts: every claim classifies from its stored verdict (never
+silently), the words decide the outcome for each kind of claim, the deep dives' ledgers carry that
+outcome, and a changed stored verdict changes the core path's card."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from helpers.evidence.claims import (
     OUTCOMES,
     Claim,
     better_arm,
+    claims_ledger,
     evidence_card,
     outcome,
     sentence,
@@ -94,3 +96,79 @@ def test_the_card_links_each_claim_to_its_deep_dive():
     for claim in CORE_CLAIMS:
         assert f'<a href="{claim.deep_dive}">' in card
         assert claim.deep_dive[:2] in {"10", "11", "12", "13", "14", "15", "16"}
+
+
+class _Words:
+    """A stand-in for runner.load whose every experiment stores ``{"k": words}``."""
+
+    def __init__(self, words):
+        self.verdicts = {"k": words}
+
+
+def _outcome_of(monkeypatch, words, **claim):
+    monkeypatch.setattr(claims.runner, "load", lambda name, *a, **k: _Words(words))
+    return outcome(Claim("claim", "any", "k", **claim))
+
+
+SAME = "the same steps within ±10%: A vs B, +2% (95% CI -3% to 6%)"
+NONE = "no difference detectable with 10 seeds: A vs B, -2% (95% CI -12% to 5%); not within the ±10% margin"
+A_BEYOND = "A needs 30% fewer steps than B (95% CI 20% to 40%); beyond the ±10% margin"
+A_NEAR = "A needs 8% fewer steps than B (95% CI 5% to 12%); not within the ±10% margin"
+B_BEYOND = "the opposite of the claim: A needs 30% more steps than B (95% CI 20% to 40%); beyond the ±10% margin"
+B_NEAR = "B ends with 8% lower loss than A (95% CI 5% to 12%); not within the ±10% margin"
+A_NO_MARGIN = "A needs 3% fewer steps than B (95% CI 1% to 5%)"
+B_NO_MARGIN = "B needs 3% fewer steps than A (95% CI 1% to 5%)"
+
+
+@pytest.mark.parametrize("words, kind, expected", [
+    # better: the side of 0 decides; "the same" refutes a claimed difference
+    (A_BEYOND, "better", "supported"), (A_NEAR, "better", "supported"), (A_NO_MARGIN, "better", "supported"),
+    (B_BEYOND, "better", "refuted"), (B_NO_MARGIN, "better", "refuted"), (NONE, "better", "undecided"),
+    (SAME, "better", "refuted"),
+    # same: only inside the margin; refuted only wholly beyond it (or with no margin declared)
+    (SAME, "same", "supported"), (NONE, "same", "undecided"), (A_NEAR, "same", "undecided"),
+    (B_NEAR, "same", "undecided"), (A_BEYOND, "same", "refuted"), (B_BEYOND, "same", "refuted"),
+    (A_NO_MARGIN, "same", "refuted"),
+    # at least as good: better or the same supports; the other arm better refutes as for "same"
+    (SAME, "at least as good", "supported"), (A_NEAR, "at least as good", "supported"),
+    (A_NO_MARGIN, "at least as good", "supported"), (NONE, "at least as good", "undecided"),
+    (B_NEAR, "at least as good", "undecided"), (B_BEYOND, "at least as good", "refuted"),
+    (B_NO_MARGIN, "at least as good", "refuted"),
+])
+def test_each_kind_of_claim_reads_the_interval_against_its_direction(monkeypatch, words, kind, expected):
+    assert _outcome_of(monkeypatch, words, favours="A", kind=kind) == expected
+
+
+def test_answers_levels_and_empty_comparisons(monkeypatch):
+    assert _outcome_of(monkeypatch, "yes, at lr 0.01: it closes 99% of the gap", kind="answer") == "supported"
+    assert _outcome_of(monkeypatch, "no, at lr 0.01: it closes 9% of the gap", kind="answer") == "refuted"
+    assert _outcome_of(monkeypatch, "undecided with 10 seeds at lr 0.01", kind="answer") == "undecided"
+    slope = "Post-LN: slope 0.17 (95% CI 0.13 to 0.22) ...: not consistent with 0 (the interval lies above it)"
+    assert _outcome_of(monkeypatch, slope, kind="answer", supports="^$", refutes="not consistent with 0") == "refuted"
+    assert _outcome_of(monkeypatch, "no: of the 7 LNs after block 1, 0 S-shaped", kind="answer", supports=r"^no\b",
+                       refutes=r"^yes\b") == "supported"
+    assert _outcome_of(monkeypatch, "0.03 on 3 pilot seeds: the largest rate", kind="level") == "undecided"
+    assert _outcome_of(monkeypatch, "no run of either arm reaches the threshold within 400 steps",
+                       favours="A") == "undecided"
+
+
+def test_a_claim_must_say_what_it_favours():
+    with pytest.raises(ValueError, match="'kind' must be one of"):
+        Claim("x", "e", "k", "A", kind="roughly")
+    with pytest.raises(ValueError, match="needs the arm it favours"):
+        Claim("x", "e", "k", kind="same")
+
+
+def test_the_ledger_gives_each_claim_its_outcome_and_the_stored_words():
+    stored = runner.load("small_transformer").verdicts
+    key = "steps, Pre-LN vs no norm"
+    rows = [("LN speeds a Transformer up", "small_transformer", key, "Pre-LN"),
+            Claim("... and it learns", "small_transformer", "learns, Pre-LN", kind="answer")]
+    ledger = claims_ledger(rows)
+    assert list(ledger.index) == ["LN speeds a Transformer up", "... and it learns"]
+    assert list(ledger.columns) == ["outcome", "verdict", "stored result"]
+    assert ledger["verdict"].tolist() == [stored[key], stored["learns, Pre-LN"]]
+    assert ledger["outcome"].tolist() == [outcome(Claim(*rows[0])), outcome(rows[1])]
+    assert ledger["stored result"].iloc[0] == f'small_transformer: "{key}"'
+    with pytest.raises(KeyError, match="stores no verdict 'nope'"):
+        claims_ledger([("a claim", "small_transformer", "nope", "A")])

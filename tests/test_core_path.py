@@ -1,5 +1,7 @@
 """The core path (notebooks 00-02): an hour or less, the lesson in its order, no statistics words.
-(That notebook 01 prints the lesson's output digit for digit is tests/test_lesson.py's.)
+(That notebook 01 prints the lesson's output digit for digit is tests/test_lesson.py's.) Its Chinese
+edition (notebooks/zh/) passes the same tests, and its yardstick is within 10% of the English one's,
+notebook by notebook (that the two editions are twins, cell by cell, is tests/test_zh_edition.py's).
 
 The yardstick of a learner's time, per notebook, in minutes: words / 180 + code lines / 10
 + 0.75 per figure + 2 per widget + 5 per exercise. Everything is computed from the stored
@@ -13,7 +15,8 @@ The yardstick of a learner's time, per notebook, in minutes: words / 180 + code 
 - code lines: the non-blank lines of code that are not only a comment, in code cells and in the
   Markdown's fenced code blocks (a solution's code is read too). Every cell counts, the first
   (the bootstrap every notebook opens with, ``helpers.bootstrap``) included: a learner sees it.
-- figures: image outputs; widgets: widget outputs; exercises: solutions in a ``<details>`` block.
+- figures: image outputs; widgets: widget outputs; exercises: solutions in a ``<details>`` block
+  (summary "Solution", or "参考答案" in the Chinese edition).
   The 5 minutes of an exercise are for the learner's own attempt; the solution's words and code
   lines are counted on top, like any other text.
 """
@@ -30,19 +33,25 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE = [ROOT / "notebooks" / name for name in (
-    "00_what_layernorm_computes.ipynb", "01_before_the_activation_per_token.ipynb",
-    "02_layernorm_in_a_transformer.ipynb")]
+NAMES = ("00_what_layernorm_computes.ipynb", "01_before_the_activation_per_token.ipynb",
+         "02_layernorm_in_a_transformer.ipynb")
+CORE = [ROOT / "notebooks" / name for name in NAMES]
+CORE_ZH = [ROOT / "notebooks" / "zh" / name for name in NAMES]  # the Chinese edition
+BOTH = CORE + CORE_ZH
 BUDGET_MINUTES = 60
+ZH_WITHIN = 0.10  # the Chinese edition's yardstick, relative to the English one's
 
 WORD = re.compile(r"[A-Za-z0-9]+(?:[.'’-][A-Za-z0-9]+)*")
 CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 WIDGET = "application/vnd.jupyter.widget-view+json"
 STATISTICS_WORDS = re.compile(
     r"bootstrap(?!\.py| cell)|\bBCa\b|Kaplan|censor|pilot seed|restricted mean|\bCI\b|confidence interval"
-    r"|p-value|significan|\binterval", re.IGNORECASE)
-# Sections that every notebook has and that teach no lesson point of their own.
+    r"|p-value|significan|\binterval"
+    r"|置信|区间|自举|显著|删失|p ?值|生存分析", re.IGNORECASE)  # and the same in Chinese
+# Sections that every notebook has and that teach no lesson point of their own, by edition.
 STANDARD_SECTIONS = ("Your turn", "Summary", "References", "Glossary", "What the evidence says")
+STANDARD_SECTIONS_ZH = ("动手练习", "小结", "参考文献", "术语表", "实验结果怎么说")
+SOLUTION = re.compile(r"<details><summary>(?:Solution|参考答案)")
 
 
 def _read(path: Path) -> nbformat.NotebookNode:
@@ -117,7 +126,7 @@ def yardstick(path: Path) -> dict:
             comments, lines = _markdown_code(cell.source)
             terms["comment words"] += words(comments)
             terms["code lines"] += lines
-            terms["exercises"] += cell.source.count("<details><summary>Solution")
+            terms["exercises"] += len(SOLUTION.findall(cell.source))
             continue
         if cell.cell_type != "code":
             continue
@@ -150,19 +159,36 @@ def test_the_core_path_takes_an_hour_or_less():
     print(f"\ncore path: {total:.1f} minutes\n{_report(figures)}")
 
 
+def test_the_chinese_edition_reads_within_10_percent_of_the_english_one():
+    english = {p.name: yardstick(p) for p in CORE}
+    chinese = {p.name: yardstick(p) for p in CORE_ZH}
+    report = f"English:\n{_report(english)}\nChinese:\n{_report(chinese)}"
+    for name in NAMES:
+        en, zh = english[name]["minutes"], chinese[name]["minutes"]
+        assert abs(zh - en) <= ZH_WITHIN * en, f"{name}: {zh:.1f} minutes in Chinese, {en:.1f} in English\n{report}"
+    total_en, total_zh = (sum(t["minutes"] for t in f.values()) for f in (english, chinese))
+    assert abs(total_zh - total_en) <= ZH_WITHIN * total_en, report
+    print(f"\ncore path: {total_en:.1f} minutes in English, {total_zh:.1f} in Chinese\n{report}")
+
+
 def test_the_yardstick_counts_what_it_says():
     assert words("LayerNorm's mean, 0.5 and x_hat, 1e-5") == 7  # LayerNorm's, mean, 0.5, and, x, hat, 1e-5
     assert words(_markdown_text(r"$\mathrm{E}[x]$, see [here](https://example.org)")) == 4
     solution = "a <details><summary>Solution</summary>\n\n```python\nx = 1  # set x\n```\n\n</details>\n\nb"
     assert words(_markdown_text(solution)) == 3  # a, Solution, b
     assert _markdown_code(solution) == (" set x", 1)
+    assert len(SOLUTION.findall(solution + solution.replace("Solution", "参考答案"))) == 2
     assert words("层归一化") == pytest.approx(4 * 180 / 400)
     comments, lines = _comments_and_code_lines("x = 1  # one word\n# two words\n\ny = f'#no'\n")
     assert lines == 2 and words(comments) == 4
     assert _html_text("<style>td {x}</style><td>a <b>b</b></td>").split() == ["a", "b"]
 
 
-@pytest.mark.parametrize("path", CORE, ids=[p.name for p in CORE])
+def _id(path: Path) -> str:
+    return f"zh/{path.name}" if path.parent.name == "zh" else path.name
+
+
+@pytest.mark.parametrize("path", BOTH, ids=_id)
 def test_each_core_notebook_has_a_widget_an_exercise_and_a_still_figure_under_each_widget(path):
     terms = yardstick(path)
     assert terms["widgets"] >= 1 and terms["exercises"] >= 1
@@ -176,9 +202,11 @@ def test_each_core_notebook_has_a_widget_an_exercise_and_a_still_figure_under_ea
                 f"{path.name}: no still figure in the code cell after the widget's")
 
 
-def test_the_lesson_points_come_in_order_and_all_of_them():
+@pytest.mark.parametrize("edition, standard", [(CORE, STANDARD_SECTIONS), (CORE_ZH, STANDARD_SECTIONS_ZH)],
+                         ids=["en", "zh"])
+def test_the_lesson_points_come_in_order_and_all_of_them(edition, standard):
     points, untagged = [], []
-    for path in CORE:
+    for path in edition:
         for cell in _read(path).cells:
             if cell.cell_type != "markdown":
                 continue
@@ -186,7 +214,7 @@ def test_the_lesson_points_come_in_order_and_all_of_them():
             if point is not None:
                 assert cell.source.startswith("## "), f"{path.name}: lesson_point on a cell that is no section"
                 points.append((path.name, point))
-            elif cell.source.startswith("## ") and not cell.source[3:].startswith(STANDARD_SECTIONS):
+            elif cell.source.startswith("## ") and not cell.source[3:].startswith(standard):
                 untagged.append((path.name, cell.source.splitlines()[0]))
     numbers = [p for _, p in points]
     assert numbers == sorted(numbers), f"lesson points out of order: {points}"
@@ -207,7 +235,7 @@ def _all_text(path: Path) -> list[tuple[str, str]]:
     return found
 
 
-@pytest.mark.parametrize("path", CORE, ids=[p.name for p in CORE])
+@pytest.mark.parametrize("path", BOTH, ids=_id)
 def test_no_statistics_vocabulary(path):
     cells = _read(path).cells
     first_code = next(i for i, c in enumerate(cells) if c.cell_type == "code")
@@ -220,12 +248,13 @@ def test_no_statistics_vocabulary(path):
 
 def test_the_statistics_words_are_caught():
     for said in ("a 95% CI", "the bootstrap over seeds", "censored runs", "pilot seeds", "p-value",
-                 "a confidence interval", "not significant", "BCa"):
+                 "a confidence interval", "not significant", "BCa", "95% 置信区间", "差异显著", "删失的运行"):
         assert STATISTICS_WORDS.search(said), said
 
 
-def test_the_first_hand_computed_layernorm_comes_within_500_words():
-    nb = _read(CORE[0])
+@pytest.mark.parametrize("path", [CORE[0], CORE_ZH[0]], ids=_id)
+def test_the_first_hand_computed_layernorm_comes_within_500_words(path):
+    nb = _read(path)
     seen, first_code = 0.0, True
     for cell in nb.cells:
         if cell.cell_type == "code" and first_code:
@@ -243,7 +272,7 @@ def test_the_first_hand_computed_layernorm_comes_within_500_words():
     assert seen <= 500, f"the first hand-computed LN comes after {seen:.0f} words"
 
 
-@pytest.mark.parametrize("path", CORE, ids=[p.name for p in CORE])
+@pytest.mark.parametrize("path", BOTH, ids=_id)
 def test_headings_never_end_a_cell_nor_sit_in_code_nor_follow_an_announcing_colon(path):
     for i, cell in enumerate(_read(path).cells):
         lines = [line for line in cell.source.splitlines() if line.strip()]
@@ -256,5 +285,5 @@ def test_headings_never_end_a_cell_nor_sit_in_code_nor_follow_an_announcing_colo
         assert not lines[-1].startswith("#"), f"{path.name}, cell {i}: a heading is the cell's last line"
         for before, line in zip(lines, lines[1:], strict=False):
             if line.startswith("#") and not before.startswith("#"):
-                assert not before.rstrip().endswith(":"), (
+                assert not before.rstrip().endswith((":", "：")), (
                     f"{path.name}, cell {i}: {before!r} announces code, but a new heading follows")

@@ -1,10 +1,11 @@
-"""helpers.experiments.drift: the seeded runs of notebook 01, asserted on the numbers they record."""
+"""helpers.experiments.drift: the seeded runs deep dive 13 reads, asserted on the numbers they record."""
 
 from __future__ import annotations
 
 import math
 import warnings
 
+import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats
@@ -286,7 +287,8 @@ def test_drift_intervals_pair_the_sites_by_seed(stored):
     ci = intervals["Linear output", "largest std change"]
     ln = by_seed.xs(("LayerNorm", SITES[0]), level=("model", "site")).loc[kept, "largest std change"]
     assert ci.n == len(kept)
-    assert ci.estimate == pytest.approx(1 - ln.mean() / no.loc[kept, "largest std change"].mean())
+    ratio = ln / no.loc[kept, "largest std change"]  # one minus the geometric mean of the per-seed ratios
+    assert ci.estimate == pytest.approx(1 - np.exp(np.log(ratio).mean()))
 
 
 def test_drift_verdicts_name_the_diverged_seeds_and_follow_the_intervals(stored):
@@ -298,10 +300,10 @@ def test_drift_verdicts_name_the_diverged_seeds_and_follow_the_intervals(stored)
     assert words["activation input: largest std change"].startswith("LayerNorm's activation input drifts ")
     assert words["activation input: largest std change"].endswith(
         f"over the {6 - len(seeds)} seeds where neither run diverged")
-    # Two seeds with the models' names swapped: the claim (LN drifts less) is then the opposite.
-    two = stored.frame[stored.frame["seed"].isin([0, 1])]
-    swapped = two.assign(model=two["model"].map({"no norm": "LayerNorm", "LayerNorm": "no norm"}),
-                         site=two["site"].map({SITES[0]: SITES[1], SITES[1]: SITES[0]}))
+    # Four seeds with the models' names swapped: the claim (LN drifts less) is then the opposite.
+    four = stored.frame[stored.frame["seed"].isin([0, 1, 3, 5])]  # none of them diverged
+    swapped = four.assign(model=four["model"].map({"no norm": "LayerNorm", "LayerNorm": "no norm"}),
+                         site=four["site"].map({SITES[0]: SITES[1], SITES[1]: SITES[0]}))
     swapped.loc[(swapped["model"] == "LayerNorm") & (swapped["site"] == SITES[1]), "site"] = SITES[0]
     swapped = pd.concat([swapped, swapped[swapped["model"] == "LayerNorm"].assign(site=SITES[1])])
     assert drift_verdicts(swapped)["activation input: largest std change"].startswith("the opposite of the claim")

@@ -145,9 +145,11 @@ def test_no_import_circle():
 
 
 def test_the_top_level_holds_only_the_drop_in_library():
+    """And two modules every layer may need: the notebooks' first cell (bootstrap) and the language
+    the set speaks (language: the checkers in exercises/ and the evidence card in evidence/ use it)."""
     top = {p.stem for p in HELPERS.glob("*.py")}
     assert top == {"__init__", "_validation", "functional", "modules", "autograd", "compiled", "one_pass", "swap",
-                   "bootstrap"}
+                   "bootstrap", "language"}
 
 
 def test_the_stored_results_ship_with_the_evidence():

@@ -1,13 +1,15 @@
 """What every stored notebook must be, before nbval even runs it.
 
 Executed top to bottom (no unexecuted cell, execution counts exactly 1..n), no stored error,
-no machine path in any output, paired with an in-sync py:percent script in notebooks/py/ (so
-that the file browser lists only notebooks), first code cell exactly
-``helpers.bootstrap.FIRST_CELL``, every ``# NBVAL_IGNORE_OUTPUT`` exact (nbval ignores anything
-else) and explained on a comment line of its own, listed in README.md and in a 00_ notebook's map,
+no machine path in any output, paired with an in-sync py:percent script in the py/ folder beside it
+(so that the file browser lists only notebooks), first code cell exactly
+``helpers.bootstrap.FIRST_CELL`` (in the Chinese edition, notebooks/zh/, ``first_cell("zh")``: the
+same and the line that sets the language), every ``# NBVAL_IGNORE_OUTPUT`` exact (nbval ignores
+anything else) and explained on a comment line of its own, listed in its README (README.md; the
+Chinese edition in README.zh.md) and in a 00_ notebook's map in its folder,
 and with its cell boundaries where a reader sees them: no Markdown heading inside a code cell, no
 heading left as the last line of a Markdown cell, no paragraph that announces code (ends with a
-colon) followed by a new heading in the same cell.
+colon, ":" or "：") followed by a new heading in the same cell.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
-NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
-SCRIPTS_DIR = NOTEBOOKS_DIR / "py"  # each notebook's py:percent pair (notebooks/jupytext.toml)
+ZH_DIR = NOTEBOOKS_DIR / "zh"  # the core path in Chinese
+FOLDERS = {"en": NOTEBOOKS_DIR, "zh": ZH_DIR}
+READMES = {"en": ROOT / "README.md", "zh": ROOT / "README.zh.md"}
+NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb")) + sorted(ZH_DIR.glob("*.ipynb"))
 START_HERE = NOTEBOOKS_DIR / "00_what_layernorm_computes.ipynb"  # the core path's first notebook
 NAME = re.compile(r"^[0-9]{2}_[a-z0-9_]+\.ipynb$")
 
@@ -77,7 +81,11 @@ def _output_texts(output) -> list[str]:
 
 
 def _ids(paths):
-    return [p.name for p in paths]
+    return [p.relative_to(NOTEBOOKS_DIR).as_posix() for p in paths]
+
+
+def _language(path: Path) -> str:
+    return "zh" if path.parent == ZH_DIR else "en"
 
 
 def test_there_are_notebooks_and_a_start_here():
@@ -133,9 +141,11 @@ class TestNotebook:
 
     def test_first_code_cell_is_the_bootstrap(self, path):
         cells = _code_cells(_read(path))
-        assert cells and cells[0].source == _bootstrap().FIRST_CELL, (
-            f"{path.name}: the first code cell must be exactly helpers.bootstrap.FIRST_CELL "
-            "(copy it from helpers/bootstrap.py)")
+        language = _language(path)
+        assert cells and cells[0].source == _bootstrap().first_cell(language), (
+            f"{path.name}: the first code cell must be exactly helpers.bootstrap.first_cell({language!r}) "
+            "(helpers.bootstrap.FIRST_CELL, and in the Chinese edition the line that sets the language; "
+            "`python -m helpers.bootstrap` writes it)")
 
     def test_nbval_markers_are_exact_and_ignore_output_says_why(self, path):
         for i, cell in enumerate(_code_cells(_read(path)), 1):
@@ -158,16 +168,17 @@ class TestNotebook:
                 f"e.g. `{IGNORE_MARKER}` then `# displays a widget`")
 
     def test_has_an_in_sync_py_percent_pair(self, path):
-        script = SCRIPTS_DIR / f"{path.stem}.py"
+        script = path.parent / "py" / f"{path.stem}.py"
+        where = path.relative_to(ROOT).as_posix()
         assert script.is_file(), (f"{path.name} has no py:percent pair py/{script.name}: "
-                                  f"run `.venv/bin/jupytext --sync notebooks/{path.name}`")
+                                  f"run `.venv/bin/jupytext --sync {where}`")
         script_text = script.read_text(encoding="utf-8")
         assert "# %%" in script_text, f"{script.name} is not in the py:percent format"
         stored = jupytext.read(script, fmt="py:percent")
         notebook = jupytext.read(path)
         pairs_ipynb = [(c.cell_type, c.source.rstrip()) for c in notebook.cells]
         pairs_py = [(c.cell_type, c.source.rstrip()) for c in stored.cells]
-        sync = f"run `.venv/bin/jupytext --sync notebooks/{path.name}`"  # pairs with notebooks/py/
+        sync = f"run `.venv/bin/jupytext --sync {where}`"  # pairs with the py/ folder beside it
         if pairs_ipynb != pairs_py:
             differ = next((i for i, (a, b) in enumerate(zip(pairs_ipynb, pairs_py, strict=False))
                            if a != b), min(len(pairs_ipynb), len(pairs_py)))
@@ -188,10 +199,12 @@ class TestNotebook:
             f"{script.name} is not exactly what jupytext writes for {path.name}: {sync}")
 
     def test_listed_in_readme_and_start_here(self, path):
-        readme = (ROOT / "README.md").read_text(encoding="utf-8")
-        assert path.name in readme, f"README.md's notebook list does not mention {path.name}"
-        # The map is in a 00_ notebook: the core path's first one lists every notebook.
-        starts = [p for p in NOTEBOOKS if p.name.startswith("00_") and p != path]
+        readme_path = READMES[_language(path)]
+        readme = readme_path.read_text(encoding="utf-8")
+        listed_as = path.relative_to(ROOT).as_posix() if _language(path) == "zh" else path.name
+        assert listed_as in readme, f"{readme_path.name}'s notebook list does not mention {listed_as}"
+        # The map is in a 00_ notebook of the same folder: the core path's first one lists every notebook.
+        starts = [p for p in NOTEBOOKS if p.name.startswith("00_") and p != path and p.parent == path.parent]
         if path.name.startswith("00_") or not starts:
             return
         listed = any(path.name in "\n".join(c.source for c in _read(p).cells) for p in starts)
@@ -202,17 +215,22 @@ class TestNotebook:
         assert not problems, f"{path.name}: " + "; ".join(problems)
 
 
-def test_every_py_percent_script_has_its_notebook():
-    orphans = [p.name for p in SCRIPTS_DIR.glob("*.py") if not (NOTEBOOKS_DIR / f"{p.stem}.ipynb").is_file()]
-    assert not orphans, f"notebooks/py/ scripts without a paired notebooks/*.ipynb: {orphans}"
+@pytest.mark.parametrize("folder", list(FOLDERS.values()), ids=list(FOLDERS))
+def test_every_py_percent_script_has_its_notebook(folder):
+    orphans = [p.name for p in (folder / "py").glob("*.py") if not (folder / f"{p.stem}.ipynb").is_file()]
+    assert not orphans, f"{folder.name}/py/ scripts without a paired notebook in {folder.name}/: {orphans}"
 
 
-def test_the_file_browser_lists_only_notebooks():
-    """The .py pairs live in notebooks/py/, not beside the notebooks a learner opens."""
-    beside = sorted(p.name for p in NOTEBOOKS_DIR.glob("*.py"))
-    assert not beside, f"py:percent scripts beside the notebooks (pair them into notebooks/py/): {beside}"
+@pytest.mark.parametrize("folder", list(FOLDERS.values()), ids=list(FOLDERS))
+def test_the_file_browser_lists_only_notebooks(folder):
+    """The .py pairs live in py/ beside the notebooks, not among the notebooks a learner opens;
+    notebooks/jupytext.toml says so for notebooks/ and the folders in it (jupytext reads the
+    nearest one up from a notebook, and notebooks/zh/ has none of its own)."""
+    beside = sorted(p.name for p in folder.glob("*.py"))
+    assert not beside, f"py:percent scripts beside the notebooks (pair them into {folder.name}/py/): {beside}"
     config = tomllib.loads((NOTEBOOKS_DIR / "jupytext.toml").read_text(encoding="utf-8"))
     assert config["formats"] == "ipynb,py//py:percent"
+    assert not (ZH_DIR / "jupytext.toml").exists()
 
 
 # ------------------------------------------------------------ cell boundaries
@@ -241,8 +259,8 @@ def cell_boundary_problems(nb) -> list[str]:
 
     - a Markdown heading inside a code cell (a comment line such as `# ## Exercises`);
     - a heading as the last line of a Markdown cell (its section starts in the next cell);
-    - a paragraph that announces code (its last line ends with a colon) followed by a new
-      heading in the same Markdown cell: the code it announces is no longer next to it.
+    - a paragraph that announces code (its last line ends with a colon, ":" or "：") followed by
+      a new heading in the same Markdown cell: the code it announces is no longer next to it.
     """
     problems = []
     for i, cell in enumerate(nb.cells, 1):
@@ -255,7 +273,7 @@ def cell_boundary_problems(nb) -> list[str]:
             if lines and HEADING.match(lines[-1]):
                 problems.append(f"cell {i} (Markdown) ends with a heading: {lines[-1].strip()!r}")
             for before, after in zip(lines, lines[1:], strict=False):
-                if before.rstrip().endswith(":") and not HEADING.match(before) and HEADING.match(after):
+                if before.rstrip().endswith((":", "：")) and not HEADING.match(before) and HEADING.match(after):
                     problems.append(f"cell {i} (Markdown): a paragraph announcing code ({before.strip()[-40:]!r}) "
                                     f"is followed by the heading {after.strip()!r} in the same cell")
     return problems
@@ -268,6 +286,8 @@ def test_repo_url_matches_pyproject():
 
 def test_first_cell_template_compiles():
     compile(_bootstrap().FIRST_CELL, "<FIRST_CELL>", "exec")
+    for language in FOLDERS:
+        compile(_bootstrap().first_cell(language), f"<first_cell({language!r})>", "exec")
 
 
 def _notebook(*cells):
@@ -307,3 +327,21 @@ def test_cell_boundaries_catch_a_paragraph_announcing_code_then_a_heading():
     assert len(problems) == 1 and "announcing code" in problems[0], problems
     # a colon before a list or a table is not followed by a heading: no problem
     assert cell_boundary_problems(_notebook(("markdown", "Two ways:\n\n- one;\n- two."))) == []
+    # and the same in Chinese, with a full-width colon
+    chinese = ("markdown", "每个损失在新建的 LN 上最大的输入梯度：\n\n## 8 · 动手练习\n\n三道练习。")
+    problems = cell_boundary_problems(_notebook(*CLEAN, chinese))
+    assert len(problems) == 1 and "announcing code" in problems[0], problems
+
+
+def test_the_browser_test_knows_how_many_controls_each_notebook_shows():
+    """The browser test asserts it found, after Run All, as many controls as the stored notebook's
+    widget state holds; that count is right where it is known, and not 0 where widgets are shown."""
+    from tests.browser.test_notebooks_in_jupyterlab import stored_controls
+
+    assert stored_controls(NOTEBOOKS_DIR / "00_what_layernorm_computes.ipynb") == 3  # weights, gamma, beta
+    assert stored_controls(NOTEBOOKS_DIR / "02_layernorm_in_a_transformer.ipynb") == 2  # norm, branch scale
+    for path in NOTEBOOKS:
+        shows_widgets = any("application/vnd.jupyter.widget-view+json" in output.get("data", {})
+                            for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"
+                            for output in cell.get("outputs", []))
+        assert (stored_controls(path) > 0) == shows_widgets, path.name

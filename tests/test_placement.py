@@ -1,4 +1,4 @@
-"""Notebook 04: the stacked placement MLPs at initialisation, the dashboard and its figure, the
+"""Deep dive 12: the stacked placement MLPs at initialisation, the dashboard and its figure, the
 exercises and the table of where well-known models put the norm."""
 
 import math

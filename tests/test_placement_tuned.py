@@ -353,13 +353,17 @@ def test_the_verdicts_follow_the_paired_intervals():
     out = pe.placement_verdicts(_fake_frame(a, b, b, converged_b=conv))
     assert out["best rate, tanh, LN -> act"].startswith("0.001, inside the grid (0.0001 to 0.03)")
     ci = statistics.paired_difference_ci(a, b, relative=True)
+    # the pilot's neighbouring rates score 0.8 against the best rate's 0.5: one step of the grid moves
+    # a pilot loss by 60%, more than the 50% between the arms, so the words flag it
+    grid = (0.6, "one step of the tuning grid (a neighbouring rate moves LN -> act's pilot loss by 60.0%)")
     expected = statistics.verdict(ci, a="LN -> act", b="act -> LN", quantity="final loss", claim="fewer",
-                                 verb="ends with", words=("lower", "higher"))
+                                 verb="ends with", words=("lower", "higher"), resolution=grid)
     assert out["final loss, tanh, LN -> act vs act -> LN"] == expected
     assert expected.startswith("LN -> act ends with 50% lower final loss")
+    assert expected.endswith("; smaller than " + grid[1])
     ci7 = statistics.paired_difference_ci(a[:7], b[:7], relative=True)
     words = statistics.verdict(ci7, a="LN -> act", b="act -> LN", quantity="loss at convergence",
-                              claim="fewer", verb="ends with", words=("lower", "higher"))
+                              claim="fewer", verb="ends with", words=("lower", "higher"), resolution=grid)
     assert out["at convergence, tanh, LN -> act vs act -> LN"] == f"{words}; on the 7 of 10 seeds where both runs converged"
     assert out["runs, tanh, act -> LN"].startswith("at lr 0.001: 7/10 converged")
     # with fewer seeds than MIN_CONVERGED_SEEDS where both converged, no interval: it says so
@@ -375,6 +379,15 @@ def test_the_verdicts_follow_the_paired_intervals():
     capped = np.minimum(worse, pe.NOTHING)
     ci = statistics.paired_difference_ci(capped, b, relative=True)
     assert f"{-ci.estimate * 100:.0f}% higher" in out["final loss, tanh, LN -> act vs act -> LN"]
+
+
+def test_one_step_of_the_grid_is_the_smallest_change_from_the_best_rate_to_a_neighbour():
+    scores = pd.DataFrame({"activation": "relu", "arrangement": "act -> LN", "lr": [1e-3, 3e-3, 1e-2, 3e-2, 0.1],
+                           "score": [0.40, 0.321, 0.317, 0.306, math.inf]})  # best at 0.03, its right neighbour diverged
+    assert pe._grid_step(scores, "relu", "act -> LN") == pytest.approx(0.317 / 0.306 - 1)
+    edge = scores.assign(score=[0.30, 0.31, 0.35, 0.4, 0.5])  # best on the edge: its one neighbour
+    assert pe._grid_step(edge, "relu", "act -> LN") == pytest.approx(0.31 / 0.30 - 1)
+    assert pe._grid_step(scores.assign(score=math.inf), "relu", "act -> LN") == math.inf
 
 
 def test_pilot_scores_are_medians_of_final_training_losses():

@@ -1,4 +1,4 @@
-"""Notebook 05's building blocks (helpers.experiments.rnn_models): the adding task, the stacked RNN, the
+"""Deep dive 13's building blocks (helpers.experiments.rnn_models): the adding task, the stacked RNN, the
 paired verdicts; and its exercises (helpers.exercises.training_speed)."""
 
 from __future__ import annotations

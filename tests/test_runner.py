@@ -192,18 +192,13 @@ def test_load_names_the_command_when_results_are_missing(tmp_path):
         runner.load("nothing_here", tmp_path)
 
 
-def test_print_verdicts_and_the_claims_ledger_read_the_stored_words(capsys):
+def test_print_verdicts_reads_the_stored_words(capsys):
     stored = runner.load("small_transformer").verdicts
     key = "steps, Pre-LN vs no norm"
     runner.print_verdicts("small_transformer", key)
     assert capsys.readouterr().out == f"{key}: {stored[key]}\n"
-    ledger = runner.claims_ledger([("LN speeds a Transformer up", "small_transformer", key),
-                                   ("... and so it does here", "small_transformer", "learns, Pre-LN")])
-    assert list(ledger.index) == ["LN speeds a Transformer up", "... and so it does here"]
-    assert ledger["verdict"].tolist() == [stored[key], stored["learns, Pre-LN"]]
-    assert ledger["stored result"].iloc[0] == f'small_transformer: "{key}"'
     with pytest.raises(KeyError, match="stores no verdict 'nope'"):
-        runner.claims_ledger([("a claim", "small_transformer", "nope")])
+        runner.print_verdicts("small_transformer", "nope")
 
 
 def test_units_trained_in_worker_processes_store_the_same_bytes_as_one_after_another(tmp_path, monkeypatch):

@@ -116,7 +116,7 @@ def test_row_sum_adds_in_the_documented_order(width, lanes):
 
 
 def test_error_table_digits_are_fixed():
-    """The numbers notebook 06 prints: exact on every CPU, since row_sum fixes the order."""
+    """The numbers deep dive 14 prints: exact on every CPU, since row_sum fixes the order."""
     table = error_table()
     assert table.loc[("constant", "float32"), "one-pass E[x²]−E[x]²"] == 16.0  # steps of 8 near 1e8
     assert f"{table.loc[('offset', 'float32'), 'one-pass E[x²]−E[x]²']:.1e}" == "1.8e+05"
@@ -150,7 +150,7 @@ def test_exercises_accept_the_right_answer_and_name_each_mistake():
 
 
 def test_welford_is_stable_but_less_accurate_than_two_pass_on_offset_float32_rows():
-    # what welford_var's docstring and notebook 06 say: both far from the one-pass error, and
+    # what welford_var's docstring and deep dive 14 say: both far from the one-pass error, and
     # Welford's running mean, rounded at every update, costs it accuracy against two-pass
     errors = error_table(dtypes=(torch.float32,)).loc[("offset", "float32")]
     assert errors["Welford + Chan"] < 0.05 and errors["two-pass"] < 0.05

@@ -85,7 +85,7 @@ def test_bad_arguments_say_what_was_expected(kwargs, match):
 
 @pytest.fixture
 def demo():
-    """The notebook-00 dashboard, built as the notebook builds it."""
+    """The shift-and-scale dashboard (no notebook shows it now), built at seed 0."""
     yield shift_scale_demo(seed=0)
     plt.close("all")
 

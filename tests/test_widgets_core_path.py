@@ -1,7 +1,7 @@
-"""The core path's dashboards without a kernel: each state function says what its notebook
-claims (deep stack, activation input, token or sentence, residual stream). That every control
-changes the picture, and that the kept figure equals a freshly drawn one after any change, is
-tested with every other dashboard in tests/test_widgets_redraw.py."""
+"""The core path's dashboards (deep stack, activation input, residual stream) and deep dive 16's
+token-or-sentence dashboard, without a kernel: each state function says what its notebook claims.
+That every control changes the picture, and that the kept figure equals a freshly drawn one after
+any change, is tested with every other dashboard in tests/test_widgets_redraw.py."""
 
 from __future__ import annotations
 

@@ -1,136 +1,215 @@
-"""The lesson's claims against the stored verdicts: one plain outcome per claim, and the card.
+"""The lesson's claims against the stored verdicts: one plain outcome per claim, the ledgers, and the card.
 
-A :class:`Claim` names the stored verdict that speaks to it (experiment and key) and which arm
-the claim says comes out better. :func:`outcome` reads that verdict's words, the words
-:func:`helpers.evidence.statistics.verdict` writes ("A needs 31% fewer steps than B (95% CI
-...)", "no difference detectable with N seeds: ...", "the opposite of the claim: ..."), finds the
-arm that comes out better, and returns ``"supported"``, ``"refuted"`` or ``"undecided"``
-(``"not tested"`` when no stored result holds the key). A verdict it cannot read raises: no
-claim is ever classified silently.
+A :class:`Claim` names the stored verdict that speaks to it (experiment and key), what it claims
+(that one arm comes out better, that two are the same, that one is at least as good, or an answer
+the verdict's words give) and which arm it favours. :func:`outcome` reads that verdict's words, the
+words :func:`helpers.evidence.statistics.verdict` writes ("A needs 31% fewer steps than B (95% CI
+...)", "no difference detectable with N seeds: ...", "the opposite of the claim: ...", "the same
+... within ±10%: ..."), with :func:`helpers.evidence.statistics.reading`, and returns
+``"supported"``, ``"refuted"`` or ``"undecided"`` (``"not tested"`` when no stored result holds the
+key). A verdict it cannot read raises: no claim is ever classified silently. It is the one place
+where a claim meets its verdict: the deep dives' ledgers (:func:`claims_ledger`) and the core
+path's card (:func:`evidence_card`) both call it.
 
 :func:`evidence_card` renders the core path's closing card (HTML): one plain sentence per claim, with
-no number and no statistics word of its own, each linked to its deep dive.
+no number and no statistics word of its own, each linked to its deep dive. It speaks the language
+set by :func:`helpers.set_language`: under ``"zh"`` (the Chinese edition, in ``notebooks/zh/``)
+the sentences are Chinese and the links lead one folder up, to the deep dives.
 """
 
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from helpers.evidence import runner
+import pandas as pd
 
-__all__ = ["CORE_CLAIMS", "OUTCOMES", "Claim", "better_arm", "evidence_card", "outcome", "sentence"]
+from helpers.evidence import runner
+from helpers.evidence.statistics import reading
+from helpers.language import Text, get_language, say
+
+__all__ = ["CORE_CLAIMS", "KINDS", "OUTCOMES", "Claim", "better_arm", "claims_ledger", "evidence_card", "outcome",
+           "sentence"]
 
 OUTCOMES = ("supported", "refuted", "undecided", "not tested")
 
-#: "A <verb> 31% fewer <quantity> than B (95% CI ...)": the subject, the comparative, the other arm.
-_COMPARISON = re.compile(
-    r"^(?P<a>.+?) (?:needs|ends with|has|takes|drifts) [\d.]+(?:%| points)? "
-    r"(?P<word>fewer|less|lower|more|higher) .*? than (?P<b>.+?)(?:'s)? \((?:95% )?CI")
-_UNDECIDED = ("no difference detectable", "no run of either")
-_LOWER = {"fewer", "less", "lower"}
+#: What a claim can say (:class:`Claim`'s ``kind``).
+KINDS = ("better", "same", "at least as good", "answer", "level")
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One lesson claim and the stored verdict that speaks to it.
+    """One claim and the stored verdict that speaks to it.
 
     Args:
-        text: the claim in plain words, no number.
+        text: the claim in plain words: a :class:`~helpers.language.Text` (English and Chinese), no
+            number, for every claim on the card.
         experiment: the stored experiment's name (:func:`helpers.evidence.runner.load`).
         key: the verdict's key in that experiment.
-        favours: the arm the claim says comes out better, as the verdict names it.
+        favours: the arm the claim says comes out better (for ``"same"``: one of the two arms), as
+            the verdict names it; ignored for ``"answer"`` and ``"level"``.
         deep_dive: the notebook that shows the evidence, e.g. ``"13_does_it_speed_up_training.ipynb"``.
         lower_is_better: whether less of the verdict's quantity is better (steps, loss, error,
             drift: True; accuracy: False).
+        kind: what is claimed, one of :data:`KINDS`:
+
+            - ``"better"`` (the default): ``favours`` comes out better. Supported when the interval
+              lies on its side of 0, refuted when it lies on the other side or within the
+              equivalence margin, undecided when it holds 0.
+            - ``"same"``: the two arms are the same. Supported only when the whole interval lies
+              within the equivalence margin fixed before the run; refuted when a difference is
+              detected and the interval lies wholly beyond the margin (or no margin was declared);
+              undecided otherwise.
+            - ``"at least as good"``: ``favours`` is better or the same: supported when it comes out
+              better or the two are the same within the margin; refuted as for ``"same"`` when the
+              other arm comes out better; undecided otherwise.
+            - ``"answer"``: the verdict answers the claim in its own words: supported where they
+              match the regular expression ``supports``, refuted where they match ``refutes``
+              (tried first), undecided otherwise.
+            - ``"level"``: the verdict states a level without an interval (e.g. on 3 pilot seeds):
+              undecided, whatever it says.
+        supports, refutes: the regular expressions of an ``"answer"`` claim (``re.search``).
     """
 
     text: str
     experiment: str
     key: str
-    favours: str
-    deep_dive: str
+    favours: str = ""
+    deep_dive: str = ""
     lower_is_better: bool = True
+    kind: str = "better"
+    supports: str = r"^yes\b"
+    refutes: str = r"^no\b"
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"Claim(): argument 'kind' must be one of {KINDS}, got {self.kind!r}")
+        if self.kind in ("better", "same", "at least as good") and not self.favours:
+            raise ValueError(f"Claim(): a {self.kind!r} claim needs the arm it favours (argument 'favours'); "
+                             f"{self.text!r} has none")
 
 
 def better_arm(words: str, lower_is_better: bool = True) -> str | None:
-    """The arm a verdict's words say comes out better; None when they find no difference.
+    """The arm a verdict's words say comes out better; None when they find no difference (or the
+    same within the margin). Raises ValueError when the words are not a comparison."""
+    return reading(words, lower_is_better).better
 
-    Raises ValueError when the words are neither a comparison nor "no difference".
-    """
-    said = words.removeprefix("the opposite of the claim: ")
-    said = re.sub(r"^at batch \d+, ", "", said)
-    if said.startswith(_UNDECIDED):
+
+def _verdict_words(claim: Claim) -> str | None:
+    """The stored words for ``claim``, or None when no stored result holds them."""
+    try:
+        verdicts = runner.load(claim.experiment).verdicts
+    except FileNotFoundError:
         return None
-    match = _COMPARISON.match(said)
-    if match is None:
-        raise ValueError(f"better_arm(): cannot read which arm is better in {words!r}")
-    a, b = match["a"], match["b"]
-    a_has_less = match["word"] in _LOWER
-    return a if a_has_less == lower_is_better else b
+    return verdicts.get(claim.key)
 
 
 def outcome(claim: Claim) -> str:
     """``"supported"``, ``"refuted"``, ``"undecided"`` or ``"not tested"``: ``claim`` against its
-    stored verdict. Raises ValueError when the verdict names neither the favoured arm nor a
-    difference the claim can be read against."""
-    try:
-        verdicts = runner.load(claim.experiment).verdicts
-    except FileNotFoundError:
+    stored verdict (see :class:`Claim` for each kind). Raises ValueError when a comparison's verdict
+    does not name the arm the claim favours, or cannot be read."""
+    words = _verdict_words(claim)
+    if words is None:
         return "not tested"
-    if claim.key not in verdicts:
-        return "not tested"
-    words = verdicts[claim.key]
+    return _outcome(claim, words)
+
+
+def _outcome(claim: Claim, words: str) -> str:
+    if claim.kind == "level":
+        return "undecided"
+    if claim.kind == "answer":
+        if re.search(claim.refutes, words):
+            return "refuted"
+        return "supported" if re.search(claim.supports, words) else "undecided"
+    said = reading(words, claim.lower_is_better)
+    if said.better is None and not said.same:
+        return "undecided"  # no difference detectable, or no run of either arm got anywhere
     if claim.favours not in words:
         raise ValueError(f"outcome(): the claim favours {claim.favours!r}, which the verdict for "
                          f"{claim.experiment}: {claim.key!r} does not name: {words!r}")
-    winner = better_arm(words, claim.lower_is_better)
-    if winner is None:
-        return "undecided"
-    return "supported" if winner == claim.favours else "refuted"
+    if claim.kind == "better":
+        return "supported" if said.better == claim.favours else "refuted"
+    if said.same or (claim.kind == "at least as good" and said.better == claim.favours):
+        return "supported"
+    # a difference, against the claim of sameness: refuted only where it lies wholly beyond the margin
+    return "refuted" if said.beyond_margin or not said.margin else "undecided"
+
+
+def claims_ledger(rows: Iterable[Claim | tuple]) -> pd.DataFrame:
+    """A notebook's claims ledger: for each claim of ``rows`` (a :class:`Claim`, or a tuple of its
+    first arguments, ``(text, experiment, key, favours)``), its :func:`outcome`, the stored verdict
+    word for word and where it is stored. Returns one row per claim, indexed by ``claim``, columns
+    ``outcome``, ``verdict`` and ``stored result`` (``experiment: "key"``). A key that no stored
+    result holds raises (a ledger row is never silently "not tested" by a typo)."""
+    out = []
+    for row in rows:
+        claim = row if isinstance(row, Claim) else Claim(*row)
+        words = _verdict_words(claim)
+        if words is None:
+            verdicts = runner.load(claim.experiment).verdicts
+            raise KeyError(f"experiment {claim.experiment!r} stores no verdict {claim.key!r}; it stores "
+                           f"{len(verdicts)}, e.g. {sorted(verdicts)[:3]}")
+        out.append({"claim": claim.text, "outcome": _outcome(claim, words), "verdict": words,
+                    "stored result": f'{claim.experiment}: "{claim.key}"'})
+    return pd.DataFrame(out, columns=["claim", "outcome", "verdict", "stored result"]).set_index("claim")
 
 
 _SAYS = {
-    "supported": "the runs agree",
-    "refuted": "the runs show the opposite",
-    "undecided": "the runs cannot tell",
-    "not tested": "not tested here",
+    "supported": Text("the runs agree", "实验结果支持"),
+    "refuted": Text("the runs show the opposite", "实验结果恰恰相反"),
+    "undecided": Text("the runs cannot tell", "实验结果分不出高下"),
+    "not tested": Text("not tested here", "这里没有检验"),
 }
 
 
 def sentence(claim: Claim) -> str:
     """The card's plain sentence for ``claim``: the claim, then what the stored runs say."""
+    if get_language() == "zh":
+        return f"{say(claim.text)}：{say(_SAYS[outcome(claim)])}。"
     return f"{claim.text}: {_SAYS[outcome(claim)]}."
 
 
 #: The lesson's claims that the stored verdicts speak to, in the lesson's order.
 CORE_CLAIMS = (
-    Claim("With LN, an LSTM needs fewer steps", "lstm_adding", "steps", "LN-LSTM",
+    Claim(Text("With LN, an LSTM needs fewer steps", "加了层归一化，LSTM 需要的训练步数更少"),
+          "lstm_adding", "steps", "LN-LSTM", "13_does_it_speed_up_training.ipynb"),
+    Claim(Text("With LN, a small RNN needs fewer steps", "加了层归一化，小型 RNN 需要的训练步数更少"),
+          "rnn_regimes", "steps, T 10, hidden 64", "LayerNorm", "13_does_it_speed_up_training.ipynb"),
+    Claim(Text("With Pre-LN, a small Transformer needs fewer steps than with no norm",
+               "用 Pre-LN 的小型 Transformer 比不加归一化时需要的训练步数更少"),
+          "small_transformer", "steps, Pre-LN vs no norm", "Pre-LN", "13_does_it_speed_up_training.ipynb"),
+    Claim(Text("With LN, what enters each activation drifts less in training",
+               "加了层归一化，训练中进入每个激活函数的值漂移得更少"),
+          "drift", "activation input: largest std change", "LayerNorm's activation input",
           "13_does_it_speed_up_training.ipynb"),
-    Claim("With LN, a small RNN needs fewer steps", "rnn_regimes", "steps, T 10, hidden 64", "LayerNorm",
-          "13_does_it_speed_up_training.ipynb"),
-    Claim("With Pre-LN, a small Transformer needs fewer steps than with no norm", "small_transformer",
-          "steps, Pre-LN vs no norm", "Pre-LN", "13_does_it_speed_up_training.ipynb"),
-    Claim("With LN, what enters each activation drifts less in training", "drift",
-          "activation input: largest std change", "LayerNorm's activation input",
-          "13_does_it_speed_up_training.ipynb"),
-    Claim("At tiny batches, LN does better than BN", "batch_size", "batch 2: BatchNorm vs LayerNorm",
-          "LayerNorm", "11_batchnorm_in_depth.ipynb", lower_is_better=False),
-    Claim("LN before tanh ends lower than LN after it", "placement_tuned",
-          "final loss, tanh, LN -> act vs act -> LN", "LN -> act", "12_where_the_norm_goes.ipynb"),
-    Claim("LN before ReLU ends lower than LN after it", "placement_tuned",
-          "final loss, relu, LN -> act vs act -> LN", "LN -> act", "12_where_the_norm_goes.ipynb"),
-    Claim("A warm-up speeds up a Post-LN Transformer", "small_transformer",
-          "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up", "12_where_the_norm_goes.ipynb"),
+    Claim(Text("At tiny batches, LN does better than BN", "批量极小时，层归一化比批量归一化效果更好"),
+          "batch_size", "batch 2: BatchNorm vs LayerNorm", "LayerNorm", "11_batchnorm_in_depth.ipynb",
+          lower_is_better=False),
+    Claim(Text("LN before tanh ends lower than LN after it", "LN 放在 tanh 之前，最终损失比放在之后更低"),
+          "placement_tuned", "final loss, tanh, LN -> act vs act -> LN", "LN -> act", "12_where_the_norm_goes.ipynb"),
+    Claim(Text("LN before ReLU ends lower than LN after it", "LN 放在 ReLU 之前，最终损失比放在之后更低"),
+          "placement_tuned", "final loss, relu, LN -> act vs act -> LN", "LN -> act", "12_where_the_norm_goes.ipynb"),
+    Claim(Text("A warm-up speeds up a Post-LN Transformer", "学习率预热（warm-up）能让 Post-LN Transformer 训练得更快"),
+          "small_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up",
+          "12_where_the_norm_goes.ipynb"),
 )
 
 
+_HEADER = (Text("what the stored runs say", "存储的实验结果怎么说"), Text("deep dive", "深入专题"))
+
+
 def evidence_card(claims=CORE_CLAIMS) -> str:
-    """The card as an HTML table: one row per claim, its plain sentence and a link to its deep dive."""
+    """The card as an HTML table: one row per claim, its plain sentence and a link to its deep dive.
+
+    In Chinese (``helpers.set_language("zh")``) the card is read in ``notebooks/zh/``, one folder
+    below the deep dives, so each link starts with ``../``."""
+    folder = "../" if get_language() == "zh" else ""
     rows = "".join(
         f'<tr><td style="text-align: left">{html.escape(sentence(claim))}</td>'
-        f'<td><a href="{claim.deep_dive}">{claim.deep_dive[:2]}</a></td></tr>'
+        f'<td><a href="{folder}{claim.deep_dive}">{claim.deep_dive[:2]}</a></td></tr>'
         for claim in claims)
-    return ('<table><thead><tr><th style="text-align: left">what the stored runs say</th><th>deep dive</th>'
+    said, dive = (html.escape(say(t)) for t in _HEADER)
+    return (f'<table><thead><tr><th style="text-align: left">{said}</th><th>{dive}</th>'
             f"</tr></thead><tbody>{rows}</tbody></table>")

@@ -60,7 +60,6 @@ __all__ = [
     "Experiment",
     "StoredResult",
     "Tuning",
-    "claims_ledger",
     "experiment",
     "fingerprint",
     "load",
@@ -76,7 +75,8 @@ __all__ = [
 TOPIC_MODULES = ("helpers.experiments.drift", "helpers.experiments.batch_size", "helpers.experiments.lstm_adding",
                  "helpers.experiments.rnn_regimes", "helpers.experiments.small_transformer",
                  "helpers.experiments.step_times", "helpers.experiments.placement_tuned",
-                 "helpers.experiments.ln_input_output", "helpers.experiments.norm_family_cnn")
+                 "helpers.experiments.ln_input_output", "helpers.experiments.norm_family_cnn",
+                 "helpers.experiments.interval_coverage")
 
 #: Where results ship: inside the package, so ``pip install`` carries them.
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -649,18 +649,6 @@ def print_verdicts(name: str, *keys: str) -> None:
     verdicts = load(name).verdicts
     for key in keys:
         print(f"{key}: {_verdict(name, verdicts, key)}")
-
-
-def claims_ledger(rows: Sequence[tuple[str, str, str]]) -> pd.DataFrame:
-    """A notebook's claims ledger: for each ``(claim, experiment, verdict key)`` of ``rows``, the
-    stored verdict word for word and where it is stored. Returns one row per claim, indexed by
-    ``claim``, columns ``verdict`` and ``stored result`` (``experiment: "key"``)."""
-    loaded: dict[str, dict] = {}
-    out = []
-    for claim, name, key in rows:
-        verdicts = loaded.setdefault(name, load(name).verdicts)
-        out.append({"claim": claim, "verdict": _verdict(name, verdicts, key), "stored result": f'{name}: "{key}"'})
-    return pd.DataFrame(out, columns=["claim", "verdict", "stored result"]).set_index("claim")
 
 
 def _verdict(name: str, verdicts: Mapping[str, str], key: str) -> str:

@@ -4,7 +4,9 @@
   DataFrame (``pd.concat`` several to build a table).
 - :class:`Exercise` describes one exercise: a reference callable, seeded input cases
   and the common mistakes worth a hint. :func:`check` runs a learner's function on every
-  case and returns a :class:`Verdict` that shows as one friendly line ("✅ ..." / "❌ ...").
+  case and returns a :class:`Verdict` that shows as one friendly line ("✅ ..." / "❌ ..."), in the
+  language set by :func:`helpers.set_language`: every hint, case description and message is a
+  :class:`helpers.language.Text`, English with its Chinese beside it.
   Each topic declares its exercises with :func:`register`: LayerNorm by hand in
   :mod:`helpers.exercises.layer_norm`, the others beside their topic (see :mod:`helpers.exercises`).
 """
@@ -19,6 +21,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 import torch
+
+from helpers.language import Text, say
 
 __all__ = [
     "ALWAYS_FORBIDDEN",
@@ -118,7 +122,10 @@ def compare(mine, reference, *, name: str | None = None, atol: float | None = No
 
 @dataclass(frozen=True)
 class Case:
-    """One input for an exercise: ``make(generator)`` returns the positional arguments."""
+    """One input for an exercise: ``make(generator)`` returns the positional arguments.
+
+    ``description`` names the case in the ❌ line: a :class:`~helpers.language.Text` (English and
+    Chinese) for every registered exercise; the verdict's table is indexed by its English."""
 
     description: str
     make: Callable[[torch.Generator], tuple]
@@ -133,7 +140,10 @@ class Exercise:
         reference: computes the right answer from a case's arguments (torch's own, ideally).
         cases: the inputs, each made from a seeded generator, easy ones first.
         mistakes: ``hint -> wrong implementation``; when a learner's output matches a wrong
-            implementation's (and not the reference's), the verdict gives that hint.
+            implementation's (and not the reference's), the verdict gives that hint. Each hint
+            (and ``hint``, ``shape_hint``, each case's description) is a
+            :class:`~helpers.language.Text`, so that the feedback follows
+            :func:`helpers.set_language`; a plain ``str`` is said in English only.
         hint: what to say when the output is wrong in a way no mistake explains.
         seed: the first case's seed; case ``i`` uses ``seed + i``.
         example: code for an input to try the function on, suggested when it raises.
@@ -147,10 +157,12 @@ class Exercise:
     reference: Callable
     cases: Sequence[Case]
     mistakes: Mapping[str, Callable] = field(default_factory=dict)
-    hint: str = "compare your steps with the formula, one line at a time."
+    hint: str = Text("compare your steps with the formula, one line at a time.",
+                     "把你的每一步和公式逐行对照。")
     seed: int = 0
     example: str = "torch.randn(4)"
-    shape_hint: str = "the output has the input's shape: one normalized value per input value."
+    shape_hint: str = Text("the output has the input's shape: one normalized value per input value.",
+                           "输出与输入形状相同：每个输入值对应一个归一化后的值。")
     forbidden: tuple[str, ...] = ()
 
     def inputs(self) -> list[tuple]:
@@ -320,6 +332,33 @@ def _fmt(x: float) -> str:
     return f"{x:.2g}" if math.isfinite(x) else str(x)
 
 
+#: What the checker itself says, in both languages ({...} are filled in as with str.format).
+_SAID = {
+    "forbidden": Text("your function called {err}, which hands in the answer instead of computing it",
+                      "你的函数调用了 {err}，这是直接交出答案，而不是自己算出来"),
+    "forbidden hint": Text("write it from the formula with elementary operations (mean, subtraction, a square root).",
+                           "照着公式用基本运算（均值、减法、平方根）自己写出来。"),
+    "raised": Text("your function raised {kind}: {err}", "你的函数抛出了 {kind}：{err}"),
+    "raised hint": Text("read the error's last line; try your function on `{example}` in a cell of its own.",
+                        "先读报错的最后一行；再在单独的单元格里用 `{example}` 试试你的函数。"),
+    "not a tensor": Text("your function returned {kind}, expected a torch.Tensor",
+                         "你的函数返回了 {kind}，应当返回 torch.Tensor"),
+    "not a tensor hint": Text("return the tensor you computed, not a number or a list.",
+                              "返回你算出的张量，而不是一个数或一个列表。"),
+    "shape": Text("your function returned shape {got}, expected {expected}",
+                  "你的函数返回的形状是 {got}，应为 {expected}"),
+    "dtype": Text("your function returned dtype {got}, expected {expected}",
+                  "你的函数返回的 dtype 是 {got}，应为 {expected}"),
+    "dtype hint": Text("keep the input's dtype (no `.double()` or float64 constants).",
+                       "保持输入的 dtype（不要用 `.double()`，也不要用 float64 常数）。"),
+    "difference": Text("max difference {diff} from the reference", "与参考结果的最大差值为 {diff}"),
+    "passed": Text("✅ {name}: all {n} cases match the reference. Well done!",
+                   "✅ {name}：全部 {n} 个用例都与参考结果一致。做得好！"),
+    "failed": Text("❌ {name}: case '{case}': {why}.\n   Hint: {hint}",
+                   "❌ {name}：用例“{case}”：{why}。\n   提示：{hint}"),
+}
+
+
 def _run(exercise: Exercise, fn: Callable, args: tuple) -> tuple[str | None, str | None, dict]:
     """Run ``fn(*args)`` against the reference: (what is wrong, a hint, a table row); (None, None, row) if right."""
     expected = exercise.reference(*_clone(args))
@@ -331,25 +370,23 @@ def _run(exercise: Exercise, fn: Callable, args: tuple) -> tuple[str | None, str
         with refusing((*ALWAYS_FORBIDDEN, *exercise.forbidden), namespaces):
             got = fn(*_clone(args))
     except ForbiddenCall as err:
-        why = f"your function called {err}, which hands in the answer instead of computing it"
-        return why, "write it from the formula with elementary operations (mean, subtraction, a square root).", \
-            {"ok": False}
+        return say(_SAID["forbidden"]).format(err=err), say(_SAID["forbidden hint"]), {"ok": False}
     except Exception as err:  # the learner's code: any error is feedback, not a crash
-        why = f"your function raised {type(err).__name__}: {err}"
-        return why, f"read the error's last line; try your function on `{exercise.example}` in a cell of its own.", {"ok": False}
+        why = say(_SAID["raised"]).format(kind=type(err).__name__, err=err)
+        return why, say(_SAID["raised hint"]).format(example=exercise.example), {"ok": False}
     if not isinstance(got, torch.Tensor):
-        why = f"your function returned {type(got).__name__}, expected a torch.Tensor"
-        return why, "return the tensor you computed, not a number or a list.", {"ok": False}
+        return say(_SAID["not a tensor"]).format(kind=type(got).__name__), say(_SAID["not a tensor hint"]), \
+            {"ok": False}
     if got.shape != expected.shape:
-        why = f"your function returned shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
-        return why, exercise.shape_hint, {"ok": False}
+        why = say(_SAID["shape"]).format(got=tuple(got.shape), expected=tuple(expected.shape))
+        return why, say(exercise.shape_hint), {"ok": False}
     row = compare(got, expected).iloc[0].to_dict()
     if got.dtype != expected.dtype:
-        why = f"your function returned dtype {got.dtype}, expected {expected.dtype}"
-        return why, "keep the input's dtype (no `.double()` or float64 constants).", {**row, "ok": False}
+        why = say(_SAID["dtype"]).format(got=got.dtype, expected=expected.dtype)
+        return why, say(_SAID["dtype hint"]), {**row, "ok": False}
     if not row["close"]:
-        why = f"max difference {_fmt(row['max_abs_diff'])} from the reference"
-        return why, _diagnose(exercise, got, args) or exercise.hint, {**row, "ok": False}
+        why = say(_SAID["difference"]).format(diff=_fmt(row["max_abs_diff"]))
+        return why, say(_diagnose(exercise, got, args) or exercise.hint), {**row, "ok": False}
     return None, None, {**row, "ok": True}
 
 
@@ -385,12 +422,13 @@ def check(exercise: str | Exercise, fn: Callable) -> Verdict:
     rows, failure = [], None
     for case, args in zip(exercise.cases, exercise.inputs(), strict=True):
         why, hint, row = _run(exercise, fn, args)
-        rows.append({"case": case.description, **row})
+        rows.append({"case": str.__str__(case.description), **row})
         if why is not None and failure is None:
             failure = (case, why, hint)
     table = pd.DataFrame(rows).set_index("case")
     if failure is None:
         n = len(exercise.cases)
-        return Verdict(True, f"✅ {exercise.name}: all {n} cases match the reference. Well done!", table)
+        return Verdict(True, say(_SAID["passed"]).format(name=exercise.name, n=n), table)
     case, why, hint = failure
-    return Verdict(False, f"❌ {exercise.name}: case '{case.description}': {why}.\n   Hint: {hint}", table)
+    message = say(_SAID["failed"]).format(name=exercise.name, case=say(case.description), why=why, hint=hint)
+    return Verdict(False, message, table)

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from helpers.exercises.checking import Case, Exercise, Verdict, check, register
+from helpers.language import Text
 
 __all__ = ["check_ln_before_activation", "check_rms_norm"]
 
@@ -44,31 +45,43 @@ register(Exercise(
     name="ln_before_activation",
     reference=_block,
     cases=[
-        Case("4 tokens, 8 -> 6 features", _block_case(4, 8, 6)),
-        Case("2 x 3 tokens (the lesson's batch shape), 4 -> 4 features",
+        Case(Text("4 tokens, 8 -> 6 features",
+                  "4 个 token，8 -> 6 个特征"), _block_case(4, 8, 6)),
+        Case(Text("2 x 3 tokens (the lesson's batch shape), 4 -> 4 features",
+                  "2 × 3 个 token（课程里的批次形状），4 -> 4 个特征"),
              lambda g: (torch.rand(2, 3, 4, generator=g), *_block_case(1, 4, 4)(g)[1:])),
-        Case("5 tokens, 8 -> 16 features, inputs around 1000 (std 50)", _block_case(5, 8, 16, 1e3, 50.0)),
-        Case("3 tokens whose Linear outputs barely differ (std about 0.003)",
+        Case(Text("5 tokens, 8 -> 16 features, inputs around 1000 (std 50)",
+                  "5 个 token，8 -> 16 个特征，输入在 1000 附近（标准差 50）"), _block_case(5, 8, 16, 1e3, 50.0)),
+        Case(Text("3 tokens whose Linear outputs barely differ (std about 0.003)",
+                  "3 个 token，Linear 的输出几乎相同（标准差约 0.003）"),
              lambda g: (lambda x, w, b, gamma, beta: (x, w * 3e-3, b * 0, gamma, beta))(*_block_case(3, 8, 6)(g))),
     ],
     mistakes={
-        "that is the activation first, then LN: the lesson puts LN before it, tanh(LN(linear(x))).":
+        Text("that is the activation first, then LN: the lesson puts LN before it, tanh(LN(linear(x))).",
+             "这是先激活、后 LN：课程把 LN 放在激活函数之前，tanh(LN(linear(x)))。"):
             lambda x, w, b, g, be: F.layer_norm(torch.tanh(x @ w.T + b), w.shape[:1], g, be),
-        "LN goes on the linear layer's output, not on its input x: tanh(LN(x @ weight.T + bias)).":
+        Text("LN goes on the linear layer's output, not on its input x: tanh(LN(x @ weight.T + bias)).",
+             "LN 作用在线性层的输出上，而不是它的输入 x：tanh(LN(x @ weight.T + bias))。"):
             lambda x, w, b, g, be: torch.tanh(F.layer_norm(x, x.shape[-1:]) @ w.T + b),
-        "scale by gamma and shift by beta after standardising, before the tanh.":
+        Text("scale by gamma and shift by beta after standardising, before the tanh.",
+             "标准化之后、tanh 之前，要乘以 gamma 缩放、加上 beta 平移。"):
             lambda x, w, b, g, be: torch.tanh(_ln(x @ w.T + b)),
-        "`x.var()` divides by n - 1 (unbiased); LayerNorm divides by n.":
+        Text("`x.var()` divides by n - 1 (unbiased); LayerNorm divides by n.",
+             "`x.var()` 除以 n - 1（无偏）；LayerNorm 除以 n。"):
             lambda x, w, b, g, be: torch.tanh(_ln(x @ w.T + b, unbiased=True) * g + be),
-        "eps goes inside the square root: `torch.sqrt(var + eps)`.":
+        Text("eps goes inside the square root: `torch.sqrt(var + eps)`.",
+             "eps 应放在根号里面：`torch.sqrt(var + eps)`。"):
             lambda x, w, b, g, be: torch.tanh(_ln(x @ w.T + b, eps_inside=False) * g + be),
-        "there is no activation: the block ends with tanh.":
+        Text("there is no activation: the block ends with tanh.",
+             "缺了激活函数：这个模块最后要过 tanh。"):
             lambda x, w, b, g, be: F.layer_norm(x @ w.T + b, w.shape[:1], g, be),
     },
-    hint="z = x @ weight.T + bias; then LN over z's last dim (mean, biased variance, eps inside "
-         "the root), times gamma plus beta; then torch.tanh.",
+    hint=Text("z = x @ weight.T + bias; then LN over z's last dim (mean, biased variance, eps inside "
+              "the root), times gamma plus beta; then torch.tanh.",
+              "z = x @ weight.T + bias；然后在 z 的最后一维上做 LN（均值、有偏方差、eps 在根号里），乘以 gamma 再加上 beta；最后过 torch.tanh。"),
     example="torch.randn(4, 8), torch.randn(6, 8), torch.zeros(6), torch.ones(6), torch.zeros(6)",
-    shape_hint="one output per token and output feature: shape (..., weight.shape[0]).",
+    shape_hint=Text("one output per token and output feature: shape (..., weight.shape[0]).",
+                    "每个 token 的每个输出特征一个值：形状为 (..., weight.shape[0])。"),
 ))
 
 
@@ -89,23 +102,32 @@ register(Exercise(
     name="rms_norm",
     reference=lambda x, weight: F.rms_norm(x, x.shape[-1:], weight, eps=1e-6),
     cases=[
-        Case("4 tokens x 8 features", _rms_case((4, 8))),
-        Case("2 x 3 tokens x 4 features, mean 3", _rms_case((2, 3, 4), 3.0)),
-        Case("3 tokens x 8 features that are almost 0 (std 1e-4)", _rms_case((3, 8), 0.0, 1e-4)),
+        Case(Text("4 tokens x 8 features",
+                  "4 个 token × 8 个特征"), _rms_case((4, 8))),
+        Case(Text("2 x 3 tokens x 4 features, mean 3",
+                  "2 × 3 个 token × 4 个特征，均值 3"), _rms_case((2, 3, 4), 3.0)),
+        Case(Text("3 tokens x 8 features that are almost 0 (std 1e-4)",
+                  "3 个 token × 8 个几乎为 0 的特征（标准差 1e-4）"), _rms_case((3, 8), 0.0, 1e-4)),
     ],
     mistakes={
-        "RMSNorm does not subtract the mean: divide x itself by sqrt(mean(x ** 2) + eps).":
+        Text("RMSNorm does not subtract the mean: divide x itself by sqrt(mean(x ** 2) + eps).",
+             "RMSNorm 不减均值：直接把 x 本身除以 sqrt(mean(x ** 2) + eps)。"):
             lambda x, w: _ln(x, eps=1e-6) * w,
-        "eps goes inside the square root: `torch.rsqrt(ms + eps)`.":
+        Text("eps goes inside the square root: `torch.rsqrt(ms + eps)`.",
+             "eps 应放在根号里面：`torch.rsqrt(ms + eps)`。"):
             lambda x, w: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-6) * w,
-        "the root mean square is over each token's features, the last dim.":
+        Text("the root mean square is over each token's features, the last dim.",
+             "均方根是在每个 token 的特征上算的，也就是最后一维。"):
             lambda x, w: x * torch.rsqrt(x.pow(2).mean(0, keepdim=True) + 1e-6) * w,
-        "now multiply by weight (RMSNorm's gamma).":
+        Text("now multiply by weight (RMSNorm's gamma).",
+             "接下来乘以 weight（RMSNorm 的 gamma）。"):
             lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6),
-        "that divides by the mean square; divide by its square root.":
+        Text("that divides by the mean square; divide by its square root.",
+             "这样除的是均方；应当除以它的平方根。"):
             lambda x, w: x / (x.pow(2).mean(-1, keepdim=True) + 1e-6) * w,
     },
-    hint="x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight, with eps = 1e-6.",
+    hint=Text("x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight, with eps = 1e-6.",
+              "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight，其中 eps = 1e-6。"),
     example="torch.randn(4, 8), torch.ones(8)",
 ))
 

@@ -3,17 +3,19 @@ blocks they share. Each declares itself to :mod:`helpers.evidence.runner`; ``mak
 runs them and the notebooks read what they stored.
 
 - :mod:`~helpers.experiments.drift`: a deep MLP's hidden-layer distributions during training,
-  with and without LayerNorm (notebook 01).
-- :mod:`~helpers.experiments.batch_size`: BatchNorm, LayerNorm and no norm at small batches (03).
+  with and without LayerNorm (deep dive 13).
+- :mod:`~helpers.experiments.batch_size`: BatchNorm, LayerNorm and no norm at small batches (deep
+  dive 11).
 - :mod:`~helpers.experiments.placement_tuned`: the norm before or after the activation, and
-  Pre-LN vs Post-LN gradient norms, ``xiong_grad_norms`` (04).
+  Pre-LN vs Post-LN gradient norms, ``xiong_grad_norms`` (deep dive 12).
 - :mod:`~helpers.experiments.rnn_regimes`, :mod:`~helpers.experiments.lstm_adding`,
   :mod:`~helpers.experiments.small_transformer` and :mod:`~helpers.experiments.step_times`:
-  does LayerNorm speed up training (05), over :mod:`~helpers.experiments.rnn_models` (the
+  does LayerNorm speed up training (deep dive 13), over :mod:`~helpers.experiments.rnn_models` (the
   adding task, stacked tanh RNNs, per-model Adam, paired verdicts) and read as one table by
   :mod:`~helpers.experiments.training_speed_table`.
 - :mod:`~helpers.experiments.ln_input_output` and :mod:`~helpers.experiments.norm_family_cnn`:
-  LayerNorm's input-to-output map in a trained Transformer, and the family on a small CNN (07).
+  LayerNorm's input-to-output map in a trained Transformer, and the family on a small CNN (deep
+  dive 15).
 
 They import the evidence machinery, the exercises' checking machinery and the drop-in library,
 never plots or widgets.

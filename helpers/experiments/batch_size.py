@@ -1,15 +1,15 @@
-"""BatchNorm, LayerNorm and no norm at small batches (notebook 03): the ``batch_size`` experiment.
+"""BatchNorm, LayerNorm and no norm at small batches (deep dive 11): the ``batch_size`` experiment.
 
 Identical small MLPs with BatchNorm, LayerNorm (each with its gamma and beta) or no norm
 (:class:`StackedMLP`), trained on the same number of samples at several batch sizes on a synthetic
 task (:data:`TASK_RULE`, :func:`make_task`); BN's accuracy measured in ``eval()`` mode, in training
 mode and with precise statistics.
 
-- :func:`batch_size_runs`: the notebook's live version; :data:`ARMS`, :func:`arm_accuracy` and
+- :func:`batch_size_runs`: deep dive 11's live version; :data:`ARMS`, :func:`arm_accuracy` and
   :func:`batch_size_summary` read its table.
 - The stored experiment ``batch_size`` (``make experiments ONLY=batch_size``) tunes each norm's
   rate at each batch size, then stores 10 fresh seeds; :func:`final_accuracy` and
-  :func:`accuracy_gaps` read the stored table (paired differences with bootstrap intervals).
+  :func:`accuracy_gaps` read the stored table (paired differences with t-intervals).
 
 The lesson's demos of BN against LN are in :mod:`helpers.lessons.bn_vs_ln`.
 """
@@ -356,11 +356,11 @@ GAP_PAIRS = (("BatchNorm", "LayerNorm"), ("BatchNorm, precise statistics", "Laye
 
 
 def accuracy_gaps(frame: pd.DataFrame, *, pairs=GAP_PAIRS) -> pd.DataFrame:
-    """Paired differences of the final test accuracy, in percentage points, with bootstrap intervals.
+    """Paired differences of the final test accuracy, in percentage points, with t-intervals.
 
     For each batch size and each pair ``(a, b)`` of arms (:data:`ARMS`: a norm, and for BN the way
     its accuracy is measured): the mean over seeds of ``a - b`` (the runs of one seed share data,
-    initial weights and minibatches, so the pairs are resampled together;
+    initial weights and minibatches, so each seed gives one difference;
     :func:`helpers.evidence.statistics.paired_difference_ci`).
 
     Returns:

@@ -12,16 +12,18 @@ so that their stored outputs are exactly what a fresh run prints.
   during training (输入分布不断变化), and what LayerNorm does to it.
 - :func:`fit_gamma_beta` trains only a LayerNorm's ``weight`` (gamma) and ``bias``
   (beta) on a target that undoes the normalization: the learned parameters find
-  the scale and shift that LayerNorm removed.
+  the scale and shift that LayerNorm removed (deep dive 14).
 
 The stored experiment ``drift`` (:mod:`helpers.evidence.runner`) is :func:`drift_runs` for 20
-seeds, made ahead of time; notebook 01 reads its table (``runner.load("drift")``),
+seeds, made ahead of time; deep dive 13 reads its table (``runner.load("drift")``),
 summarises it per seed with :func:`drift_by_seed` and prints the verdicts of
 :func:`drift_verdicts`, so that its numbers are the same on every CPU.
 
 The other notebooks' runs live in the modules named for their topic, with the same
-conventions: :mod:`helpers.lessons.bn_vs_ln` (03), :mod:`helpers.experiments.placement_tuned` (04), and for 05 :mod:`helpers.experiments.lstm_adding`,
-:mod:`helpers.experiments.rnn_regimes`, :mod:`helpers.experiments.small_transformer` and :mod:`helpers.experiments.step_times`.
+conventions: :mod:`helpers.lessons.bn_vs_ln` (deep dive 11), :mod:`helpers.experiments.placement_tuned`
+(deep dive 12), and for deep dive 13 :mod:`helpers.experiments.lstm_adding`,
+:mod:`helpers.experiments.rnn_regimes`, :mod:`helpers.experiments.small_transformer` and
+:mod:`helpers.experiments.step_times`.
 """
 
 from __future__ import annotations
@@ -318,7 +320,7 @@ def drift_verdicts(frame: pd.DataFrame) -> dict[str, str]:
       every seed and step;
     - ``"{comparison}: {measure}"`` for each of :data:`DRIFT_COMPARISONS` and each drift measure
       (``"largest std change"``, ...): the LayerNorm network against the one without,
-      ``1 - mean(LN) / mean(no norm)`` with a 95 % BCa bootstrap interval paired by seed
+      one minus the geometric mean of the per-seed ratios LN / no norm, with a 95 % t-interval paired by seed
       (:func:`drift_intervals`, in words by :func:`helpers.evidence.statistics.verdict`), over the seeds
       where neither run diverged. Leaving out a diverged run without LN, whose drift is
       unbounded, can only favour the run without LN.
@@ -367,8 +369,8 @@ def drift_intervals(by_seed: pd.DataFrame) -> dict:
         (``"activation input"``: LN's output against no norm's Linear output, both of which
         enter the ReLU; ``"Linear output"``: the Linear outputs of both, before any norm) and
         each drift measure (``"largest std change"``, ``"std change after step 20"``,
-        ``"largest mean shift"``, ``"largest percentile drift"``): ``1 - mean(LN) / mean(no
-        norm)`` with its 95 % BCa bootstrap interval
+        ``"largest mean shift"``, ``"largest percentile drift"``): one minus the geometric mean of
+        the per-seed ratios LN / no norm, with its 95 % t-interval
         (:func:`helpers.evidence.statistics.paired_difference_ci`), positive where the LN network's
         values drift less. ``Interval.n`` is the number of seeds used.
     """
@@ -470,7 +472,7 @@ def fit_gamma_beta(*, scale: float = 3.0, shift: float = 2.0, dim: int = 4, n_to
 #: The seeds of the stored ``drift`` runs (400 SGD steps each: recorded at every step to 20, then
 #: every 10th, :func:`recorded_steps`).
 DRIFT_SEEDS = tuple(range(20))
-#: The settings of the stored ``drift`` runs (and of notebook 01's live run).
+#: The settings of the stored ``drift`` runs.
 DRIFT_SETTINGS = {"layer": 6, "depth": 8, "width": 32, "lr": 0.05, "batch_size": 32, "dense_until": 20, "every": 10}
 DRIFT_STEPS = 400
 

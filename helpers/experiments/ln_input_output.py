@@ -174,15 +174,18 @@ def _pct(x: float) -> str:
 
 def s_shape_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     """Per LN and moment, ``"map, <moment>, <layer>"``: the mean share of the line's residual that
-    the tanh fit removes, over seeds, with its 95% BCa interval, and the word the interval allows
-    (S-shaped, close to a line, or undecided; :data:`S_SHAPED`); and ``"S-shaped LNs, <moment>"``:
-    how many of the LNs are."""
+    the tanh fit removes, over seeds, with its 95% BCa bootstrap interval, and the word the interval allows
+    (S-shaped, close to a line, or undecided; :data:`S_SHAPED`); ``"S-shaped LNs, <moment>"``:
+    how many of the LNs are; and ``"S-shaped, LNs after block 1, <moment>"``: whether the deeper LNs,
+    where DyT's authors saw the S, all are ("yes"), all are close to a line ("no"), or neither
+    ("undecided")."""
     fits = frame[frame["kind"] == "fit"]
     out = {}
     for moment in ("init", "trained"):
         part = fits[fits["moment"] == moment]
         shaped = 0
         layers = list(dict.fromkeys(part["layer"]))
+        deeper = {}
         for layer in layers:
             one = part[part["layer"] == layer]
             ci = bootstrap_ci(one["removed"].to_numpy())
@@ -192,6 +195,8 @@ def s_shape_verdicts(frame: pd.DataFrame) -> dict[str, str]:
                 word = "close to a line"
             else:
                 word = "undecided"
+            if not layer.startswith("block 1,"):
+                deeper[layer] = word
             note = f"; {ci.note}" if ci.note else ""
             out[f"map, {moment}, {layer}"] = (
                 f"{word}: the tanh fit leaves {_pct(ci.estimate)} less residual than the line (mean over "
@@ -200,6 +205,12 @@ def s_shape_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         out[f"S-shaped LNs, {moment}"] = (
             f"{shaped} of {len(layers)}: those whose whole interval lies at or above {_pct(S_SHAPED)} less "
             f"residual than a line")
+        words = list(deeper.values())
+        answer = ("yes" if all(w == "S-shaped" for w in words) else
+                  "no" if all(w == "close to a line" for w in words) else "undecided")
+        out[f"S-shaped, LNs after block 1, {moment}"] = (
+            f"{answer}: of the {len(words)} LNs after block 1, {words.count('S-shaped')} S-shaped, "
+            f"{words.count('close to a line')} close to a line, {words.count('undecided')} undecided")
     return out
 
 

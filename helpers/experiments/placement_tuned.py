@@ -2,7 +2,7 @@
 
 The lesson says LN, like BN, usually sits *before* the activation, because normalising after
 the nonlinearity would limit what the layer can express. This module holds the two stored
-experiments notebook 04 reads for it:
+experiments deep dive 12 reads for it:
 
 - ``placement_tuned``: deep, narrow MLPs (:class:`StackedMLP`, 8 hidden layers of 16 units)
   with tanh, ReLU or GELU, each in three arrangements (:data:`ARRANGEMENTS`): no norm,
@@ -323,7 +323,8 @@ def _mse(model: StackedMLP, x: torch.Tensor, y: torch.Tensor, chunk: int = 2048)
 
 
 #: The fewest seeds on which both runs of a pair must have converged for the verdict "at convergence":
-#: a bootstrap over fewer pairs has too few distinct resamples (35 for 4 pairs) for a 95% interval.
+#: over fewer pairs a 95% t-interval is too wide to say much (its t-quantile is 3.18 at 4 pairs, 2.26 at
+#: 10), and the coverage of the set's intervals is measured from 8 seeds up (``interval_coverage``).
 MIN_CONVERGED_SEEDS = 5
 
 #: The convergence rule: over the last ``CONVERGED_WINDOW`` of the steps, every evaluation of the
@@ -527,10 +528,28 @@ def _capped(values: pd.Series) -> np.ndarray:
     return values.clip(upper=NOTHING).to_numpy(dtype=np.float64)
 
 
-def _compare(finals: pd.DataFrame, activation: str, a: str, b: str, quantity: str, seeds=None) -> tuple[str, int]:
+def _grid_step(scores: pd.DataFrame, activation: str, arrangement: str) -> float:
+    """How much one step of the tuning grid moves an arm's pilot score near its best rate: the smallest
+    relative change from the best rate's score to a neighbouring rate's (``inf`` where no neighbour
+    has a finite score). A difference between arms below it is within what tuning on that grid can
+    resolve: the other rate might have been picked on other pilot seeds."""
+    arm = scores[(scores["activation"] == activation) & (scores["arrangement"] == arrangement)].sort_values("lr")
+    values = arm["score"].to_numpy(dtype=np.float64)
+    ranked = np.where(np.isfinite(values), values, np.inf)
+    if not np.isfinite(ranked).any():
+        return math.inf
+    i = int(np.argmin(ranked))
+    changes = [abs(values[j] / values[i] - 1) for j in (i - 1, i + 1) if 0 <= j < len(values) and np.isfinite(values[j])]
+    return min(changes, default=math.inf)
+
+
+def _compare(finals: pd.DataFrame, activation: str, a: str, b: str, quantity: str, seeds=None,
+             scores: pd.DataFrame | None = None) -> tuple[str, int]:
     """Arrangement ``a`` against ``b`` for one activation, paired by seed on the final loss: the relative
-    difference ``1 - mean(a) / mean(b)`` with its interval, in :func:`helpers.evidence.statistics.verdict`'s words
-    (the claim: ``a`` ends lower). Returns the words and the number of seeds."""
+    difference (one minus the geometric mean of the per-seed ratios ``a / b``) with its t-interval, in
+    :func:`helpers.evidence.statistics.verdict`'s words (the claim: ``a`` ends lower). With the pilot
+    ``scores``, a difference smaller than one step of the tuning grid (:func:`_grid_step`, the larger
+    of the two arms') is flagged. Returns the words and the number of seeds."""
     from helpers.evidence.statistics import paired_difference_ci, verdict
 
     at = finals[finals["activation"] == activation]
@@ -539,9 +558,16 @@ def _compare(finals: pd.DataFrame, activation: str, a: str, b: str, quantity: st
         table = table.loc[sorted(seeds)]
     if len(table) < 2:
         return f"not testable on {len(table)} seed(s): an interval needs at least 2", len(table)
+    resolution = None
+    if scores is not None:
+        steps = {arm: _grid_step(scores, activation, arm) for arm in (a, b)}
+        arm = max(steps, key=steps.get)
+        if math.isfinite(steps[arm]):
+            resolution = (steps[arm], f"one step of the tuning grid (a neighbouring rate moves {arm}'s pilot "
+                                      f"loss by {steps[arm]:.1%})")
     ci = paired_difference_ci(_capped(table[a]), _capped(table[b]), relative=True)
     return verdict(ci, a=a, b=b, quantity=quantity, claim="fewer", verb="ends with",
-                   words=("lower", "higher")), len(table)
+                   words=("lower", "higher"), resolution=resolution), len(table)
 
 
 def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
@@ -570,8 +596,10 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
       of the target. (It cannot separate what a layer can express from what Adam finds.)
 
     A diverged run, or one that ends above :data:`NOTHING`, counts as :data:`NOTHING`. Intervals are
-    95% BCa bootstrap intervals over the seeds of the relative difference ``1 - mean(A) / mean(B)``
-    (:func:`helpers.evidence.statistics.paired_difference_ci`, :func:`helpers.evidence.statistics.verdict`).
+    95% t-intervals over the seeds of the relative difference, one minus the geometric mean of the
+    per-seed ratios A / B (:func:`helpers.evidence.statistics.paired_difference_ci`,
+    :func:`helpers.evidence.statistics.verdict`); a difference smaller than one step of the tuning grid
+    is flagged (:func:`_grid_step`).
     """
     from helpers.evidence.statistics import best_rates
 
@@ -608,7 +636,8 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         if set(finals.loc[finals["activation"] == act, "arrangement"]) != set(ARRANGEMENTS):
             continue
         for b in ("act -> LN", "no norm"):
-            out[f"final loss, {act}, LN -> act vs {b}"] = _compare(finals, act, "LN -> act", b, "final loss")[0]
+            out[f"final loss, {act}, LN -> act vs {b}"] = _compare(finals, act, "LN -> act", b, "final loss",
+                                                                   scores=scores)[0]
         at = finals[finals["activation"] == act].pivot_table(index="seed", columns="arrangement",
                                                              values="converged", aggfunc="first")
         both = at.index[at["LN -> act"].astype(bool) & at["act -> LN"].astype(bool)]
@@ -620,7 +649,7 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
                 f"changed by {_pct(change['LN -> act'])} (LN -> act) and {_pct(change['act -> LN'])} (act -> LN), "
                 f"medians over seeds")
             continue
-        words, n = _compare(finals, act, "LN -> act", "act -> LN", "loss at convergence", seeds=both)
+        words, n = _compare(finals, act, "LN -> act", "act -> LN", "loss at convergence", seeds=both, scores=scores)
         out[f"at convergence, {act}, LN -> act vs act -> LN"] = (
             f"{words}; on the {n} of {len(at)} seeds where both runs converged")
     return out
@@ -842,7 +871,7 @@ runner.register(runner.Experiment(
 
 
 def stored_runs_state(frame: pd.DataFrame, activation: str, arrangement: str, rate) -> dict:
-    """What notebook 04's dashboard over ``placement_tuned`` shows for one choice of its controls.
+    """What deep dive 12's dashboard over ``placement_tuned`` shows for one choice of its controls.
 
     Args:
         frame: the stored table (``runner.load("placement_tuned").frame``).

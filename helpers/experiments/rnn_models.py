@@ -1,7 +1,7 @@
-"""Notebook 05's building blocks: the adding task, a stacked tanh RNN, per-model Adam and the paired
+"""Deep dive 13's building blocks: the adding task, a stacked tanh RNN, per-model Adam and the paired
 LN-vs-plain verdicts. (The notebook's two exercises are in :mod:`helpers.exercises.training_speed`.)
 
-Does LayerNorm speed up training? The stored experiments notebook 05 reads are declared in
+Does LayerNorm speed up training? The stored experiments deep dive 13 reads are declared in
 :mod:`helpers.experiments.rnn_regimes` (tiny tanh RNNs), :mod:`helpers.experiments.lstm_adding` (LSTM vs LN-LSTM),
 :mod:`helpers.experiments.small_transformer` (no norm, Pre-LN and Post-LN) and :mod:`helpers.experiments.step_times`
 (the wall-clock cost of a step). They build on what is here:
@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
 import pandas as pd
 import torch
 from torch import nn
@@ -269,20 +270,28 @@ def paired(per_run: pd.DataFrame, column: str, a: str = "LayerNorm", b: str = "n
 def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a: str = "LayerNorm",
                     b: str = "no norm", final: str = "final loss", claim: str | None = "fewer",
                     nothing: float = LEARNED_NOTHING, nothing_name: str = "the learned-nothing level",
-                    noun: str = "variant") -> dict[str, str]:
+                    noun: str = "variant", floor: float | None = None, eval_every: int | None = None,
+                    steps_margin: float | None = None, loss_margin: float | None = None) -> dict[str, str]:
     """Arm ``a`` (normalized) against arm ``b`` (its plain twin), paired by seed, in two verdicts.
 
-    - ``"steps"``: the *restricted mean* steps to the threshold, a run that never gets there
-      (``steps`` NaN in ``reached``) counting as ``cap``, so that no run is dropped;
+    - ``"steps"``: the steps to the threshold, a run that never gets there (``steps`` NaN in
+      ``reached``) counting as ``cap``, so that no run is dropped;
     - ``"final loss"``: ``finals``' ``final`` column, capped at ``nothing`` (default
       :data:`LEARNED_NOTHING`: a diverged run, or one that ended worse than predicting the mean,
-      learned nothing), worded with ``final`` as the quantity.
+      learned nothing), worded with ``final`` as the quantity. Where the task's ``floor`` is known
+      and above 0, the comparison is on the excess over it, ``final - floor`` (a relative
+      difference of raw losses near a floor is squeezed towards 0, and its interval covers the truth
+      less often: :mod:`helpers.experiments.interval_coverage`).
 
-    The claim tested is ``claim`` about ``a`` (default the lesson's: the normalized arm needs fewer
-    steps and ends lower; ``None``: nothing claimed, the words say which way the interval lies)
-    (:func:`helpers.evidence.statistics.paired_difference_ci`, relative, and :func:`helpers.evidence.statistics.verdict`).
-    Where neither arm gets anywhere, the verdict says so (naming them ``noun``s and the level
-    ``nothing_name``) instead of an empty interval.
+    Each is the relative difference of :func:`helpers.evidence.statistics.paired_difference_ci`
+    (one minus the geometric mean of the per-seed ratios A / B, with its t-interval) in
+    :func:`helpers.evidence.statistics.verdict`'s words. The claim tested is ``claim`` about ``a``
+    (default the lesson's: the normalized arm needs fewer steps and ends lower; ``None``: nothing
+    claimed, the words say which way the interval lies). ``steps_margin`` and ``loss_margin``: the
+    equivalence margins (relative) within which the words may say "the same", declared by the
+    experiment before its run (``None``: never). ``eval_every``: the evaluation interval, below which
+    a difference in steps is flagged. Where neither arm gets anywhere, the verdict says so (naming
+    them ``noun``s and the level ``nothing_name``) instead of an empty interval.
     """
     from helpers.evidence.statistics import paired_difference_ci, verdict
 
@@ -291,12 +300,21 @@ def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a:
     if (sa == cap).all() and (sb == cap).all():
         out["steps"] = f"no run of either {noun} reaches the threshold within {cap} steps"
     else:
-        out["steps"] = verdict(paired_difference_ci(sa, sb, relative=True), a=a, b=b, claim=claim,
-                               quantity="steps to the threshold")
+        ci = paired_difference_ci(sa, sb, relative=True)
+        # the difference in steps is about the relative one times B's typical (geometric mean) steps
+        resolution = None if eval_every is None else (
+            eval_every / float(np.exp(np.mean(np.log(sb)))), f"the evaluation interval ({eval_every} steps)")
+        out["steps"] = verdict(ci, a=a, b=b, claim=claim, quantity="steps to the threshold", margin=steps_margin,
+                               resolution=resolution)
     fa, fb = paired(finals.assign(final=finals["final"].clip(upper=nothing)), "final", a, b)
     if (fa == nothing).all() and (fb == nothing).all():
         out["final loss"] = f"no run of either {noun} ends below {nothing_name} ({nothing:.3f})"
+    elif floor and min(fa.min(), fb.min()) <= floor:
+        out["final loss"] = (f"not compared: a run of either {noun} ends at or below the floor ({floor:.3f}), "
+                             f"so the excess over it has no ratio")
     else:
+        if floor:
+            fa, fb, final = fa - floor, fb - floor, f"{final} above the floor ({floor:.3f})"
         out["final loss"] = verdict(paired_difference_ci(fa, fb, relative=True), a=a, b=b, quantity=final,
-                                    claim=claim, verb="ends with", words=("lower", "higher"))
+                                    claim=claim, verb="ends with", words=("lower", "higher"), margin=loss_margin)
     return out

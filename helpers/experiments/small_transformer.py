@@ -2,8 +2,9 @@
 Pre-RMSNorm and DyT.
 
 Does LayerNorm speed up the training of a Transformer, and does where it sits matter? This
-module holds the one experiment behind both questions (``small_transformer``, read by notebook
-05), declared once so that later notebooks can read the same runs:
+module holds the one experiment behind both questions (``small_transformer``, read by deep
+dive 13, and by deep dive 12 for two verdicts), declared once so that other notebooks can read the
+same runs:
 
 - :func:`copy_task`: ``n`` random tokens from a vocabulary of ``V``, then the same ``n`` tokens
   again. A causal Transformer predicts every next token; the first half is unpredictable, the
@@ -14,7 +15,7 @@ module holds the one experiment behind both questions (``small_transformer``, re
   before each sublayer inside the residual branch (Pre-LN, GPT-2) or after the residual sum
   (Post-LN, the original Transformer); and, where the norms sit before each sublayer, LN replaced
   by RMSNorm (Zhang & Sennrich 2019) or by Dynamic Tanh (DyT, Zhu et al. 2025) at several initial
-  values of its ``alpha`` (read by notebook 07).
+  values of its ``alpha`` (read by deep dive 15).
 - :func:`copy_runs`: train them with Adam, one rate per model, per-model gradient clipping and,
   for the warm-up arms, a linear learning-rate warm-up; held-out loss every few steps.
 - :func:`small_transformer_verdicts`: the verdicts stored with the results.
@@ -40,7 +41,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from helpers.evidence import runner
-from helpers.evidence.statistics import threshold_level
+from helpers.evidence.statistics import EQUIVALENCE_MARGIN, threshold_level
 from helpers.experiments.lstm_adding import (
     best_rate_words,
     clip_per_model,
@@ -121,8 +122,8 @@ ARMS = {
     **{f"DyT, alpha0 {a:g}": Arm("pre", False, "DyT", a) for a in DYT_ALPHAS},
 }
 
-#: The arms notebooks 04 and 05 read (where LN sits, and warm-up) and those notebook 07 reads (which
-#: norm, if any, before each sublayer).
+#: The arms deep dives 12 and 13 read (where LN sits, and warm-up) and those deep dive 15 reads
+#: (which norm, if any, before each sublayer).
 PLACEMENT_ARMS = ("no norm", "Pre-LN", "Post-LN", "Pre-LN + warm-up", "Post-LN + warm-up")
 NORM_FREE_ARMS = ("Pre-LN", "Pre-RMSNorm", *(f"DyT, alpha0 {a:g}" for a in DYT_ALPHAS), "no norm")
 
@@ -620,12 +621,16 @@ def _learns(finals: pd.DataFrame) -> str:
 
 def _paired_verdicts(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, a: str, b: str,
                      claim: str | None) -> dict[str, str]:
-    """Arm ``a`` against arm ``b``, paired by seed: restricted mean steps to the threshold (a run that
-    never gets there counting as ``cap``) and the final held-out loss (capped at :data:`NO_COPY`: a
-    diverged run learned nothing), each a relative difference with its interval, in words
-    (:func:`helpers.experiments.rnn_models.normed_vs_plain`)."""
+    """Arm ``a`` against arm ``b``, paired by seed: steps to the threshold (a run that never gets there
+    counting as ``cap``) and the final held-out loss's excess over the :data:`FLOOR` (capped at
+    :data:`NO_COPY`: a diverged run learned nothing), each a relative difference with its interval, in
+    words (:func:`helpers.experiments.rnn_models.normed_vs_plain`). A difference in steps below
+    :data:`EVAL_EVERY` is flagged; where nothing is claimed (``claim`` None: each arm is said to
+    match the other), "the same" may be said within :data:`MATCH_MARGIN`."""
+    margin = MATCH_MARGIN if claim is None else None
     return normed_vs_plain(reached, finals, cap, a=a, b=b, final="final held-out loss", claim=claim,
-                           nothing=NO_COPY, nothing_name="the no-copy level", noun="arm")
+                           nothing=NO_COPY, nothing_name="the no-copy level", noun="arm", floor=FLOOR,
+                           eval_every=EVAL_EVERY, steps_margin=margin, loss_margin=margin)
 
 
 #: The paired comparisons of the verdicts: (A, B, the claim about A). LN is claimed to speed
@@ -655,8 +660,9 @@ def small_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
       no-copy level and the floor (the mean fraction over the reported seeds, by its interval).
 
     Paired by seed, for each of :data:`COMPARISONS`: ``"steps, A vs B"`` and ``"final loss, A vs
-    B"``. Intervals are 95% BCa bootstrap intervals over the seeds
-    (:func:`helpers.evidence.statistics.paired_difference_ci`, :func:`helpers.evidence.statistics.bootstrap_ci`).
+    B"`` (the excess over :data:`FLOOR`), with 95% t-intervals over the seeds on the per-seed
+    log-ratios (:func:`helpers.evidence.statistics.paired_difference_ci`); ``"learns"`` with a 95% BCa
+    bootstrap interval (:func:`helpers.evidence.statistics.bootstrap_ci`).
     """
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
@@ -678,6 +684,12 @@ def small_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 
 # ------------------------------------------------------------------ the stored experiment (make experiments)
 
+
+#: "Matches" (RMSNorm or DyT against Pre-LN, warm-up against none with Pre-LN) may be said as "the
+#: same" only where the whole interval lies within ±10% (:data:`helpers.evidence.statistics.EQUIVALENCE_MARGIN`),
+#: in steps and in the final loss's excess over the floor. Declared for these comparisons before the
+#: held-out re-run; the stored runs were made without it.
+MATCH_MARGIN = EQUIVALENCE_MARGIN
 
 #: The stored experiment's step cap, warm-up (10% of the cap) and evaluation interval.
 STEPS = 400

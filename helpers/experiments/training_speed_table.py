@@ -1,4 +1,4 @@
-"""Notebook 05's evidence in one table: every stored run of its experiments, scored the same way.
+"""Deep dive 13's evidence in one table: every stored run of its experiments, scored the same way.
 
 Four stored experiments answer "does LN speed up training?" (see their modules for what each
 trains): ``lstm_adding`` (:mod:`helpers.experiments.lstm_adding`, Ba et al.'s LSTM vs LN-LSTM at T = 100),

@@ -1,19 +1,21 @@
-"""BatchNorm against LayerNorm (notebook 03): whose statistics, what depends on the batch.
+"""BatchNorm against LayerNorm (deep dive 11): whose statistics, what depends on the batch.
 
 Plain functions that return tensors or tidy DataFrames, so a notebook can show them and
 tests can assert on them:
 
 - :func:`two_sample_stats`: the lesson's promised two-sample example, BN's per-feature and
-  LN's per-sample mean and variance side by side.
-- :func:`both_ways`, :func:`batch_dependence`, :func:`state_and_modes`: the first contrast of
-  notebooks 00 and 01: one small batch normalized over the batch (BN, training mode) and over
-  the features (LN); one sample's output when another sample changes; what each module stores
-  and whether ``train()`` and ``eval()`` agree.
+  LN's per-sample mean and variance side by side (no notebook calls it now: core notebook 00
+  writes its two-sample example in the cell).
+- :func:`both_ways`, :func:`batch_dependence`, :func:`state_and_modes`: a first contrast of BN
+  and LN, called by no notebook now: one small batch normalized over the batch (BN, training
+  mode) and over the features (LN); one sample's output when another sample changes; what each
+  module stores and whether ``train()`` and ``eval()`` agree.
 - :func:`pooling_groups`: which entries of a ``(batch, features)`` or ``(batch, seq_len,
   features)`` tensor share one mean and variance under BN and under LN.
 - :func:`batch_mean_noise`: how far a batch's mean strays from the population's, per
   batch size.
-- :func:`state_dict_diff`: every ``state_dict`` key of two modules, and its shape in each.
+- :func:`state_dict_diff`: every ``state_dict`` key of two modules, and its shape in each (called
+  by no notebook now).
 - :func:`shift_robustness`: BN with trained statistics and LN on data shifted feature by
   feature: neither is robust to it.
 - :func:`padding_pollution`: BN over padded sequences lets pad tokens into the real
@@ -38,6 +40,7 @@ from torch import nn
 
 from helpers.exercises.checking import Case, Exercise, Verdict, check, register
 from helpers.functional import batch_norm, layer_norm, rms_norm
+from helpers.language import Text
 from helpers.lessons.group_stats import group_stats
 from helpers.lessons.sequence import pad_batch
 
@@ -410,27 +413,38 @@ register(Exercise(
     name="batch_norm_train",
     reference=_bn_train_reference,
     cases=[
-        Case("the two-sample example (2 samples x 3 features)", lambda g: (TWO_SAMPLES.clone(),)),
-        Case("8 samples x 4 features from randn", _randn_case(8, 4)),
-        Case("16 samples x 5 features, mean 3 and std 10", _randn_case(16, 5, 3.0, 10.0)),
-        Case("32 samples x 4 features around 10000 (std 500)", _randn_case(32, 4, 1e4, 500.0)),
-        Case("8 samples x 3 features that barely differ (std 0.003)", _randn_case(8, 3, 0.0, 0.003)),
+        Case(Text("the two-sample example (2 samples x 3 features)",
+                  "两个样本的例子（2 个样本 × 3 个特征）"), lambda g: (TWO_SAMPLES.clone(),)),
+        Case(Text("8 samples x 4 features from randn",
+                  "8 个样本 × 4 个特征，取自 randn"), _randn_case(8, 4)),
+        Case(Text("16 samples x 5 features, mean 3 and std 10",
+                  "16 个样本 × 5 个特征，均值 3、标准差 10"), _randn_case(16, 5, 3.0, 10.0)),
+        Case(Text("32 samples x 4 features around 10000 (std 500)",
+                  "32 个样本 × 4 个特征，在 10000 附近（标准差 500）"), _randn_case(32, 4, 1e4, 500.0)),
+        Case(Text("8 samples x 3 features that barely differ (std 0.003)",
+                  "8 个样本 × 3 个几乎相同的特征（标准差 0.003）"), _randn_case(8, 3, 0.0, 0.003)),
     ],
     mistakes={
-        "you normalized each sample over its features (that is LayerNorm): BatchNorm takes each "
-        "feature's statistics over the batch, `dim=0`.": lambda x: _standardize_over(x, 1),
-        "`x.var()` divides by n - 1 (unbiased); BatchNorm normalizes with the biased variance: "
-        "`x.var(dim=0, unbiased=False)`.": lambda x: _standardize_over(x, 0, unbiased=True),
-        "eps goes inside the square root: `torch.sqrt(var + eps)`, not `torch.sqrt(var) + eps`.":
+        Text("you normalized each sample over its features (that is LayerNorm): BatchNorm takes each "
+             "feature's statistics over the batch, `dim=0`.",
+             "你对每个样本在它的特征上做了归一化（那是 LayerNorm）：BatchNorm 对每个特征在整个批次上算统计量，`dim=0`。"): lambda x: _standardize_over(x, 1),
+        Text("`x.var()` divides by n - 1 (unbiased); BatchNorm normalizes with the biased variance: "
+             "`x.var(dim=0, unbiased=False)`.",
+             "`x.var()` 除以 n - 1（无偏）；BatchNorm 归一化时用的是有偏方差：`x.var(dim=0, unbiased=False)`。"): lambda x: _standardize_over(x, 0, unbiased=True),
+        Text("eps goes inside the square root: `torch.sqrt(var + eps)`, not `torch.sqrt(var) + eps`.",
+             "eps 应放在根号里面：`torch.sqrt(var + eps)`，而不是 `torch.sqrt(var) + eps`。"):
             lambda x: (x - x.mean(dim=0, keepdim=True)) / (x.var(dim=0, unbiased=False, keepdim=True).sqrt() + 1e-5),
-        "E[x²] - E[x]² subtracts two huge, nearly equal numbers when the mean is large next to the "
-        "spread, and float32 cancels catastrophically: centre first, then average the squares.":
+        Text("E[x²] - E[x]² subtracts two huge, nearly equal numbers when the mean is large next to the "
+             "spread, and float32 cancels catastrophically: centre first, then average the squares.",
+             "均值远大于数据的离散程度时，E[x²] - E[x]² 是两个几乎相等的大数相减，float32 会发生灾难性抵消：先减去均值，再对平方求平均。"):
             lambda x: (x - x.mean(dim=0, keepdim=True))
             / torch.sqrt((x * x).mean(dim=0, keepdim=True) - x.mean(dim=0, keepdim=True) ** 2 + 1e-5),
-        "you took one mean and variance over the whole batch: BatchNorm takes one per feature, "
-        "`dim=0` with `keepdim=True`.": lambda x: (x - x.mean()) / torch.sqrt(x.var(unbiased=False) + 1e-5),
+        Text("you took one mean and variance over the whole batch: BatchNorm takes one per feature, "
+             "`dim=0` with `keepdim=True`.",
+             "你对整个批次只算了一个均值和方差：BatchNorm 每个特征各算一组，`dim=0` 并加上 `keepdim=True`。"): lambda x: (x - x.mean()) / torch.sqrt(x.var(unbiased=False) + 1e-5),
     },
-    hint="per feature: mean and biased variance over dim 0 (keepdim=True), then (x - mean) / sqrt(var + 1e-5).",
+    hint=Text("per feature: mean and biased variance over dim 0 (keepdim=True), then (x - mean) / sqrt(var + 1e-5).",
+              "以特征为单位：在第 0 维上求均值和有偏方差（keepdim=True），然后算 (x - mean) / sqrt(var + 1e-5)。"),
     example="torch.randn(8, 4)",
 ))
 
@@ -450,20 +464,27 @@ register(Exercise(
     name="running_var_update",
     reference=_running_var_reference,
     cases=[
-        Case("running_var = 1, batch of 4 x 3", lambda g: (torch.ones(3), torch.randn(4, 3, generator=g))),
-        Case("running_var from rand, batch of 2 x 5", lambda g: (torch.rand(5, generator=g) + 0.5,
+        Case(Text("running_var = 1, batch of 4 x 3",
+                  "running_var = 1，批次 4 × 3"), lambda g: (torch.ones(3), torch.randn(4, 3, generator=g))),
+        Case(Text("running_var from rand, batch of 2 x 5",
+                  "running_var 取自 rand，批次 2 × 5"), lambda g: (torch.rand(5, generator=g) + 0.5,
                                                                  torch.randn(2, 5, generator=g) * 3)),
-        Case("running_var = 2, batch of 32 x 4", lambda g: (torch.full((4,), 2.0), torch.randn(32, 4, generator=g))),
+        Case(Text("running_var = 2, batch of 32 x 4",
+                  "running_var = 2，批次 32 × 4"), lambda g: (torch.full((4,), 2.0), torch.randn(32, 4, generator=g))),
     ],
     mistakes={
-        "the running estimate stores the UNBIASED batch variance (divided by n - 1): "
-        "`x.var(dim=0, unbiased=True)`.": lambda rv, x: _running_var_slip(rv, x, unbiased=False),
-        "momentum weighs the NEW batch: `(1 - 0.1) * running_var + 0.1 * batch_var`.":
+        Text("the running estimate stores the UNBIASED batch variance (divided by n - 1): "
+             "`x.var(dim=0, unbiased=True)`.",
+             "滑动估计存的是批次的无偏方差（除以 n - 1）：`x.var(dim=0, unbiased=True)`。"): lambda rv, x: _running_var_slip(rv, x, unbiased=False),
+        Text("momentum weighs the NEW batch: `(1 - 0.1) * running_var + 0.1 * batch_var`.",
+             "momentum 是新批次的权重：`(1 - 0.1) * running_var + 0.1 * batch_var`。"):
             lambda rv, x: _running_var_slip(rv, x, swap=True),
     },
-    hint="new running_var = 0.9 * running_var + 0.1 * x.var(dim=0, unbiased=True).",
+    hint=Text("new running_var = 0.9 * running_var + 0.1 * x.var(dim=0, unbiased=True).",
+              "新的 running_var = 0.9 * running_var + 0.1 * x.var(dim=0, unbiased=True)。"),
     example="torch.ones(3), torch.randn(4, 3)",
-    shape_hint="return one value per feature: the shape of running_var.",
+    shape_hint=Text("return one value per feature: the shape of running_var.",
+                    "每个特征返回一个值：形状与 running_var 相同。"),
 ))
 
 

@@ -79,7 +79,7 @@ def ln_geometry(points, eps: float = 1e-5, weight=None, bias=None) -> dict:
 def ln_geometry_state(azimuth: float = -25.0, elevation: float = 20.0, x: float = 1.0, scale: float = 1.0,
                       offset: float = 0.0, gamma: float = 1.0, eps: float = 1e-5, *,
                       points=GEOMETRY_POINTS) -> dict:
-    r"""The 3-D scene of notebook 07's geometry dashboard: fixed points and one point P that moves.
+    r"""The 3-D scene of deep dive 15's geometry dashboard: fixed points and one point P that moves.
 
     Args:
         azimuth, elevation: the camera, in degrees (matplotlib's ``view_init``).

@@ -1,6 +1,6 @@
 """Which normalization well-known models use, over what, where, and the reason their papers give.
 
-:data:`NORM_IN_MODELS` is notebook 07's closing table: one row per model, with the paper it comes
+:data:`NORM_IN_MODELS` is deep dive 15's closing table: one row per model, with the paper it comes
 from. "Over" names the cells that share one statistic, in the notation of the notebook's figure:
 ``(N, C, H, W)`` for images, ``(B, T, D)`` for token sequences. The "why" column paraphrases the
 cited paper; where a paper gives no reason, it says so.

@@ -1,4 +1,4 @@
-"""Where the norm goes (notebook 04): before or after the activation, and in well-known models.
+"""Where the norm goes (deep dive 12): before or after the activation, and in well-known models.
 
 - :class:`PlacementMLP`: deep MLPs stacked along a model dim, one per (activation, placement,
   seed), in the style of :class:`helpers.experiments.batch_size.StackedMLP`, initialised as the stored
@@ -11,7 +11,7 @@
 - Three exercises with their checkers: :func:`check_saturated_fraction`,
   :func:`check_dead_fraction` and :func:`check_pre_ln_residual`.
 
-The notebook's stored experiments on placement live in :mod:`helpers.experiments.placement_tuned`.
+Deep dive 12's stored experiments on placement live in :mod:`helpers.experiments.placement_tuned`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from helpers.exercises.checking import Case, Exercise, Verdict, check, register
 from helpers.experiments.batch_size import make_task
 from helpers.experiments.placement_tuned import _ACT, ACTIVATIONS, init_gain
 from helpers.functional import layer_norm
+from helpers.language import Text
 
 __all__ = [
     "ACTIVATIONS",
@@ -223,27 +224,39 @@ def _randn(*shape, scale: float = 1.0):
 
 register(Exercise(
     name="saturated_fraction", reference=saturated_fraction,
-    cases=[Case("tanh of N(0, 1)", lambda g: (torch.tanh(torch.randn(64, 8, generator=g)),)),
-           Case("tanh of N(0, 9)", lambda g: (torch.tanh(3 * torch.randn(64, 8, generator=g)),))],
-    mistakes={"count |t| > 0.97, not t > 0.97: a unit saturates at -1 too.": lambda t: (t > SATURATED).float().mean(),
-              "return the fraction (a mean), not the count.": lambda t: (t.abs() > SATURATED).float().sum()},
-    hint="compare |t| with 0.97 entry by entry, then average the booleans (as floats) over all entries.",
-    example="torch.tanh(torch.randn(4, 3))", shape_hint="return a 0-d tensor: one fraction.",
+    cases=[Case(Text("tanh of N(0, 1)",
+                     "N(0, 1) 的 tanh"), lambda g: (torch.tanh(torch.randn(64, 8, generator=g)),)),
+           Case(Text("tanh of N(0, 9)",
+                     "N(0, 9) 的 tanh"), lambda g: (torch.tanh(3 * torch.randn(64, 8, generator=g)),))],
+    mistakes={Text("count |t| > 0.97, not t > 0.97: a unit saturates at -1 too.",
+                   "要数 |t| > 0.97，而不是 t > 0.97：单元在 -1 处也会饱和。"): lambda t: (t > SATURATED).float().mean(),
+              Text("return the fraction (a mean), not the count.",
+                   "返回比例（一个均值），而不是个数。"): lambda t: (t.abs() > SATURATED).float().sum()},
+    hint=Text("compare |t| with 0.97 entry by entry, then average the booleans (as floats) over all entries.",
+              "逐个元素比较 |t| 和 0.97，再把这些布尔值（转成浮点数）在所有元素上求平均。"),
+    example="torch.tanh(torch.randn(4, 3))", shape_hint=Text("return a 0-d tensor: one fraction.",
+                                                             "返回一个 0 维张量：一个比例。"),
     forbidden=("helpers.lessons.placement.saturated_fraction",),
 ))
 
 register(Exercise(
     name="dead_fraction", reference=dead_fraction,
-    cases=[Case("relu of a shifted batch", lambda g: (torch.relu(torch.randn(16, 8, generator=g) - 1.5),)),
-           Case("relu, some units always negative",
+    cases=[Case(Text("relu of a shifted batch",
+                     "平移后的批次过 relu"), lambda g: (torch.relu(torch.randn(16, 8, generator=g) - 1.5),)),
+           Case(Text("relu, some units always negative",
+                     "relu，有些单元总是负的"),
                 lambda g: (torch.relu(torch.randn(32, 8, generator=g) - torch.arange(8.0)),))],
-    mistakes={"a unit is dead when it is 0 on EVERY sample: reduce over the batch (dim 0) with .any().":
+    mistakes={Text("a unit is dead when it is 0 on EVERY sample: reduce over the batch (dim 0) with .any().",
+                   "一个单元在每一个样本上都是 0 才算死亡：用 .any() 在批次上（第 0 维）归约。"):
               lambda a: (a == 0).float().mean(),
-              "average over units (the last dim), after finding which are never positive.":
+              Text("average over units (the last dim), after finding which are never positive.",
+                   "先找出哪些单元从不为正，再在单元上（最后一维）求平均。"):
               lambda a: 1.0 - (a > 0).any(dim=1).float().mean()},
-    hint="a unit (a column of the last dim) is dead when it is 0 on every sample: find the units "
-         "positive on at least one sample (`.any` over the samples), then average over the units.",
-    example="torch.relu(torch.randn(4, 3))", shape_hint="return a 0-d tensor: one fraction.",
+    hint=Text("a unit (a column of the last dim) is dead when it is 0 on every sample: find the units "
+              "positive on at least one sample (`.any` over the samples), then average over the units.",
+              "一个单元（最后一维的一列）在每个样本上都是 0 才算死亡：先找出至少在一个样本上为正的单元（在样本上用 `.any`），再在单元上求平均。"),
+    example="torch.relu(torch.randn(4, 3))", shape_hint=Text("return a 0-d tensor: one fraction.",
+                                                             "返回一个 0 维张量：一个比例。"),
     forbidden=("helpers.lessons.placement.dead_fraction",),
 ))
 
@@ -254,21 +267,29 @@ def _pre_ln(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
 register(Exercise(
     name="pre_ln_residual", reference=_pre_ln,
-    cases=[Case("4 tokens, dim 8", lambda g: (torch.randn(4, 8, generator=g), torch.randn(8, 8, generator=g) / 3)),
-           Case("2 x 5 tokens, dim 6",
+    cases=[Case(Text("4 tokens, dim 8",
+                     "4 个 token，dim 8"), lambda g: (torch.randn(4, 8, generator=g), torch.randn(8, 8, generator=g) / 3)),
+           Case(Text("2 x 5 tokens, dim 6",
+                     "2 × 5 个 token，dim 6"),
                 lambda g: (3 * torch.randn(2, 5, 6, generator=g) + 1, torch.randn(6, 6, generator=g) / 3))],
-    mistakes={"that is Post-LN, LN(x + f(x)); Pre-LN normalises the sublayer's INPUT: x + f(LN(x)).":
+    mistakes={Text("that is Post-LN, LN(x + f(x)); Pre-LN normalises the sublayer's INPUT: x + f(LN(x)).",
+                   "这是 Post-LN，LN(x + f(x))；Pre-LN 归一化的是子层的输入：x + f(LN(x))。"):
               lambda x, w: layer_norm(x + x @ w, (x.shape[-1],)),
-              "the residual must carry the un-normalised x: x + f(LN(x)), not LN(x) + f(LN(x)).":
+              Text("the residual must carry the un-normalised x: x + f(LN(x)), not LN(x) + f(LN(x)).",
+                   "残差要带上未归一化的 x：x + f(LN(x))，而不是 LN(x) + f(LN(x))。"):
               lambda x, w: layer_norm(x, (x.shape[-1],)) * 1 + layer_norm(x, (x.shape[-1],)) @ w,
-              "normalise the input to f, not f's output: x + f(LN(x)).":
+              Text("normalise the input to f, not f's output: x + f(LN(x)).",
+                   "归一化的是 f 的输入，而不是 f 的输出：x + f(LN(x))。"):
               lambda x, w: x + layer_norm(x @ w, (x.shape[-1],)),
-              "that is the sublayer alone, f(LN(x)): add the residual, x + f(LN(x)).":
+              Text("that is the sublayer alone, f(LN(x)): add the residual, x + f(LN(x)).",
+                   "这只是子层本身，f(LN(x))：还要加上残差，x + f(LN(x))。"):
               lambda x, w: layer_norm(x, (x.shape[-1],)) @ w,
-              "that is the residual step without a norm, x + f(x): normalise f's input first.":
+              Text("that is the residual step without a norm, x + f(x): normalise f's input first.",
+                   "这是没有归一化的残差步，x + f(x)：要先把 f 的输入归一化。"):
               lambda x, w: x + x @ w},
-    hint="Pre-LN: x + f(LN(x)) with f(h) = h @ w and LN over the last dim written by hand "
-         "(mean, biased variance, eps = 1e-5, no gamma or beta).",
+    hint=Text("Pre-LN: x + f(LN(x)) with f(h) = h @ w and LN over the last dim written by hand "
+              "(mean, biased variance, eps = 1e-5, no gamma or beta).",
+              "Pre-LN：x + f(LN(x))，其中 f(h) = h @ w，LN 在最后一维上手写（均值、有偏方差、eps = 1e-5，不带 gamma 和 beta）。"),
     example="torch.randn(4, 8), torch.randn(8, 8)",
 ))
 

@@ -3,7 +3,7 @@ r"""Per token or per sentence: what LayerNorm's ``normalized_shape`` decides for
 A batch of sentences has shape ``(batch, seq_len, dim)``. ``nn.LayerNorm(dim)`` takes one
 mean and variance per **token** (over its ``dim`` features); ``nn.LayerNorm((seq_len, dim))``
 takes one per **sentence** (over all of its ``seq_len * dim`` values). This module holds what
-notebook 02 needs to show the difference and its costs:
+deep dive 16 needs to show the difference and its costs:
 
 - :func:`reduced_dims`: which dims a ``normalized_shape`` averages over;
 - :func:`pad_batch` and :func:`masked_layer_norm`: a padded batch, and a sentence-level LN
@@ -28,6 +28,7 @@ from torch import Tensor, nn
 
 from helpers._validation import accumulation_dtype
 from helpers.exercises.checking import Case, Exercise, Verdict, check, register
+from helpers.language import Text
 
 __all__ = [
     "CausalBlock",
@@ -108,7 +109,7 @@ def masked_layer_norm(input: Tensor, mask: Tensor, eps: float = 1e-5) -> Tensor:
 
     so a real token's output is exactly what ``F.layer_norm(sentence, (length, dim))`` gives
     on the sentence without its pads. Pad positions come out as 0. No ``gamma``/``beta``:
-    their shape would be ``(seq_len, dim)``, tied to one length (see notebook 02).
+    their shape would be ``(seq_len, dim)``, tied to one length (see deep dive 16).
 
     Args:
         input: ``(batch, seq_len, dim)``, floating point.
@@ -288,7 +289,7 @@ class CausalBlock(nn.Module):
         return x + self.proj(scores.softmax(dim=-1) @ v)
 
 
-# ------------------------------------------------------------------ the exercise (notebook 02)
+# ---------------------------------------------------------------- the exercise (deep dive 16)
 # LayerNorm per sentence over the real tokens only, checked against masked_layer_norm above.
 
 
@@ -314,28 +315,37 @@ register(Exercise(
     name="masked_sentence_layer_norm",
     reference=masked_layer_norm,
     cases=[
-        Case("2 sentences of 3 and 2 tokens x 4 features, padded with 0", _padded([3, 2], 4)),
-        Case("3 sentences of 5, 1 and 3 tokens x 8 features, padded with 0", _padded([5, 1, 3], 8)),
-        Case("2 sentences of 2 and 4 tokens, padded with 7.0", _padded([2, 4], 4, pad=7.0)),
-        Case("2 sentences of 3 tokens: no pad at all", _padded([3, 3], 4)),
+        Case(Text("2 sentences of 3 and 2 tokens x 4 features, padded with 0",
+                  "2 个句子，分别 3 个和 2 个 token × 4 个特征，用 0 填充"), _padded([3, 2], 4)),
+        Case(Text("3 sentences of 5, 1 and 3 tokens x 8 features, padded with 0",
+                  "3 个句子，分别 5、1、3 个 token × 8 个特征，用 0 填充"), _padded([5, 1, 3], 8)),
+        Case(Text("2 sentences of 2 and 4 tokens, padded with 7.0",
+                  "2 个句子，分别 2 个和 4 个 token，用 7.0 填充"), _padded([2, 4], 4, pad=7.0)),
+        Case(Text("2 sentences of 3 tokens: no pad at all",
+                  "2 个句子，各 3 个 token：完全没有填充"), _padded([3, 3], 4)),
     ],
     mistakes={
-        "the pads went into the mean and the variance: take them over the real tokens only "
-        "(e.g. sums of `torch.where(mask[..., None], x, 0.0)`, divided by the number of real "
-        "values), and set the pads' outputs to 0.":
+        Text("the pads went into the mean and the variance: take them over the real tokens only "
+             "(e.g. sums of `torch.where(mask[..., None], x, 0.0)`, divided by the number of real "
+             "values), and set the pads' outputs to 0.",
+             "填充位被算进了均值和方差：只在真实 token 上算（例如对 `torch.where(mask[..., None], x, 0.0)` 求和，再除以真实值的个数），并把填充位的输出设为 0。"):
             lambda x, mask: F.layer_norm(x, x.shape[-2:]),
-        "the pads went into the mean and the variance (the pads' outputs are 0, good): take the "
-        "statistics over the real tokens only.":
+        Text("the pads went into the mean and the variance (the pads' outputs are 0, good): take the "
+             "statistics over the real tokens only.",
+             "填充位被算进了均值和方差（填充位的输出是 0，这点对了）：统计量只在真实 token 上算。"):
             lambda x, mask: F.layer_norm(x, x.shape[-2:]) * mask[..., None],
-        "divide by the number of REAL values (real tokens x dim), not by seq_len x dim: the "
-        "pads must not count.":
+        Text("divide by the number of REAL values (real tokens x dim), not by seq_len x dim: the "
+             "pads must not count.",
+             "要除以真实值的个数（真实 token 数 × dim），而不是 seq_len × dim：填充位不能算在内。"):
             lambda x, mask: _masked_slip(x, mask, count_pads=True),
-        "the real tokens are right; now set the pads' outputs to 0, e.g. "
-        "`torch.where(mask[..., None], y, 0.0)`.":
+        Text("the real tokens are right; now set the pads' outputs to 0, e.g. "
+             "`torch.where(mask[..., None], y, 0.0)`.",
+             "真实 token 的结果对了；接下来把填充位的输出设为 0，例如 `torch.where(mask[..., None], y, 0.0)`。"):
             lambda x, mask: _masked_slip(x, mask, zero_pads=False),
     },
-    hint="per sentence, over its real tokens only: mean, then the biased variance of the "
-         "centred values, then (x - mean) / sqrt(var + 1e-5); 0 at every pad.",
+    hint=Text("per sentence, over its real tokens only: mean, then the biased variance of the "
+              "centred values, then (x - mean) / sqrt(var + 1e-5); 0 at every pad.",
+              "以句子为单位，只在它的真实 token 上：先求均值，再求减去均值后的有偏方差，然后算 (x - mean) / sqrt(var + 1e-5)；每个填充位输出 0。"),
     example="helpers.lessons.sequence.pad_batch([torch.randn(3, 4), torch.randn(2, 4)])",
 ))
 

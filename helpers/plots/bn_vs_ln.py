@@ -1,4 +1,4 @@
-"""Notebook 03's figures: BatchNorm against LayerNorm."""
+"""Deep dive 11's figures: BatchNorm against LayerNorm."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Notebook 01's figures: drift without LN, eps, gamma and beta."""
+"""Figures of the formula: drift without LN (deep dive 13), the gamma/beta fit (deep dive 14), and
+the eps and gamma/beta dashboards' figures (no notebook shows those dashboards now)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Notebook 07's 3-D figure: LayerNorm projects onto the plane x + y + z = 0 and rescales onto a
+"""Deep dive 15's 3-D figure: LayerNorm projects onto the plane x + y + z = 0 and rescales onto a
 circle of radius sqrt(3); RMSNorm only rescales, onto a sphere."""
 
 from __future__ import annotations

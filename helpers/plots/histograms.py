@@ -1,7 +1,7 @@
 """Histogram panels: side-by-side distributions, one line per group (a layer, a token, a stage).
 
-The core path's dashboards all compare distributions, so they share one figure: a row of
-panels, each with a few histogram lines over the same bins. A dashboard's state function
+The core path's dashboards (and deep dive 16's token-or-sentence one) all compare distributions,
+so they share one figure: a row of panels, each with a few histogram lines over the same bins. A dashboard's state function
 returns a plain dict, and :func:`update_histogram_panels_figure` shows a new one on the kept
 figure by setting each line's data and each panel's title; nothing is built anew unless the
 number of lines in a panel changes.
@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI
 
-__all__ = ["histogram", "histogram_panels_figure", "update_histogram_panels_figure"]
+__all__ = ["histogram", "histogram_panels_changing", "histogram_panels_figure", "update_histogram_panels_figure"]
 
 
 def histogram(values: torch.Tensor, edges: np.ndarray) -> np.ndarray:
@@ -82,3 +82,15 @@ def update_histogram_panels_figure(fig: Figure, state: dict) -> None:
         if len(panel["curves"]) <= 4:
             ax.legend(fontsize=8, loc="upper right")
     fig.suptitle(state.get("suptitle", ""), fontsize=10)
+
+
+def histogram_panels_changing(fig: Figure) -> list:
+    """The artists :func:`update_histogram_panels_figure` changes without moving anything else:
+    per panel its y axis (its limit follows the data), lines, title and legend; the suptitle.
+    (Its x limits and label move the rest: a dashboard redraws the whole figure when they change.)"""
+    artists = [] if fig._suptitle is None else [fig._suptitle]
+    for ax in fig.axes:
+        artists += [ax.yaxis, *ax.get_lines(), ax.title]
+        if ax.get_legend() is not None:
+            artists.append(ax.get_legend())
+    return artists

@@ -1,4 +1,5 @@
-"""Notebook 00's figure: one sample shifted and rescaled, before and after LN."""
+"""One sample shifted and rescaled, before and after LN: the figure of a dashboard that no notebook
+shows now."""
 
 from __future__ import annotations
 

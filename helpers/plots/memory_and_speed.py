@@ -1,4 +1,4 @@
-"""Figures for notebook 06: saved-for-backward bytes, variance errors, and ``make bench``'s results."""
+"""Figures for deep dive 14: saved-for-backward bytes, variance errors, and ``make bench``'s results."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Notebook 07's family picture: the cells that share one mean and variance, per norm, on an image
+"""Deep dive 15's family picture: the cells that share one mean and variance, per norm, on an image
 batch ``(N, C, H, W)`` and on token sequences ``(B, T, D)``."""
 
 from __future__ import annotations

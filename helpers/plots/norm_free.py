@@ -1,4 +1,4 @@
-"""Notebook 07's figures on normalization-free Transformers: the stored training curves of LN,
+"""Deep dive 15's figures on normalization-free Transformers: the stored training curves of LN,
 RMSNorm, DyT and no norm, and LN's input-to-output maps with their line and tanh fits."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Notebook 04's figure: per-layer activation histograms and weight-gradient norms at initialisation."""
+"""Deep dive 12's figures: per-layer activation histograms and weight-gradient norms at
+initialisation, and the stored runs. Their depth colours (:func:`layer_colours`) serve core
+notebooks 00's and 02's dashboards too."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Notebook 07's figures on the CNN experiment: test error against batch size for BN, GN, LN and
+"""Deep dive 15's figures on the CNN experiment: test error against batch size for BN, GN, LN and
 IN (Wu and He's curve at small scale), and one image of each class of the task."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Notebook 05's figures: the stored runs of one setting (every seed, the median in bold) and the
-learning-rate tuning behind each tuned setting."""
+"""Deep dive 13's figures: the stored runs of one setting (every seed, the median in bold) and the
+learning-rate tuning behind each tuned setting (deep dive 12 draws its tuning with it too)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from helpers.plots.core import DPI, clear_curves, curves_figure, seed_curves
 
 __all__ = ["ARM_COLOURS", "evidence_figure", "tuning_figure", "update_evidence_figure"]
 
-#: One colour per arm of notebook 05's evidence, told apart at a glance (the noisy strengths too).
+#: One colour per arm of deep dive 13's evidence, told apart at a glance (the noisy strengths too).
 ARM_COLOURS = {"no norm": "0.35", "LSTM": "0.35", "LayerNorm": "C0", "LN-LSTM": "C0", "LN-LSTM without input LN": "C1",
                "Pre-LN": "C0", "Post-LN": "C3", "Pre-LN + warm-up": "C9", "Post-LN + warm-up": "C1",
                "noisy LayerNorm 0.1": "C2", "noisy LayerNorm 0.25": "C8", "noisy LayerNorm 0.5": "C6",

@@ -1,4 +1,5 @@
-"""Notebook 02's figures: groups that share statistics, and which outputs depend on which inputs."""
+"""Which outputs depend on which inputs (deep dive 16), and groups that share statistics (the
+figure of a per-token / per-sentence / per-batch dashboard that no notebook shows now)."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 import helpers
 from helpers.plots.histograms import (
     histogram,
+    histogram_panels_changing,
     histogram_panels_figure,
     update_histogram_panels_figure,
 )
@@ -73,5 +74,5 @@ def activation_input_demo(seed: int = 0) -> Dashboard:
         "scale": slider("spread of z", 1.0, 0.25, 4.0, 0.25),
     }
     return Dashboard(controls, lambda activation, shift, scale: activation_input_state(activation, shift, scale, seed),
-                     histogram_panels_figure, update=update_histogram_panels_figure,
+                     histogram_panels_figure, update=update_histogram_panels_figure, changing=histogram_panels_changing,
                      title="<b>LN before the activation (left) or after it (right).</b>")

@@ -1,4 +1,4 @@
-"""Notebook 03's dashboard: move one sample; BN's output for the others moves, LN's does not."""
+"""Deep dive 11's dashboard: move one sample; BN's output for the others moves, LN's does not."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ import torch
 import helpers
 from helpers.plots.histograms import (
     histogram,
+    histogram_panels_changing,
     histogram_panels_figure,
     update_histogram_panels_figure,
 )
@@ -73,5 +74,5 @@ def deep_stack_demo(seed: int = 0) -> Dashboard:
         "beta": slider("LN's beta", 0.0, -1.0, 1.0, 0.25),
     }
     return Dashboard(controls, lambda gain, gamma, beta: deep_stack_state(gain, gamma, beta, seed),
-                     histogram_panels_figure, update=update_histogram_panels_figure,
+                     histogram_panels_figure, update=update_histogram_panels_figure, changing=histogram_panels_changing,
                      title="<b>What enters each layer's tanh, in an 8-layer stack: without LN and with LN.</b>")

@@ -1,4 +1,5 @@
-"""Notebook 01's dashboards: eps on a near-constant token, and gamma and beta."""
+"""Dashboards of the formula: eps on a near-constant token, and gamma and beta. No notebook shows
+them now; deep dive 14 tables :func:`eps_state`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Notebook 00's dashboard: shift and rescale one sample, and watch its LN output stay put."""
+"""A dashboard that shifts and rescales one sample, whose LN output stays put; no notebook shows
+it now."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Notebook 07's dashboards: the normalization family on one picture, and LayerNorm's geometry in 3-D."""
+"""Deep dive 15's dashboards: the normalization family on one picture, and LayerNorm's geometry in 3-D."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Notebook 06's dashboard: how far each variance algorithm's LayerNorm is from float64."""
+"""Deep dive 14's dashboard: how far each variance algorithm's LayerNorm is from float64."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Notebook 04's dashboard: activation, placement and depth -> per-layer histograms and read-outs."""
+"""Deep dive 12's dashboard: activation, placement and depth -> per-layer histograms and read-outs."""
 
 from __future__ import annotations
 

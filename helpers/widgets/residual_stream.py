@@ -19,6 +19,7 @@ import torch.nn.functional as F
 import helpers
 from helpers.plots.histograms import (
     histogram,
+    histogram_panels_changing,
     histogram_panels_figure,
     update_histogram_panels_figure,
 )
@@ -89,5 +90,5 @@ def residual_stream_demo(seed: int = 0) -> Dashboard:
         "branch_scale": slider("branch output scale", 1.0, 0.5, 3.0, 0.5),
     }
     return Dashboard(controls, lambda norm, branch_scale: residual_stream_state(norm, branch_scale, seed),
-                     histogram_panels_figure, update=update_histogram_panels_figure,
+                     histogram_panels_figure, update=update_histogram_panels_figure, changing=histogram_panels_changing,
                      title="<b>Eight Pre-LN blocks: the residual stream and what attention sees.</b>")

@@ -15,6 +15,7 @@ import torch
 import helpers
 from helpers.plots.histograms import (
     histogram,
+    histogram_panels_changing,
     histogram_panels_figure,
     update_histogram_panels_figure,
 )
@@ -60,5 +61,5 @@ def token_or_sentence_demo(seed: int = 0) -> Dashboard:
         "scale": slider(f"scale token {SCALED_TOKEN} by", 1.0, 1.0, 8.0, 0.5),
     }
     return Dashboard(controls, lambda unit, scale: token_or_sentence_state(unit, scale, seed),
-                     histogram_panels_figure, update=update_histogram_panels_figure,
+                     histogram_panels_figure, update=update_histogram_panels_figure, changing=histogram_panels_changing,
                      title="<b>Each token's values: per token or per sentence.</b>")

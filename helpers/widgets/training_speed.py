@@ -1,4 +1,4 @@
-"""Notebook 05's dashboard: every stored run of its experiments, one control per factor."""
+"""Deep dive 13's dashboard: every stored run of its experiments, one control per factor."""
 
 from __future__ import annotations
 

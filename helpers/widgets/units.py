@@ -1,4 +1,5 @@
-"""Notebook 02's dashboard: what LayerNorm normalizes over (per token, per sentence, per batch)."""
+"""A dashboard of what LayerNorm normalizes over (per token, per sentence, per batch); no notebook
+shows it now (deep dive 16 uses :mod:`helpers.widgets.token_or_sentence`)."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ import helpers  # noqa: E402,F401
 # # 00 · What LayerNorm computes
 #
 # **What you will learn**: why deep networks need normalizing; BatchNorm (BN) and LayerNorm (LN)
-# as one code over another dim; LN's formula by hand; mean 0, variance 1, then `gamma`, `beta`.
+# as the same code over a different dimension; LN's formula by hand; mean 0, variance 1, then `gamma`, `beta`.
 # The first of three notebooks on a Chinese lesson (glossary at the end). [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/00_what_layernorm_computes.ipynb)
 
 # %%
@@ -45,25 +45,26 @@ from helpers.widgets.deep_stack import deep_stack_demo
 # ## 1 · Why deep networks need it
 #
 # As a network trains, its weights change, so what each layer receives keeps changing; in a deep
-# RNN or Transformer the changes add up, and training slows or fails to converge. LN standardises
-# each layer's output, so the next layer gets values on one scale (does it speed training up?
-# notebook 02's closing card).
+# RNN or Transformer the changes add up, and training slows or fails to converge, the lesson says.
+# LN *standardises* each layer's output (subtracts the mean, divides by the standard deviation), so
+# the next layer gets values on one scale: see it in the widget at the end of §4. Whether that
+# speeds training up, model by model: notebook 02's closing card.
 
 # %% [markdown] lesson_point=2
-# ## 2 · BN vs LN: the same code, another dim
+# ## 2 · BN vs LN: the same code over a different dimension
 #
 # **BN** standardises each *feature* over the batch (a column), **LN** each *sample* over its own
-# features (a row). The lesson's promised two-sample example:
+# features (a row). The lesson announces a two-sample example without showing one; here it is:
 
 # %%
-x = torch.tensor([[1.0, 2.0, 300.0],  # sample 0
-                  [3.0, 4.0, 100.0]])  # sample 1
+x = torch.tensor([[1.0, 2.0, 3.0],  # sample 0
+                  [30.0, 10.0, 20.0]])  # sample 1
 
 
 def standardize(x, dim):
     mean = x.mean(dim=dim, keepdim=True)
-    var = ((x - mean) ** 2).mean(dim=dim, keepdim=True)  # divide by n
-    return (x - mean) / torch.sqrt(var + 1e-5)
+    var = ((x - mean) ** 2).mean(dim=dim, keepdim=True)  # n: the number of values averaged
+    return (x - mean) / torch.sqrt(var + 1e-5)  # 1e-5 and keepdim: §3
 
 
 print("BN, each column:\n", standardize(x, dim=0))
@@ -71,7 +72,7 @@ print("LN, each row:\n", standardize(x, dim=-1))
 
 # %% [markdown]
 # BN turns each column into −1 and +1: only *which sample is larger* survives; LN keeps each
-# sample's pattern. And BN's output for sample 0 depends on sample 1:
+# sample's own order of features. And BN's output for sample 0 depends on sample 1:
 
 # %%
 other = x.clone()
@@ -83,17 +84,19 @@ assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=Fal
 
 # %% [markdown]
 # LN needs only the sample in front of it: any batch size, the same in training and at test
-# time; hence Ba, Kiros and Hinton's (2016) LN for RNNs. BN: deep dive [11](11_batchnorm_in_depth.ipynb).
+# time (01 §7). Hence Ba, Kiros and Hinton (2016) made LN for RNNs, whose batch statistics would
+# differ at every time step. BN: deep dive [11](11_batchnorm_in_depth.ipynb).
 
 # %% [markdown] lesson_point=3
 # ## 3 · The formula
 #
 # $$y = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}} \cdot \gamma + \beta$$
 #
-# Per token: $\mathrm{E}[x]$ and $\mathrm{Var}[x]$ are the mean and **biased** variance of its
-# `dim` features (divide by `dim`: `unbiased=False`); $\epsilon = 10^{-5}$ sits **inside** the
+# A *token* is one word (or word piece) of a sentence, stored as `dim` numbers, its *features*;
+# LN treats each token as §2's sample. $\mathrm{E}[x]$ and $\mathrm{Var}[x]$ are the mean and the
+# **biased** variance of its features: divide by `dim`, not `dim - 1` (`unbiased=False`); $\epsilon = 10^{-5}$ sits **inside** the
 # root (equal features give 0, not 0 / 0); $\gamma$ and $\beta$, one per feature, are learned by
-# backpropagation from 1 and 0. On the lesson's shape `(batch, seq_len, dim)`:
+# backpropagation, starting at 1 and 0. On the lesson's shape `(batch, seq_len, dim)`:
 
 # %%
 torch.manual_seed(0)
@@ -106,8 +109,9 @@ var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # Var[x], biased
 y = (x - mean) / torch.sqrt(var + eps) * gamma + beta
 
 # %% [markdown]
-# `keepdim=True` keeps each token's mean lined up with its token. PyTorch's module (`weight` and
-# `bias` are $\gamma$ and $\beta$) and the set's `helpers.layer_norm` agree:
+# `keepdim=True` gives `mean` the shape (2, 3, 1), so `x - mean` subtracts each token's own mean
+# from its 4 features. PyTorch's module (`weight` and `bias` are $\gamma$ and $\beta$) and this
+# course's `helpers.layer_norm` (plain tensor operations) agree:
 
 # %%
 ln = nn.LayerNorm(4)
@@ -125,13 +129,17 @@ print("mean of each token:\n", y.mean(dim=-1).abs().round(decimals=4))
 print("variance of each token:\n", y.var(dim=-1, unbiased=False).round(decimals=4))
 
 # %% [markdown]
-# Then $\gamma$ rescales and $\beta$ shifts, feature by feature, so the network learns the scale
-# and shift it needs. With $\gamma = 2$ and $\beta = 0.5$ everywhere:
+# Why standardise, then rescale? $\gamma$ and $\beta$, learned per feature, let the network give
+# each feature the scale and centre the next layer needs (how far into tanh's curve it goes, say);
+# starting at 1 and 0, LN begins as pure standardisation. With $\gamma = 2$, $\beta = 0.5$:
 
 # %%
 gamma, beta = torch.full((4,), 2.0), torch.full((4,), 0.5)
 y2 = (x - mean) / torch.sqrt(var + eps) * gamma + beta
-print("token 0: mean", round(y2[0, 0].mean().item(), 4), "std", round(y2[0, 0].std(correction=0).item(), 4))
+print("token 0: mean", round(y2[0, 0].mean().item(), 4), "std", round(y2[0, 0].std(unbiased=False).item(), 4))
+
+# %% [markdown]
+# Each token's mean is now $\beta$ and its spread $\gamma$.
 
 # %% [markdown]
 # ### See it: a deep stack, with and without LN
@@ -148,7 +156,8 @@ demo
 
 # %% [markdown]
 # Weights scaled by 0.5, $\gamma = 2$, $\beta = 0.5$: without LN, layer 8's values all but
-# vanish; with LN every layer is centred at 0.5 with spread 2.
+# vanish; with LN every layer is centred at 0.5 with spread 2 (values beyond ±5 pile up at the
+# ends; a $\gamma$ this large pushes many onto tanh's flat tails, 01 §5).
 
 # %%
 demo.snapshot(gain=0.5, gamma=2.0, beta=0.5)
@@ -157,8 +166,9 @@ plt.show()
 # %% [markdown]
 # ## Your turn: how far under 1?
 #
-# The variances above are 1 to 4 decimals, not exactly. Write `my_output_var(var, eps)`: LN's
-# output variance (no $\gamma$, $\beta$) for tokens of biased variance `var`. As shipped: ❌.
+# The variances above print as 1, yet are just under it; for small variances, like the lesson's
+# (01 §8), it shows in the 4th decimal. Write `my_output_var(var, eps)`: LN's output variance
+# (no $\gamma$, $\beta$) for tokens of biased variance `var`. The stub fails on purpose: make the check pass.
 
 # %%
 def my_output_var(var, eps):
@@ -170,7 +180,8 @@ check_output_variance(my_output_var)
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
-# Dividing by $\sqrt{\mathrm{Var} + \epsilon}$ divides the variance by $\mathrm{Var} + \epsilon$.
+# Dividing every value by $c$ divides the variance by $c^2$: dividing by $\sqrt{\mathrm{Var} + \epsilon}$
+# divides it by $\mathrm{Var} + \epsilon$.
 #
 # ```python
 # def my_output_var(var, eps):
@@ -179,7 +190,8 @@ check_output_variance(my_output_var)
 #
 #
 # </details>
-#
+
+# %% [markdown]
 # ## Glossary: the lesson's terms
 #
 # | English | 中文 |
@@ -189,10 +201,11 @@ check_output_variance(my_output_var)
 # | learnable parameter; scale, shift | 可学习参数; 缩放, 平移 |
 # | activation function, non-linearity | 激活函数, 非线性 |
 # | per token, per sentence | 以 token 为单位, 以句子为单位 |
-#
+
+# %% [markdown]
 # ## Summary
 #
-# BN and LN are one code over another dim. LN: mean, biased variance, $\epsilon$ inside the root,
+# BN and LN are the same code over a different dimension. LN: mean, biased variance, $\epsilon$ inside the root,
 # then $\gamma$ rescales and $\beta$ shifts.
 #
 # Next: [01](01_before_the_activation_per_token.ipynb), [02](02_layernorm_in_a_transformer.ipynb).
@@ -202,7 +215,8 @@ check_output_variance(my_output_var)
 # speed, [14](14_backward_numerics_speed.ipynb) backward and numerics,
 # [15](15_the_normalization_family.ipynb) the family, [16](16_sequences_padding_and_masks.ipynb)
 # sequences and masks.
-#
+
+# %% [markdown]
 # ## References
 #
 # - J. L. Ba, J. R. Kiros, G. E. Hinton, *Layer Normalization*, 2016,

@@ -30,7 +30,7 @@ import helpers  # noqa: E402,F401
 # # 01 · Before the activation, per token
 #
 # **What you will learn**: why LN goes before the activation; per token or per sentence; no
-# running statistics; the lesson's code, digit for digit.
+# running statistics; the lesson's code, digit for digit. [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/01_before_the_activation_per_token.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
@@ -39,14 +39,14 @@ from torch import nn
 
 from helpers.exercises.layer_norm import check_sentence_layer_norm
 from helpers.widgets.activation_input import activation_input_demo
-from helpers.widgets.token_or_sentence import token_or_sentence_demo
 
 # %% [markdown] lesson_point=5
 # ## 5 · LN goes before the activation
 #
 # The lesson: LN, like BN, usually sits **before** the activation function (激活函数), the source
 # of non-linearity (非线性); after it, LN would standardise already non-linear outputs and may
-# damage the expressive power (表达能力). For tanh, on inputs far from mean 0 and std 1:
+# damage the expressive power (表达能力). That reason stays brief; here is a concrete one, for tanh
+# on inputs far from mean 0 and std 1:
 
 # %%
 torch.manual_seed(0)
@@ -54,19 +54,20 @@ linear, ln = nn.Linear(16, 16), nn.LayerNorm(16)
 z = linear(torch.randn(256, 16) * 4 + 3)  # 256 tokens; Linear outputs far from mean 0, std 1
 
 ln_first = torch.tanh(ln(z))  # the lesson's order: Linear -> LN -> tanh
-ln_last = ln(torch.tanh(z))  # the other order: Linear -> tanh -> LN
-print(f"tanh outputs beyond ±0.97, LN first: {(ln_first.abs() > 0.97).float().mean():.0%}, "
-      f"LN last: {(torch.tanh(z).abs() > 0.97).float().mean():.0%}")
+no_ln = torch.tanh(z)  # what tanh gets with no LN before it, as when LN comes after it
+for name, t in [("LN first", ln_first), ("no LN before tanh", no_ln)]:
+    print(f"{name}: {(t.abs() > 0.97).float().mean():.0%} beyond ±0.97, average slope {(1 - t**2).mean():.2f}")
 
 # %% [markdown]
-# Beyond ±0.97 tanh is almost flat (gradient under 0.06): the weights before it barely learn.
-# LN first hands tanh standardised tokens, on its curved part; LN last rescales what tanh left,
-# but what its flat tails erased does not come back.
-#
+# Beyond ±0.97 tanh is almost flat. Its slope, $1 - \tanh^2$, multiplies the gradient that
+# reaches the weights before it: with LN first it is about twice as large here. LN after tanh
+# would rescale what tanh left, but what the flat tails erased does not come back.
+
+# %% [markdown]
 # ### See it: what enters tanh, ReLU and GELU
 #
-# Sliders move `z`'s centre and spread. Left: LN first; right: LN last. Blue enters the
-# activation, red leaves the pair.
+# The same effect, now movable. Sliders move `z`'s centre and spread. Left: LN first; right: LN
+# last. Blue: what enters the activation; red: what comes out of LN and activation together.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -97,38 +98,22 @@ batch, seq_len, dim = 2, 3, 4
 x = torch.rand(batch, seq_len, dim)  # the lesson's batch: 2 sentences x 3 tokens x 4 features
 
 for shape in [(dim,), (seq_len, dim)]:
-    means = x.mean(dim=tuple(range(-len(shape), 0)))  # one mean per group
-    print(f"normalized_shape={shape}: {means.numel()} groups, gamma of shape {tuple(nn.LayerNorm(shape).weight.shape)}")
+    gamma = nn.LayerNorm(shape).weight
+    print(f"normalized_shape={shape}: {x.numel() // gamma.numel()} groups, gamma of shape {tuple(gamma.shape)}")
 
 # %% [markdown]
-# Per token (以 token 为单位), each token alone; per sentence (以句子为单位), a sentence's 12 values
-# together, and $\gamma$ has an entry per position, so one sentence length only. Transformers
-# normalise per token (padding, masks: deep dive [16](16_sequences_padding_and_masks.ipynb)).
-#
-# ### See it: one token scaled
-#
-# 6 tokens × 256 features; the slider scales token 2 (red). Left: each token's inputs; right:
-# its LN outputs. Per sentence, the scaled token spreads out and squeezes the others.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-# displays a widget: a dropdown, a slider and their live figure
-demo = token_or_sentence_demo()
-demo
-
-# %% [markdown]
-# Per sentence, token 2 scaled by 5:
-
-# %%
-demo.snapshot(unit="per sentence: normalized_shape=(seq_len, dim)", scale=5.0)
-plt.show()
+# Per token (以 token 为单位): 2 × 3 = 6 groups, each token alone. Per sentence (以句子为单位): 2
+# groups, a sentence's 12 values together, and $\gamma$ has an entry per position, so one sentence
+# length only (try `nn.LayerNorm((3, 4))(torch.rand(2, 5, 4))`). Transformers normalise per token
+# (sentences of different lengths, padded to one, and a slider that scales one token: deep dive
+# [16](16_sequences_padding_and_masks.ipynb)).
 
 # %% [markdown] lesson_point=7
 # ## 7 · No running statistics
 #
 # A *buffer* is a tensor a module updates itself, not by gradients, and saves with its weights.
 # BN accumulates `running_mean` and `running_var` in training and uses them in `eval()` mode. LN
-# computes everything from the token in front of it:
+# has none:
 
 # %%
 tokens = x.reshape(-1, dim)  # the 6 tokens as a (6, 4) batch
@@ -137,12 +122,17 @@ for norm in (nn.BatchNorm1d(dim), nn.LayerNorm(dim)):
     same = torch.equal(train_out, norm.eval()(tokens))
     print(f"{type(norm).__name__}: buffers {[n for n, _ in norm.named_buffers()]}, train == eval: {same}")
 
+# %% [markdown]
+# After one batch BN's running statistics are still near their start (0 and 1), so `eval()`
+# changes its output; LN's output cannot change.
+
 # %% [markdown] lesson_point=8
 # ## 8 · The lesson's code, exactly
 #
 # Unchanged but for English beside the Chinese comments. `test01`
 # uses `nn.LayerNorm` both ways; `test02` does it by hand, printing means (均值) and variances
-# (方差). `elementwise_affine=False, bias=False` switches $\gamma$ and $\beta$ off.
+# (方差). `elementwise_affine=False` switches $\gamma$ and $\beta$ off (`bias=False` is redundant);
+# `if __name__ == '__main__':` is true in a notebook too.
 
 # %%
 import torch.nn as nn  # noqa: I001 (the lesson imports torch.nn first)
@@ -189,13 +179,14 @@ if __name__ == '__main__':
 
 
 # %% [markdown]
-# Character for character what the lesson prints (程序执行结果); a test compares them.
+# Character for character what the lesson prints (程序执行结果; `tests/test_lesson.py` compares them).
+# `test01`'s tensors equal `test02`'s: `nn.LayerNorm` is exactly the formula by hand.
 
 # %% [markdown]
 # ## Your turn: per sentence, any batch size
 #
 # `test02`'s `.view(2, 1, 1)` works for a batch of 2 only. Make `my_sentence_layer_norm(x)` work
-# for **any** batch size and length (no $\gamma$, $\beta$). As shipped, it is `test02`'s code.
+# for **any** batch size (no $\gamma$, $\beta$). The stub, `test02`'s code, fails on purpose.
 
 # %%
 def my_sentence_layer_norm(x, eps=1e-5):
@@ -216,16 +207,19 @@ check_sentence_layer_norm(my_sentence_layer_norm)
 #     return (x - mean) / torch.sqrt(var + eps)
 # ```
 #
+# (`mean.view(-1, 1, 1)` works too.)
 #
 # </details>
-#
+
+# %% [markdown]
 # ## Summary
 #
 # - LN before the activation keeps its input on the curved part; after it, what a flat part erased stays lost.
 # - `normalized_shape=dim`: per token; `(seq_len, dim)`: per sentence. No running statistics.
 #
 # Next: [02 · LayerNorm in a Transformer](02_layernorm_in_a_transformer.ipynb).
-#
+
+# %% [markdown]
 # ## References
 #
 # - S. Ioffe, C. Szegedy, *Batch Normalization*, 2015, section 3.2 (the norm before the

@@ -31,7 +31,7 @@ import helpers  # noqa: E402,F401
 #
 # **What you will learn**: a Pre-LN Transformer block with `nn.LayerNorm`, then `helpers.LayerNorm`
 # swapped in; where LN sits in GPT, and RMSNorm in LLaMA; what stored experiments say about the
-# lesson's claims.
+# lesson's claims. [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/02_layernorm_in_a_transformer.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
@@ -46,9 +46,10 @@ from helpers.widgets.residual_stream import residual_stream_demo
 # %% [markdown]
 # ## A Pre-LN block
 #
-# Two sub-layers: attention (each token gathers from earlier ones; the *causal mask* hides later
-# ones) and an MLP, each added to its input (a *residual connection*). **Pre-LN**, as in GPT-2,
-# puts LN at each sub-layer's input.
+# Two sub-layers: attention (each token gathers from earlier ones, in `n_heads` parallel parts;
+# the *causal mask* hides later ones) and an MLP (`Linear → GELU → Linear`; GELU is a smooth ReLU),
+# each added to its input (a *residual connection*). **Pre-LN**, as in GPT-2, puts LN at each
+# sub-layer's input. You need not know attention's inside: only where LN sits.
 
 # %%
 class Block(nn.Module):
@@ -67,8 +68,9 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 # %% [markdown]
-# GPT stacks blocks and adds a final LN before predicting the next token (GPT-2's `ln_1`, `ln_2`,
-# `ln_f`):
+# LN here comes before each sub-layer's first Linear, not between a Linear and its activation as in 01 §5;
+# either way, what comes next sees values on one scale. GPT stacks blocks and adds a final LN
+# before predicting the next token (GPT-2's `ln_1`, `ln_2`, `ln_f`; here `ln_f` is named `2`):
 
 # %%
 def tiny_gpt(norm, d_model=32, n_heads=4):
@@ -80,9 +82,10 @@ gpt = tiny_gpt(nn.LayerNorm)
 print("LayerNorms:", [name for name, m in gpt.named_modules() if isinstance(m, nn.LayerNorm)])
 
 # %% [markdown]
-# LN before attention, before the MLP, and at the end. **The swap**: `helpers.LayerNorm`, same
-# weights (same state-dict keys), training mode; the loss cubes the outputs (a plain sum through
-# LN has zero gradient).
+# LN before attention, before the MLP, and at the end. **The swap**: `helpers.LayerNorm` is 00 §3's
+# formula as a module; the same outputs and gradients show that formula is all LN does. Same
+# weights (`load_state_dict`), training mode (`.train()`); the loss cubes the outputs (each token's
+# LN output has mean 0, so a plain sum would be constant and send no gradient back).
 
 # %%
 ours = tiny_gpt(helpers.LayerNorm)
@@ -95,8 +98,6 @@ same_grads = all(torch.allclose(p.grad, q.grad, atol=1e-4) for p, q in pairs)
 print("same outputs:", torch.allclose(out_torch, out_ours, atol=1e-5), "| same gradients:", same_grads)
 
 # %% [markdown]
-# (Not `nn.TransformerEncoderLayer`: in evaluation its fast path skips a swapped norm.)
-#
 # ### See it: the residual stream and what attention sees
 #
 # Eight Pre-LN blocks. Left: the *residual stream* `x` entering each block (dark: block 1);
@@ -109,23 +110,26 @@ demo = residual_stream_demo()
 demo
 
 # %% [markdown]
-# LayerNorm, sub-layer outputs scaled by 2:
+# LayerNorm, sub-layer outputs scaled by 2: the stream's spread grows about fivefold over eight
+# blocks; attention's input stays at 1.
 
 # %%
 demo.snapshot(norm="LayerNorm", branch_scale=2.0)
 plt.show()
 
 # %% [markdown]
-# ## LLaMA uses RMSNorm there
+# ## LLaMA: RMSNorm in the same places
 #
-# LLaMA-style models keep these places but use **RMSNorm** (Zhang & Sennrich 2019): no mean
+# LLaMA-style models (Touvron et al. 2023) keep these places but use **RMSNorm** (Zhang & Sennrich 2019): no mean
 # subtracted, no $\beta$; each token divided by its root mean square, times a learned `weight`:
 #
 # $$y = \frac{x}{\sqrt{\mathrm{mean}(x^2) + \epsilon}} \cdot \gamma$$
-#
+
+# %% [markdown]
 # ## Your turn: RMSNorm by hand
 #
-# Write `my_rms_norm(x, weight)` over the last dim, `eps = 1e-6` (LLaMA's). As shipped, it is LN.
+# Write `my_rms_norm(x, weight)` over the last dim, `eps = 1e-6` (LLaMA's). The stub, LN, fails
+# on purpose.
 
 # %%
 def my_rms_norm(x, weight, eps=1e-6):
@@ -141,30 +145,41 @@ check_rms_norm(my_rms_norm)
 #
 # ```python
 # def my_rms_norm(x, weight, eps=1e-6):
-#     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight
+#     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight  # rsqrt(a) = 1 / sqrt(a)
 # ```
 #
 # </details>
-#
+
+# %% [markdown]
 # ## What the evidence says
 #
-# The lesson's claims, tested in small experiments run many times and stored; each line is
-# computed from those results, and its deep dive shows the runs.
+# The lesson's claims, and one on Post-LN, tested in small experiments run many times and stored;
+# each line is computed from those results, and its deep dive shows the runs. *Steps*: training
+# steps until the loss falls below a target; *ends lower*: a lower final loss; *Post-LN*: LN after
+# each residual addition, as in the original Transformer; *warm-up*: a learning rate that starts
+# small and grows.
 
 # %%
 HTML(evidence_card())
 
 # %% [markdown]
-# How the runs decide: [10](10_how_a_claim_is_tested.ipynb).
-#
+# Where a line disagrees with 00 §1, the lesson's reason is a motivation, not a guarantee: what LN
+# does to training depends on the model. How the runs decide: [10](10_how_a_claim_is_tested.ipynb).
+
+# %% [markdown]
 # ## Summary
 #
 # - Pre-LN: `x + attention(LN(x))`, `x + MLP(LN(x))`, a final LN; `helpers.LayerNorm` drops in.
 # - The norm keeps each sub-layer's input on one scale; LLaMA uses RMSNorm there.
-#
+# - Whether LN speeds training up depends on the model: the card above.
+
+# %% [markdown]
 # ## References
 #
 # - A. Radford et al., *Language Models are Unsupervised Multitask Learners*, OpenAI, 2019
-#   (section 2.3: LN at the input of each sub-block, plus a final one).
+#   (section 2.3: LN at the input of each sub-block, plus a final one),
+#   [PDF](https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf).
+# - H. Touvron et al., *LLaMA: Open and Efficient Foundation Language Models*, 2023, section 2
+#   (RMSNorm at each sub-layer's input), [arXiv:2302.13971](https://arxiv.org/abs/2302.13971).
 # - B. Zhang, R. Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019,
 #   [arXiv:1910.07467](https://arxiv.org/abs/1910.07467).

@@ -39,7 +39,7 @@ import helpers  # noqa: E402,F401
 # **BN degrades as the batch shrinks; LN does not depend on the batch at all.** In a small MLP
 # trained at batch sizes 2 to 128 on the same samples, each norm at its tuned rate, BN falls far
 # below LN at the smallest batches, however it is evaluated; the gap closes as the batch grows,
-# and at the largest batch BN comes out a little ahead. The stored verdicts, BN against LN at each batch size (how they are made:
+# and at batch 32 and 128 no difference between them is detectable with 10 seeds. The stored verdicts, BN against LN at each batch size (how they are made:
 # [10 · how a claim is tested](10_how_a_claim_is_tested.ipynb)):
 
 # %%
@@ -317,7 +317,7 @@ plt.show()
 # %% [markdown]
 # Means alone do not say whether a gap is more than seed-to-seed noise. Each seed gives one paired
 # difference (BN's accuracy minus LN's, say, in percentage points), and each gap gets a 95%
-# bootstrap interval over the seeds ([10](10_how_a_claim_is_tested.ipynb)); a gap is claimed only
+# t-interval over the seeds ([10](10_how_a_claim_is_tested.ipynb)); a gap is claimed only
 # when the whole interval is on one side of 0. The stored verdicts:
 
 # %%
@@ -331,8 +331,8 @@ gaps = batch_size.accuracy_gaps(stored.frame).set_index(["a", "b", "batch_size"]
 for arm in ("BatchNorm", "BatchNorm, precise statistics", "BatchNorm, train mode"):
     assert (gaps.loc[(arm, "LayerNorm"), "high"].loc[[2, 4, 8]] < -5).all()  # batch 2-8: BN far below LN, every way
 assert (gaps.loc[("BatchNorm", "LayerNorm"), "high"].loc[2] < -30)  # batch 2: more than 30 points
-assert gaps.loc[("BatchNorm", "LayerNorm", 32), "high"] < 0  # batch 32: BN still below LN
-assert gaps.loc[("BatchNorm", "LayerNorm", 128), "low"] > 0  # batch 128: BN above LN
+for size in (32, 128):  # batch 32 and 128: no difference between BN and LN detectable
+    assert gaps.loc[("BatchNorm", "LayerNorm", size), "low"] < 0 < gaps.loc[("BatchNorm", "LayerNorm", size), "high"]
 assert (gaps.loc[("LayerNorm", "no norm"), "low"] > 0).all()  # LN above no norm at every batch size
 arms = accuracy.xs("mean", axis=1, level=1)
 assert (arms.loc[[2, 4, 8], "BatchNorm, train mode"] < arms.loc[[2, 4, 8], "BatchNorm"]).all()
@@ -343,9 +343,9 @@ assert (arms.loc[[2, 4, 8], "BatchNorm, train mode"] < arms.loc[[2, 4, 8], "Batc
 # each interval far from 0; at batch 2 by more than 30 points, near chance. Recomputing the
 # statistics does not help, so the damage is not (only) the running averages: the network
 # *trained* on what the cell above shows, two samples mapped to ±1 and one unit in two firing, and
-# what it learned there does not carry over to single test samples. At batch 32 BN is still a
-# little below LN; at batch 128, each norm at its own tuned rate, BN is a little above it (both
-# intervals end close to 0). In train mode, on test minibatches of its own batch size, BN is worse still at every
+# what it learned there does not carry over to single test samples. At batch 32 and at batch 128,
+# each norm at its own tuned rate, no difference between BN and LN is detectable with 10 seeds (BN
+# 2.1 points below LN at 32, 2.2 above at 128, each interval reaching just across 0). In train mode, on test minibatches of its own batch size, BN is worse still at every
 # small batch: its output for a sample then depends on the other samples of the test minibatch.
 # That is the *direction* of Wu and He's finding: BN degrades as the batch shrinks, while a norm
 # without batch statistics does not. LN is above no norm at every batch size. Since every batch
@@ -660,16 +660,16 @@ check_running_var_update(my_running_var)
 #
 # | claim | shown in |
 # |---|---|
-# | BN takes each feature's mean and variance over the batch; LN each sample's over its features | §1 table, asserts; §2 figure and group sizes |
-# | the set's `batch_norm` and `layer_norm` match torch on the two-sample example | §1 `compare` |
-# | with two samples, BN maps every feature to ±1 | §1 asserts |
+# | BN takes each feature's mean and variance over the batch; LN each sample's over its features | core notebook 00, §2 (its code); §2 figure and group sizes |
+# | BN and LN written as one function over two dims match torch on the two-sample example | core notebook 00, §2 (its asserts) |
+# | with two samples, BN maps every feature to ±1 | core notebook 00, §2 (its printed output) |
 # | for `(batch, seq_len, features)`, BN pools each feature over all samples and positions, per-token LN each token alone | §2 |
 # | moving one sample changes BN's output for the other samples; LN's not at all | §3 widget and table |
 # | BN refuses one value per channel in training; LN takes one sample | §4 try/except |
 # | with two samples and a ReLU, one sample fires per unit: BN's training at batch 2 sees only which sample is larger | §4 |
 # | the batch mean's noise shrinks like 1/√B | §4 `batch_mean_noise`, figure |
 # | with the same samples seen at every batch size and each norm's rate tuned at each batch size, small batches hurt BN: at batch 2, 4 and 8 it is far below LN, near chance at batch 2; precise statistics do not help, train mode is worse | §4 stored experiment `batch_size`: the verdicts printed in *The answer* and in §4 |
-# | at batch 32 BN is a little below LN, at batch 128 a little above it (intervals ending near 0) | §4 stored experiment `batch_size` |
+# | at batch 32 and 128 no difference between BN and LN is detectable with 10 seeds (intervals reaching just across 0) | §4 stored experiment `batch_size` |
 # | LN is above no norm at every batch size (every interval above 0) | §4 stored experiment `batch_size` |
 # | BN keeps `running_mean`, `running_var` (unbiased), `num_batches_tracked`; `momentum=None` is a cumulative average | §5 |
 # | the batch is normalized with the biased variance; the biased variance underestimates by (n−1)/n | §5 asserts, Monte Carlo |

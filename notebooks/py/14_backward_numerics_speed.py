@@ -948,7 +948,7 @@ check_chan_merge_m2(merge_m2)
 # |---|---|
 # | $d\gamma = \sum dy\,\hat{x}$, $d\beta = \sum dy$, $dx = r(g - \bar{g} - \hat{x}\,\overline{g\hat{x}})$ | *1. The gradient, derived*; `gradcheck` and the comparison table |
 # | $d\gamma$, $d\beta$ as block partial sums plus a second reduction equal the one-shot sum and PyTorch's; in float32 the two-stage error is ~10x smaller than one accumulator's, both within their $k\,u$ bounds | *The hard part*: the figure, the float64 asserts, `column_sum_errors`; `tests/test_param_grad_reduction.py` |
-# | `LayerNormFunction` equals autograd on `helpers.layer_norm` and PyTorch's kernel, forward and all gradients | the `compare` table and its assert; `tests/test_autograd_06.py` over many shapes |
+# | `LayerNormFunction` equals autograd on `helpers.layer_norm` and PyTorch's kernel, forward and all gradients | the `compare` table and its assert; `tests/test_autograd_shapes_and_memory.py` over many shapes |
 # | $\sum_i dx_i = 0$ per row; $dx\cdot\hat{x} = 0$ when $\epsilon=0$ and $r(g\cdot\hat{x})\epsilon/(\sigma^2+\epsilon)$ otherwise | the per-row properties cell |
 # | `LayerNormFunction` saves 2 floats per row beyond the input and weight, no more than PyTorch's kernel; the compositions save 2 to 3 input-sized tensors | *2. Memory*: table, bar chart, asserts |
 # | One-pass variance is off by ~$10^5$ (even negative, giving NaN) at mean $10^4$, std $10^{-2}$ in float32, and reports 16 for a constant row; two-pass and Welford stay within a few percent, Welford about 5x less accurate than two-pass (2.5e-2 against 4.8e-3) | *3*: the error table, its asserts, the widget |

@@ -73,17 +73,15 @@ from helpers.lessons.sequence import (
     token_jacobian_norm,
 )
 from helpers.plots import dependency_figure
+from helpers.widgets.token_or_sentence import token_or_sentence_demo
 
 # %% [markdown]
-# ## The lesson's batch, and `normalized_shape` once more
+# ## The lesson's batch, and a third `normalized_shape`
 #
-# The lesson's batch, 2 sentences of 3 tokens of 4 features (core notebook
-# [01](01_before_the_activation_per_token.ipynb), section 8, prints it digit for digit).
-# `nn.LayerNorm(normalized_shape)` averages over the **last** `len(normalized_shape)` dims of
-# its input, which must have exactly that shape. Every index of the dims before them is one
-# *group* with its own mean and variance. `gamma` (`weight`) and `beta` (`bias`) have the
-# shape `normalized_shape`: one scale and one shift per element of a group, shared by all
-# groups. On `(batch, seq_len, dim) = (2, 3, 4)`:
+# What `normalized_shape` decides, per token or per sentence, is core notebook
+# [01](01_before_the_activation_per_token.ipynb)'s (section 6; section 8 prints the lesson's batch,
+# 2 sentences of 3 tokens of 4 features, digit for digit). This table adds a third choice, the
+# whole batch, and checks `helpers.LayerNorm` against `nn.LayerNorm` for each:
 
 # %%
 def below(table, bound):
@@ -113,12 +111,9 @@ for shape in [(dim,), (seq_len, dim), (batch, seq_len, dim)]:
 pd.DataFrame(rows).set_index("normalized_shape")
 
 # %% [markdown]
-# - `(dim,)`, what `nn.LayerNorm(dim)` means (an int is the same as a 1-tuple for the module):
-#   dim 2 is reduced, one group per token, `gamma` has one entry per feature.
-# - `(seq_len, dim)`: dims 1 and 2, one group per sentence, and `gamma` has one entry per
-#   **position and** feature: a scale for "feature 2 of the third token". Keep that in mind.
-# - `(batch, seq_len, dim)`: every value in one group. Legal, but it mixes sentences: no
-#   longer a normalization of *each* sample, and none of the models below does it.
+# `(batch, seq_len, dim)` puts every value in one group. Legal, but it mixes sentences: no longer
+# a normalization of *each* sample, and none of the models below does it. (Per sentence, keep in
+# mind that `gamma` has one entry per **position and** feature.)
 #
 # The function form is stricter than the module: `F.layer_norm` and `helpers.layer_norm` want
 # a tuple (or list), and refuse a bare int. The lesson's `elementwise_affine=False, bias=False`
@@ -130,6 +125,26 @@ assert lesson_layer.weight is None and lesson_layer.bias is None
 assert helpers.LayerNorm((seq_len, dim), elementwise_affine=False, bias=False).weight is None
 print("weight:", lesson_layer.weight, "| bias:", lesson_layer.bias,
       "| state_dict keys:", list(lesson_layer.state_dict()))
+
+# %% [markdown]
+# ### See it: one token scaled
+#
+# 6 tokens × 256 features; the slider scales token 2 (red). Left: each token's inputs; right:
+# its LN outputs. Per sentence, the scaled token spreads out and squeezes the others.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+# displays a widget: a dropdown, a slider and their live figure
+demo = token_or_sentence_demo()
+demo
+
+# %% [markdown]
+# Per sentence, token 2 scaled by 5: its outputs spread out and the other tokens' shrink; per
+# token, every token's outputs keep spread 1.
+
+# %%
+demo.snapshot(unit="per sentence: normalized_shape=(seq_len, dim)", scale=5.0)
+plt.show()
 
 # %% [markdown]
 # ## 1 · Per-sentence LN accepts one sentence length only

@@ -1,4 +1,4 @@
-"""Every notebook, opened in JupyterLab (the server `make lab` starts) in headless Chromium:
+"""Every notebook (the Chinese edition's in notebooks/zh/ too), opened in JupyterLab (the server `make lab` starts) in headless Chromium:
 run all cells, then move every slider and change every other control, and check that what
 the widget shows changes each time, with no traceback and no "Error displaying widget".
 
@@ -22,7 +22,13 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "notebooks" / "zh").glob("*.ipynb"))
+IDS = [p.relative_to(ROOT / "notebooks").as_posix() for p in NOTEBOOKS]
+
+
+def _slug(notebook: Path) -> str:
+    """A name for the notebook's workspace and screenshot: its stem, "zh-" before a Chinese one."""
+    return f"zh-{notebook.stem}" if notebook.parent.name == "zh" else notebook.stem
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -49,6 +55,23 @@ CONTROLS = {
     "button": "button.widget-button, button.jupyter-button:not(.widget-toggle-button)",
 }
 UNDRIVEN = ".widget-text, .widget-textarea, .widget-colorpicker, .widget-datepicker"
+# The widget models behind those controls, as the stored notebook's widget state names them.
+CONTROL_MODELS = {"FloatSliderModel", "IntSliderModel", "FloatLogSliderModel", "SelectionSliderModel",
+                  "DropdownModel", "SelectModel", "ToggleButtonsModel", "ToggleButtonModel", "CheckboxModel",
+                  "RadioButtonsModel", "ButtonModel"}
+
+
+def stored_controls(notebook: Path) -> int:
+    """How many controls the notebook showed when it was executed and stored (its widget state)."""
+    metadata = json.loads(notebook.read_text(encoding="utf-8"))["metadata"]
+    state = metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    return sum(model.get("model_name") in CONTROL_MODELS for model in state.values())
+
+
+_JS_COUNT_CONTROLS = """(controls) => {
+  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  return panel.querySelectorAll('.jp-OutputArea :is(' + Object.values(controls).join(',') + ')').length;
+}"""
 
 _JS_TAG_CONTROLS = """([controls, undriven]) => {
   const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
@@ -267,14 +290,14 @@ def _wait_quiet(predicate, timeout_s: float) -> bool:
         return False
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=IDS)
 def test_widgets_respond_in_jupyterlab(lab_server, browser, notebook_unchanged, notebook, tmp_path):
     page = browser.new_page()
     page_errors: list[str] = []
     page.on("pageerror", lambda error: page_errors.append(str(error)))
     try:
         path = lab_server.api_path(notebook)
-        page.goto(f"{lab_server.url}/lab/workspaces/test-{notebook.stem}/tree/{path}"
+        page.goto(f"{lab_server.url}/lab/workspaces/test-{_slug(notebook)}/tree/{path}"
                   f"?reset&token={lab_server.token}")
         page.wait_for_selector(".jp-Dialog, .jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell",
                                timeout=OPEN_TIMEOUT_MS)
@@ -294,8 +317,14 @@ def test_widgets_respond_in_jupyterlab(lab_server, browser, notebook_unchanged, 
         bad = BAD_TEXT.search(text)
         assert bad is None, f"after Run All the page shows: {_around(text, bad)}"
 
+        # Every control the stored notebook showed must be on the page before any is driven: a
+        # widget that never rendered must fail here, not leave nothing to drive.
+        expected = stored_controls(notebook)
+        _wait_quiet(lambda: page.evaluate(_JS_COUNT_CONTROLS, CONTROLS) >= expected, CHANGE_TIMEOUT_S)
         tagged = page.evaluate(_JS_TAG_CONTROLS, [CONTROLS, UNDRIVEN])
         controls = tagged["found"]
+        assert len(controls) == expected, (
+            f"{len(controls)} controls on the page after Run All; the stored notebook showed {expected}")
         failures, done = [], []
         seen_in_log = _log_count(page)
         if seen_in_log:
@@ -338,7 +367,7 @@ def test_widgets_respond_in_jupyterlab(lab_server, browser, notebook_unchanged, 
         widget_errors = [e for e in page_errors if "widget" in e.lower()]
         assert not widget_errors, f"JavaScript errors from widgets: {widget_errors}"
     except BaseException:
-        shot = Path(os.environ.get("BROWSER_TEST_SCREENSHOTS", tmp_path)) / f"lab-{notebook.stem}.png"
+        shot = Path(os.environ.get("BROWSER_TEST_SCREENSHOTS", tmp_path)) / f"lab-{_slug(notebook)}.png"
         try:
             page.screenshot(path=str(shot))
             print(f"screenshot of the failure: {shot}")

@@ -6,7 +6,8 @@ A fresh Colab-like Python starts WITHOUT `helpers`: a new venv that sees .venv-c
 `google.colab` at start-up as Colab does. The repository is this checkout (its tracked and
 not-ignored files, committed into a throwaway git repository), reached as `git+file://...`
 through the first cell's `LAYERNORM_HANDS_ON_REPO` override. Notebook 00's first cell must
-pip-install the package from it; then every notebook runs there, each alone in an empty folder.
+pip-install the package from it; then every notebook runs there, each alone in an empty folder,
+the Chinese edition's (notebooks/zh/) too.
 Without .venv-colab these tests skip, except under CI=true, where they fail.
 """
 
@@ -28,7 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 COLAB_PYTHON = ROOT / ".venv-colab" / "bin" / "python"
 RUNNER = Path(__file__).with_name("run_notebook.py")
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS_ZH = sorted((ROOT / "notebooks" / "zh").glob("*.ipynb"))  # the core path in Chinese
 FIRST = ROOT / "notebooks" / "00_what_layernorm_computes.ipynb"  # the core path's first notebook
+FIRST_ZH = ROOT / "notebooks" / "zh" / FIRST.name
 COLAB_VERSIONS = {"ipywidgets": "7.7.1", "pandas": "2.2.3", "matplotlib": "3.10.0",
                   "numpy": "2.1.3", "torch": "2.13.0"}
 
@@ -142,7 +145,8 @@ def test_the_first_cell_installs_the_package_from_the_repository(colab):
     assert _digests(theirs) == _digests(ours), "the installed package is not the checkout's helpers/ (data included)"
 
 
-@pytest.mark.parametrize("notebook", [p for p in NOTEBOOKS if p != FIRST], ids=lambda p: p.name)
+@pytest.mark.parametrize("notebook", [p for p in NOTEBOOKS + NOTEBOOKS_ZH if p != FIRST],
+                         ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
 def test_notebook_runs_alone_in_colab(colab, notebook):
     _run_notebook(colab, notebook)
 
@@ -155,3 +159,14 @@ def test_colab_links_are_made_from_the_one_repository_url():
     for text, where in ((readme, "README.md"), (start_here, FIRST.name)):
         assert bootstrap.rewrite_links(text) == text, f"{where} has a Colab link not made from REPO_URL"
     assert bootstrap.COLAB_LINK.search(start_here), f"{FIRST.name} has no 'Open in Colab' link"
+
+
+def test_the_chinese_editions_colab_links_open_the_chinese_notebooks():
+    readme = (ROOT / "README.zh.md").read_text(encoding="utf-8")
+    assert NOTEBOOKS_ZH, "notebooks/zh/ holds no notebook"
+    for notebook in NOTEBOOKS_ZH:
+        assert bootstrap.colab_url(f"zh/{notebook.name}") in readme, f"README.zh.md has no Colab link for zh/{notebook.name}"
+    start_here = FIRST_ZH.read_text(encoding="utf-8")
+    for text, where in ((readme, "README.zh.md"), (start_here, f"zh/{FIRST_ZH.name}")):
+        assert bootstrap.rewrite_links(text) == text, f"{where} has a Colab link not made from REPO_URL"
+    assert bootstrap.colab_url(f"zh/{FIRST_ZH.name}") in start_here, f"zh/{FIRST_ZH.name} has no 'Open in Colab' link to itself"

@@ -1,4 +1,6 @@
-"""Notebook 01's exercises: a right answer passes, each usual slip gets its own hint."""
+"""LayerNorm by hand, the formula piece by piece (helpers.exercises.layer_norm: the biased variance
+of deep dive 14, the output variance of core notebook 00, and LayerNorm over the last dim, which no
+notebook calls now): a right answer passes, each usual slip gets its own hint."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The stored `make bench` results, notebook 06's figures and its stability dashboard."""
+"""The stored `make bench` results, deep dive 14's figures and its stability dashboard."""
 
 from __future__ import annotations
 

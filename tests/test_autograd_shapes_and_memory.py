@@ -1,4 +1,4 @@
-"""LayerNormFunction for notebook 06: many shapes against torch, gradcheck, the per-row
+"""LayerNormFunction for deep dive 14: many shapes against torch, gradcheck, the per-row
 properties of dx, and the bytes it saves for backward against torch's kernel."""
 
 from __future__ import annotations

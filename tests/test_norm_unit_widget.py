@@ -1,5 +1,6 @@
-"""Notebook 02's widget without a kernel: norm_unit_state, its figure and table, every control;
-and dependency_figure. Everything is read from data (artists, tables), never from pixels."""
+"""The per-token / per-sentence / per-batch dashboard without a kernel (no notebook shows it now):
+norm_unit_state, its figure and table, every control; and deep dive 16's dependency_figure.
+Everything is read from data (artists, tables), never from pixels."""
 
 from __future__ import annotations
 

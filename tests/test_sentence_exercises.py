@@ -1,4 +1,5 @@
-"""Notebook 02's exercises: the right answers pass, each known slip gets its own hint."""
+"""LayerNorm per sentence by hand (core notebook 01) and masked over a padded batch (deep dive 16):
+the right answers pass, each known slip gets its own hint."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Notebook 01's figures of experiments (drift, gamma/beta fit), asserted on their artists' data."""
+"""Figures of experiments, asserted on their artists' data: drift (deep dive 13) and the gamma/beta
+fit (deep dive 14)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Notebook 01's widgets without a kernel: the eps slider and the gamma/beta sliders, their
-state functions and their figures, asserted on data."""
+"""The formula's dashboards without a kernel (helpers.widgets.formula, which no notebook shows now;
+deep dive 14 tables eps_state): the eps slider and the gamma/beta sliders, their state functions
+and their figures, asserted on data."""
 
 from __future__ import annotations
 

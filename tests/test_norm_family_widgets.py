@@ -1,4 +1,4 @@
-"""Notebook 07's pieces without a kernel: which cells share a statistic (against torch's ops and
+"""Deep dive 15's pieces without a kernel: which cells share a statistic (against torch's ops and
 helpers'), the parameter table (against torch.nn's modules), LayerNorm's geometry (against
 layer_norm and rms_norm in float64), their figures, and every control of both dashboards."""
 

@@ -1,4 +1,5 @@
-"""Notebook 07's figures on normalization-free Transformers, drawn from hand-made tables."""
+"""Deep dive 15's figures on normalization-free Transformers and on the CNN at small batches,
+drawn from hand-made tables."""
 
 import numpy as np
 import pandas as pd

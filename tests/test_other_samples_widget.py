@@ -1,4 +1,4 @@
-"""Notebook 03's widget without a kernel: other_samples_state, its figure and table, every control."""
+"""Deep dive 11's widget without a kernel: other_samples_state, its figure and table, every control."""
 
 from __future__ import annotations
 

@@ -1,0 +1,153 @@
+"""The set speaks English or Chinese: helpers.set_language, helpers.language.Text, and every
+checker's feedback and the evidence card in both languages.
+
+Every text a checker may show (each exercise's hints, its general and shape hints, its cases'
+descriptions, and the checker's own sentences) is a Text, with the same numbers and code in its
+Chinese as in its English; switching the language switches what a check says, and nothing else.
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+import string
+
+import pytest
+import torch
+
+import helpers
+from helpers.evidence import claims
+from helpers.exercises import (  # noqa: F401 (each registers its exercises)
+    checking,
+    layer_norm,
+    layer_norm_at_work,
+    norm_family,
+    numerics,
+    training_speed,
+)
+from helpers.exercises.checking import check
+from helpers.language import LANGUAGES, Text, get_language, say, set_language
+from helpers.lessons import bn_vs_ln, placement, sequence  # noqa: F401 (each registers its exercises)
+
+CJK = re.compile(r"[\u3400-\u9fff]")
+NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:\.\d+)?(?:e-?\d+)?(?![A-Za-z0-9_])")
+CODE = re.compile(r"`[^`]+`")
+
+
+@pytest.fixture(autouse=True)
+def english_after():
+    """Every test leaves the set speaking English, as a fresh kernel does."""
+    assert get_language() == "en"
+    yield
+    set_language("en")
+
+
+def _texts(exercise: checking.Exercise) -> list[tuple[str, str]]:
+    """(what, text) for every text of ``exercise`` a learner may read."""
+    found = [("hint", exercise.hint), ("shape_hint", exercise.shape_hint)]
+    found += [("mistake", hint) for hint in exercise.mistakes]
+    found += [("case", case.description) for case in exercise.cases]
+    return found
+
+
+EXERCISES = 19  # all of them: the core path's and the deep dives'
+TEXTS = [(name, what, text) for name in checking.registered() for what, text in _texts(checking._REGISTRY[name])]
+
+
+def test_every_exercise_is_seen():
+    assert len(checking.registered()) == EXERCISES, checking.registered()
+
+
+def test_english_is_spoken_until_told_otherwise_and_only_en_and_zh_are_known():
+    assert helpers.set_language is set_language and LANGUAGES == ("en", "zh")
+    set_language("zh")
+    assert get_language() == "zh"
+    with pytest.raises(ValueError, match="must be one of"):
+        set_language("fr")
+    assert get_language() == "zh"
+    assert set_language("en") is None  # a notebook cell that sets it shows nothing
+
+
+def test_a_text_is_its_english_string_and_carries_its_chinese():
+    text = Text("divide by n", "除以 n")
+    assert text == "divide by n" and hash(text) == hash("divide by n") and "by n" in text
+    assert text.en == "divide by n" and text.zh == "除以 n" and type(say(text)) is str
+    assert say(text) == "divide by n" and say("plain") == "plain"
+    set_language("zh")
+    assert say(text) == "除以 n" and say("plain") == "plain"
+    assert pickle.loads(pickle.dumps(text)).zh == "除以 n"
+    with pytest.raises(ValueError, match="must not be empty"):
+        Text("x", " ")
+    with pytest.raises(TypeError):
+        Text("x", None)
+
+
+@pytest.mark.parametrize("name, what, text", TEXTS, ids=[f"{n}-{w}-{i}" for i, (n, w, _) in enumerate(TEXTS)])
+def test_every_hint_and_case_has_its_chinese_with_the_same_numbers_and_code(name, what, text):
+    assert isinstance(text, Text), f"{name}: the {what} {text!r} has no Chinese (make it a helpers.language.Text)"
+    assert CJK.search(text.zh), f"{name}: the {what}'s Chinese {text.zh!r} holds no Chinese"
+    assert not CJK.search(text.en), f"{name}: the {what}'s English {text.en!r} holds Chinese"
+    assert sorted(NUMBER.findall(CODE.sub(" ", text.zh))) == sorted(NUMBER.findall(CODE.sub(" ", text.en))), (
+        f"{name}: the {what}'s numbers differ:\n  {text.en}\n  {text.zh}")
+    assert sorted(CODE.findall(text.zh)) == sorted(CODE.findall(text.en)), (
+        f"{name}: the {what}'s code differs:\n  {text.en}\n  {text.zh}")
+
+
+def test_the_checkers_own_sentences_have_their_chinese_with_the_same_blanks():
+    for key, text in checking._SAID.items():
+        assert isinstance(text, Text) and CJK.search(text.zh), key
+        blanks = [{f for _, f, _, _ in string.Formatter().parse(t) if f} for t in (text.en, text.zh)]
+        assert blanks[0] == blanks[1], f"{key}: {text.en!r} and {text.zh!r} fill in other blanks"
+        assert sorted(NUMBER.findall(text.zh)) == sorted(NUMBER.findall(text.en)), key
+
+
+@pytest.mark.parametrize("name", checking.registered())
+def test_switching_the_language_switches_every_mistakes_message_and_nothing_else(name):
+    from test_solutions import _replaying  # each slip as if written by hand
+
+    exercise = checking._REGISTRY[name]
+    for hint, wrong in exercise.mistakes.items():
+        learner = _replaying(exercise, wrong)
+        english = check(exercise, learner)
+        set_language("zh")
+        chinese = check(exercise, learner)
+        set_language("en")
+        assert not chinese and chinese.passed == english.passed
+        assert hint.en in english.message and hint.zh in chinese.message, chinese.message
+        assert "Hint:" in english.message and "提示：" in chinese.message and not CJK.search(english.message)
+        assert chinese.message.startswith(f"❌ {name}：用例“")
+        assert sorted(NUMBER.findall(chinese.message)) == sorted(NUMBER.findall(english.message)), (
+            f"{english.message}\n{chinese.message}")
+        assert chinese.table.equals(english.table)  # the table stays English: printed tables do
+        assert check(exercise, learner).message == english.message  # and back
+
+
+def test_a_passed_check_a_raised_error_and_a_handed_in_answer_speak_chinese_too():
+    set_language("zh")
+    passed = check("output_variance", lambda var, eps: var / (var + eps))
+    assert passed and passed.message == "✅ output_variance：全部 3 个用例都与参考结果一致。做得好！"
+    raised = check("output_variance", lambda var, eps: var.view(7))
+    assert "你的函数抛出了 RuntimeError：" in raised.message and "`torch.tensor([1.0, 1e-5]), 1e-5`" in raised.message
+    handed_in = check("layer_norm_one_token", lambda x: torch.nn.functional.layer_norm(x, x.shape))
+    assert "这是直接交出答案" in handed_in.message
+    number = check("output_variance", lambda var, eps: 1.0)
+    assert "你的函数返回了 float，应当返回 torch.Tensor" in number.message
+    shape = check("output_variance", lambda var, eps: var[:1])
+    assert "你的函数返回的形状是 (1,)，应为 (4,)" in shape.message and "形状与 `var` 相同" in shape.message
+    dtype = check("output_variance", lambda var, eps: (var / (var + eps)).double())
+    assert "dtype 是 torch.float64，应为 torch.float32" in dtype.message
+
+
+def test_the_evidence_card_speaks_the_language_and_links_up_from_notebooks_zh():
+    english = claims.evidence_card()
+    set_language("zh")
+    chinese = claims.evidence_card()
+    assert "what the stored runs say" in english and not CJK.search(english)
+    assert "存储的实验结果怎么说" in chinese and "what the stored runs say" not in chinese
+    links = re.findall(r'href="([^"]+)"', english)
+    assert re.findall(r'href="([^"]+)"', chinese) == [f"../{link}" for link in links]
+    for claim in claims.CORE_CLAIMS:
+        assert isinstance(claim.text, Text) and claim.text.zh in chinese and claim.text in english
+        outcome = claims.outcome(claim)
+        assert claims.sentence(claim) == f"{claim.text.zh}：{claims._SAYS[outcome].zh}。"
+    assert all(isinstance(said, Text) and CJK.search(said.zh) for said in claims._SAYS.values())

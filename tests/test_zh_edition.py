@@ -1,0 +1,262 @@
+"""The Chinese edition of the core path (notebooks/zh/) stays the English one's twin.
+
+- The same notebooks, under the same names.
+- Every code cell equal, character for character, but for one line: the first cell ends with
+  ``helpers.set_language("zh")`` (``helpers.bootstrap.first_cell("zh")``).
+- Every stored output equal (widget model ids aside), but for what speaks the notebook's
+  language: a checker's message (the same ✅ or ❌, exercise and numbers) and the closing evidence
+  card (the same claims, in the same order, with the same outcome each, its links one folder up).
+- The Markdown cells one to one: the same count, the same lesson-point tags, the same heading levels
+  in the same places, and the same numbers, formulas, code (spans and fenced blocks) and links
+  inside each; a link to a deep dive leads one folder up (``../1N_*.ipynb``), an "Open in Colab"
+  link to ``notebooks/zh/``.
+
+A change to an English core notebook that its twin does not follow fails here. To follow it: make
+the same change in ``notebooks/zh/NAME.ipynb`` (Markdown in Chinese), then, in ``notebooks/zh/``,
+``jupyter nbconvert --to notebook --execute --inplace NAME.ipynb`` and
+``jupytext --sync NAME.ipynb`` (its pair is ``notebooks/zh/py/NAME.py``).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import helpers
+from helpers import bootstrap
+from helpers.evidence import claims
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+ZH = NOTEBOOKS / "zh"
+CORE = sorted(p.name for p in NOTEBOOKS.glob("0[0-9]_*.ipynb"))
+WIDGET = "application/vnd.jupyter.widget-view+json"
+CJK = re.compile(r"[\u3400-\u9fff]")
+
+FENCE = re.compile(r"^```[^\n]*\n.*?^```", re.DOTALL | re.MULTILINE)
+CODE_SPAN = re.compile(r"`[^`\n]+`")
+FORMULA = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$", re.DOTALL)
+LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
+TAG = re.compile(r"<[^>]+>")
+HEADING = re.compile(r"^(#{1,6})\s", re.MULTILINE)
+# A number: digits not glued to a letter (float32, test01 and 3x3 hold none), with its decimals or
+# exponent (0.97, 1e-5, 1607.06450).
+NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:\.\d+)?(?:e-?\d+)?(?![A-Za-z0-9_])")
+
+
+def _read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def markdown_parts(source: str) -> dict[str, list]:
+    """What must be the same in a Markdown cell and its translation: heading levels in order, and
+    the numbers, formulas, code and link targets it holds (as sorted lists: a translation may
+    reorder them)."""
+    fences = FENCE.findall(source)
+    prose = FENCE.sub(" ", source)
+    headings = [len(m) for m in HEADING.findall(prose)]
+    code = CODE_SPAN.findall(prose)
+    prose = CODE_SPAN.sub(" ", prose)
+    formulas = FORMULA.findall(prose)
+    prose = FORMULA.sub(" ", prose)
+    links = LINK_TARGET.findall(prose)
+    prose = TAG.sub(" ", LINK_TARGET.sub("] ", prose))
+    return {"headings": headings, "numbers": sorted(NUMBER.findall(prose)), "formulas": sorted(formulas),
+            "code": sorted(fences + code), "links": sorted(links)}
+
+
+def zh_link(target: str) -> str:
+    """Where an English notebook's link leads in its Chinese twin: the core notebooks are beside it,
+    the deep dives one folder up, and an "Open in Colab" link opens the twin."""
+    colab = bootstrap.COLAB_LINK.fullmatch(target)
+    if colab is not None:
+        return bootstrap.colab_url(f"zh/{colab.group(1)}") if colab.group(1) in CORE else target
+    if re.fullmatch(r"[0-9]{2}_[a-z0-9_]+\.ipynb(#.*)?", target) and target.split("#")[0] not in CORE:
+        return f"../{target}"
+    return target
+
+
+def test_the_chinese_edition_holds_the_whole_core_path():
+    assert CORE, "no core notebook (notebooks/0N_*.ipynb)"
+    assert sorted(p.name for p in ZH.glob("*.ipynb")) == CORE
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_code_cells_are_equal_but_for_the_language_line(name):
+    en, zh = (_read(NOTEBOOKS / name), _read(ZH / name))
+    en_code = [c.source for c in en.cells if c.cell_type == "code"]
+    zh_code = [c.source for c in zh.cells if c.cell_type == "code"]
+    assert len(zh_code) == len(en_code), f"{name}: {len(zh_code)} code cells in Chinese, {len(en_code)} in English"
+    extra = bootstrap.first_cell("zh").removeprefix(bootstrap.FIRST_CELL)
+    assert [line for line in extra.splitlines() if line.strip()] == [bootstrap.LANGUAGE_LINES["zh"]]
+    assert zh_code[0] == en_code[0] + extra, (
+        f"{name}: the Chinese first cell must be the English one plus {bootstrap.LANGUAGE_LINES['zh']!r}")
+    for i, (a, b) in enumerate(zip(en_code[1:], zh_code[1:], strict=True), 2):
+        assert a == b, f"{name}, code cell {i} differs from the English one:\n--- en\n{a}\n--- zh\n{b}"
+
+
+def _speaks(cell, output) -> str | None:
+    """Which of the outputs that speak the notebook's language ``output`` is: a checker's message,
+    the evidence card, or neither (None)."""
+    data = output.get("data", {})
+    if data.get("text/plain", "").startswith(("✅", "❌")):
+        return "checker"
+    if "evidence_card(" in cell.source and "text/html" in data:
+        return "card"
+    return None
+
+
+def _outputs(cell) -> list:
+    """A cell's outputs, consecutive chunks of one stream joined (how a run splits a stream into
+    chunks depends on timing; nbval joins them too)."""
+    joined = []
+    for output in cell.get("outputs", []):
+        if (joined and output.get("output_type") == "stream" and joined[-1].get("output_type") == "stream"
+                and joined[-1].get("name") == output.get("name")):
+            joined[-1] = {**joined[-1], "text": joined[-1]["text"] + output["text"]}
+        else:
+            joined.append(dict(output))
+    return joined
+
+
+def _plain(output) -> dict:
+    """An output as stored, but for the widget's model id (new at every run)."""
+    output = {k: v for k, v in output.items() if k != "metadata" or v}
+    if WIDGET in output.get("data", {}):
+        output["data"] = {**output["data"], WIDGET: {k: v for k, v in output["data"][WIDGET].items()
+                                                     if k != "model_id"}}
+    return output
+
+
+def _same_checker_message(en: str, zh: str) -> None:
+    assert en[0] == zh[0], f"✅/❌ differ:\n{en}\n{zh}"
+    assert en.split()[1].rstrip(":") == re.split(r"[：\s]", zh[1:].strip())[0], f"another exercise:\n{en}\n{zh}"
+    assert sorted(NUMBER.findall(en)) == sorted(NUMBER.findall(zh)), f"other numbers:\n{en}\n{zh}"
+    assert CJK.search(zh) and not CJK.search(en), f"the Chinese message is not in Chinese:\n{zh}"
+
+
+def _card_rows(card: str) -> list[tuple[str, str]]:
+    """(sentence, link) of each row of an evidence card."""
+    rows = re.findall(r'<tr><td[^>]*>(.*?)</td><td><a href="([^"]+)">', card)
+    return [(html.unescape(sentence), link) for sentence, link in rows]
+
+
+def _same_card(en: str, zh: str) -> None:
+    en_rows, zh_rows = _card_rows(en), _card_rows(zh)
+    assert len(en_rows) == len(zh_rows) == len(claims.CORE_CLAIMS), (en_rows, zh_rows)
+    for claim, (en_said, en_link), (zh_said, zh_link_) in zip(claims.CORE_CLAIMS, en_rows, zh_rows, strict=True):
+        assert zh_link_ == f"../{en_link}", (en_link, zh_link_)
+        assert en_said.startswith(claim.text) and zh_said.startswith(claim.text.zh), (en_said, zh_said)
+        en_outcome = [k for k, said in claims._SAYS.items() if en_said.endswith(f"{said}.")]
+        zh_outcome = [k for k, said in claims._SAYS.items() if zh_said.endswith(f"{said.zh}。")]
+        assert en_outcome == zh_outcome and len(en_outcome) == 1, (en_said, zh_said)
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_stored_outputs_are_equal_but_for_what_speaks_the_language(name):
+    en, zh = (_read(NOTEBOOKS / name), _read(ZH / name))
+    en_code = [c for c in en.cells if c.cell_type == "code"]
+    zh_code = [c for c in zh.cells if c.cell_type == "code"]
+    spoken = Counter()
+    for i, (a, b) in enumerate(zip(en_code, zh_code, strict=True), 1):
+        outputs_a, outputs_b = _outputs(a), _outputs(b)
+        assert len(outputs_a) == len(outputs_b), f"{name}, code cell {i}: {len(outputs_b)} outputs, English {len(outputs_a)}"
+        assert a.execution_count == b.execution_count
+        for oa, ob in zip(outputs_a, outputs_b, strict=True):
+            kind = _speaks(a, oa)
+            assert _speaks(b, ob) == kind, f"{name}, code cell {i}: one edition's output speaks, the other's not"
+            if kind is None:
+                assert _plain(ob) == _plain(oa), f"{name}, code cell {i}: the stored outputs differ"
+                continue
+            spoken[kind] += 1
+            assert set(ob["data"]) == set(oa["data"])
+            if kind == "checker":
+                _same_checker_message(oa["data"]["text/plain"], ob["data"]["text/plain"])
+            else:
+                _same_card(oa["data"]["text/html"], ob["data"]["text/html"])
+    assert spoken["checker"] >= 1, f"{name}: no checker's message (every core notebook has an exercise)"
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_markdown_cells_correspond_one_to_one(name):
+    en, zh = (_read(NOTEBOOKS / name), _read(ZH / name))
+    assert [c.cell_type for c in zh.cells] == [c.cell_type for c in en.cells], f"{name}: the cells do not line up"
+    cells = [(i, a, b) for i, (a, b) in enumerate(zip(en.cells, zh.cells, strict=True), 1) if a.cell_type == "markdown"]
+    for i, a, b in cells:
+        assert dict(b.metadata) == dict(a.metadata), f"{name}, cell {i}: metadata {b.metadata} vs {a.metadata}"
+        assert CJK.search(b.source), f"{name}, cell {i} is not translated"
+        expected = markdown_parts(a.source)
+        expected["links"] = sorted(zh_link(t) for t in expected["links"])
+        got = markdown_parts(b.source)
+        for part in expected:
+            assert got[part] == expected[part], (
+                f"{name}, cell {i}: {part} differ\n  English: {expected[part]}\n  Chinese: {got[part]}")
+
+
+def test_what_the_markdown_comparison_sees():
+    source = ("## 3 · The formula\n\nDivide by `dim` ($n$), eps = 1e-5, float32 and test01, "
+              "[11](11_batchnorm_in_depth.ipynb):\n\n```python\nx = 2\n```\n")
+    parts = markdown_parts(source)
+    assert parts == {"headings": [2], "numbers": ["11", "1e-5", "3"], "formulas": ["$n$"],
+                     "code": ["```python\nx = 2\n```", "`dim`"], "links": ["11_batchnorm_in_depth.ipynb"]}
+    assert zh_link("11_batchnorm_in_depth.ipynb") == "../11_batchnorm_in_depth.ipynb"
+    assert zh_link("01_before_the_activation_per_token.ipynb") == "01_before_the_activation_per_token.ipynb"
+    assert zh_link(bootstrap.colab_url(CORE[0])) == bootstrap.colab_url(f"zh/{CORE[0]}")
+    assert zh_link("https://arxiv.org/abs/1607.06450") == "https://arxiv.org/abs/1607.06450"
+
+
+def test_a_changed_message_card_or_number_is_caught():
+    """The comparisons above are not vacuous."""
+    en = "❌ rms_norm: case '4 tokens x 8 features': max difference 1.1 from the reference.\n   Hint: h."
+    zh = "❌ rms_norm：用例“4 个 token × 8 个特征”：与参考结果的最大差值为 1.1。\n   提示：h。"
+    _same_checker_message(en, zh)
+    for wrong in (zh.replace("1.1", "1.2"), "✅" + zh[1:], zh.replace("rms_norm", "layer_norm"), en):
+        with pytest.raises(AssertionError):
+            _same_checker_message(en, wrong)
+    helpers.set_language("zh")
+    try:
+        card_zh = claims.evidence_card()
+    finally:
+        helpers.set_language("en")
+    card_en = claims.evidence_card()
+    _same_card(card_en, card_zh)
+    outcomes = [said.zh for said in claims._SAYS.values()]
+    swapped = card_zh.replace(outcomes[0], "@").replace(outcomes[1], outcomes[0]).replace("@", outcomes[1])
+    if swapped != card_zh:
+        with pytest.raises(AssertionError):
+            _same_card(card_en, swapped)
+    with pytest.raises(AssertionError):
+        _same_card(card_en, card_en)
+    md = "## 4 · Mean 0 and variance 1\n\nTo 4 decimals, `x` and $y$, [11](11_batchnorm_in_depth.ipynb)."
+    for changed in (md.replace("4 decimals", "5 decimals"), md.replace("`x`", "`z`"), md.replace("$y$", "$z$"),
+                    md.replace("11_", "12_"), md.replace("## 4", "### 4")):
+        assert markdown_parts(changed) != markdown_parts(md), changed
+
+
+def test_the_bootstrap_rewrites_the_chinese_edition_too(tmp_path):
+    """`python -m helpers.bootstrap` makes every first cell and Colab link current in notebooks/zh/
+    and README.zh.md as it does in notebooks/ and README.md (here on a copy, after tampering)."""
+    (tmp_path / "notebooks" / "zh").mkdir(parents=True)
+    for readme in ("README.md", "README.zh.md"):
+        (tmp_path / readme).write_text((ROOT / readme).read_text(encoding="utf-8"), encoding="utf-8")
+    for name in CORE:
+        for folder in ("notebooks", "notebooks/zh"):
+            (tmp_path / folder / name).write_bytes((ROOT / folder / name).read_bytes())
+    assert bootstrap._rewrite(tmp_path) == []  # all current already
+    ours = bootstrap.REPO_URL.removeprefix("https://github.com/")
+    readme = tmp_path / "README.zh.md"
+    readme.write_text(readme.read_text(encoding="utf-8").replace(ours, "someone/fork"), encoding="utf-8")
+    first = ZH / CORE[0]
+    nb = _read(first)
+    nb.cells[0].source = bootstrap.FIRST_CELL  # the language line lost
+    for cell in nb.cells:
+        cell.source = cell.source.replace(ours, "someone/fork")
+    nbformat.write(nb, tmp_path / "notebooks" / "zh" / CORE[0])
+    assert sorted(bootstrap._rewrite(tmp_path)) == ["README.zh.md", f"zh/{CORE[0]}"]
+    assert readme.read_text(encoding="utf-8") == (ROOT / "README.zh.md").read_text(encoding="utf-8")
+    assert _read(tmp_path / "notebooks" / "zh" / CORE[0]) == _read(first)
