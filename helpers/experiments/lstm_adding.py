@@ -464,6 +464,13 @@ COMPARISONS = (
 )
 
 
+def _eval_every(frame: pd.DataFrame) -> int:
+    """The evaluation interval of ``frame``'s runs: the first evaluated step after step 0 (the last
+    evaluation, after the last update, may come sooner)."""
+    evaluated = np.sort(frame.loc[frame["eval_loss"].notna(), "step"].unique())
+    return int(evaluated[1] - evaluated[0])
+
+
 def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     """The verdicts of ``lstm_adding``, in words, from the stored table.
 
@@ -482,7 +489,8 @@ def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 
     The claim tested is Ba et al.'s: the LN-LSTM needs fewer steps and ends lower; the ablation
     is held to the same claim against the LSTM; LN-LSTM vs the ablation claims nothing. Intervals
-    are 95% bootstrap intervals over the seeds (:func:`helpers.evidence.statistics.paired_difference_ci`).
+    are 95% t-intervals over the seeds (:func:`helpers.evidence.statistics.paired_difference_ci`); a
+    difference in steps smaller than the evaluation interval is flagged.
     """
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
@@ -496,7 +504,8 @@ def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     for suffix, a, b, claim in COMPARISONS:
         if not {a, b} <= set(variants):
             continue
-        said = normed_vs_plain(reached, final, cap, a=a, b=b, final="final held-out loss", claim=claim)
+        said = normed_vs_plain(reached, final, cap, a=a, b=b, final="final held-out loss", claim=claim,
+                               eval_every=_eval_every(frame))
         out.update({f"{key}{suffix}": words for key, words in said.items()})
     return out
 

@@ -30,7 +30,7 @@ SHORT, LONG, REPEATS = 5, 25, 5
 
 #: The arms timed: ``"<setting> | <variant>"``, the setting as the experiments name their regimes.
 TIMED = (
-    *(f"LSTM, T 100, hidden 64 | {v}" for v in ("LSTM", "LN-LSTM")),
+    *(f"LSTM, T 100, hidden 64 | {v}" for v in ("LSTM", "LN-LSTM", "LN-LSTM without input LN")),
     *(f"tiny RNN, T {t}, hidden {h} | {v}" for t in (10, 50) for h in (16, 64, 128) for v in ("no norm", "LayerNorm")),
     *(f"Transformer | {v}" for v in ("no norm", "Pre-LN", "Post-LN")),
 )
@@ -137,7 +137,8 @@ def step_time_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     for arm, s in seconds_per_step(frame).items():
         out[f"seconds per step, {arm.replace(' | ', ', ')}"] = f"{s * 1e3:.3g} ms"
     per_step = _per_step(frame)
-    pairs = [("LSTM, T 100, hidden 64", "LN-LSTM", "LSTM"), ("Transformer", "Pre-LN", "no norm"),
+    pairs = [("LSTM, T 100, hidden 64", "LN-LSTM", "LSTM"), ("LSTM, T 100, hidden 64", "LN-LSTM without input LN", "LSTM"),
+             ("Transformer", "Pre-LN", "no norm"),
              ("Transformer", "Post-LN", "no norm"),
              *((f"tiny RNN, T {t}, hidden {h}", "LayerNorm", "no norm") for t in rr.SEQ_LENS for h in rr.HIDDEN)]
     for setting, a, b in pairs:
@@ -158,12 +159,13 @@ def step_time_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-# The whole experiment: 17 arms x (1 + 5 x 2) short runs of 2 to 25 steps, about 3 minutes, most of it
-# in the LN-LSTM at T = 100 (about 50 ms per step). Run it on an otherwise idle machine: a busy
-# second core slows the memory-bound steps.
+# The whole experiment: 18 arms x (1 + 5 x 2) short runs of 2 to 25 steps, about 3 minutes, most of it
+# in the LN-LSTMs at T = 100 (about 50 ms per step). Run it on an otherwise idle machine: a busy
+# second core slows the memory-bound steps. Version 3: the LSTMs read their input through the
+# embedding of lstm_adding version 2, and the LSTM without input LN is timed too.
 runner.register(runner.Experiment(
     name="step_times", notebook="13_does_it_speed_up_training", train=time_one_arm,
-    grid={"arm": TIMED}, seeds=(0,), steps=LONG, summarize=step_time_verdicts, budget_s=300, version=2,
+    grid={"arm": TIMED}, seeds=(0,), steps=LONG, summarize=step_time_verdicts, budget_s=300, version=3,
     timed_columns=("seconds_short", "seconds_long"),
     # what is not a time is bookkeeping (seed, repeat): equal on every kernel path, so compared exactly
     repro_rtol=0.0, repro_atol=0.0, repro_measured=0.0))
