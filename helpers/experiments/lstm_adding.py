@@ -544,13 +544,16 @@ runner.register(runner.Experiment(
     tuning=runner.Tuning(key="lr", rates=RATES, pilot_seeds=PILOT_SEEDS, score=pilot_scores,
                          learned_below=STEPS),
     version=2,
-    # estimated 4,600 s from the timings above
-    budget_s=5000,
-    # The reproducibility check re-trains the last unit, LN-LSTM without input LN, seeds 5 to 9 at
-    # its best rate (measured after the run, `python -m helpers.evidence.reproduction lstm_adding`).
-    # Pilot units are no good for it: at rate 0.1 training is chaotic, and a last-bit difference
-    # grows about 30-fold per step.
+    # estimated 4,600 s from the timings above; the stored run took 6,546 s with --jobs 1 (the machine
+    # loaded by other work: its first two units, the LSTM's and the LN-LSTM's pilots, ran at 3 to 4
+    # times the per-step cost measured before it, 1,525 s and 2,429 s; the last seven, 2,592 s in all)
+    budget_s=7000,
+    # The reproducibility check re-trains unit 4, the LSTM's seeds 5 to 9 at its best rate (0.01):
+    # its first 20 steps agree across the kernel paths to 5.4e-7 in the loss (`python -m
+    # helpers.evidence.reproduction lstm_adding --unit 4`). The LN-LSTM's report units reach 2.4e-5,
+    # and the last unit (without input LN at 0.03) 0.07: at the larger rate a last-bit difference
+    # grows about 10-fold per step. Pilot units are no good for it either (rate 0.1 is chaotic).
     repro_rtol=0.0,
-    repro_atol=1.2e-6,
-    repro_measured=1.19e-7,
-    repro_unit=-1))
+    repro_atol=6e-6,
+    repro_measured=5.36e-7,
+    repro_unit=4))
