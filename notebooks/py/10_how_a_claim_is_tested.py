@@ -32,7 +32,7 @@ import helpers  # noqa: E402,F401
 #
 # The deep dives test the lesson's claims ("LN speeds up training", "the norm goes before the
 # activation", "BN fails at small batches") with stored training runs, and state each result as a
-# sentence such as *"LN-LSTM needs 88% fewer steps to the threshold than LSTM (95% CI 85% to 90%)"*.
+# sentence such as *"LN-LSTM needs 45% fewer steps to the threshold than LSTM (95% CI 30% to 58%)"*.
 # This notebook is the one place that says how such a sentence is made; the others link here.
 #
 # ## The answer
@@ -109,7 +109,8 @@ runner.print_verdicts("lstm_adding", "best rate, LSTM", "best rate, LN-LSTM")
 # %% [markdown]
 # ## 3 · Runs that never get there: censoring, Kaplan-Meier, restricted means
 #
-# A run that never reaches the threshold within the cap (a `NaN` above) is the hard case. Dropping
+# A run that never reaches the threshold within the cap (a `NaN`: every reported run above got
+# there, but the LSTM's pilot runs at rates 0.03 and 0.1 did not) is the hard case. Dropping
 # it would make its arm look faster than it is; counting it as "cap steps" would pretend we know when it would
 # have got there. Statistics calls such a run **censored**: we know only that its time is more
 # than the cap. The **Kaplan-Meier** curve (Kaplan and Meier 1958) uses every run: at each step it
@@ -153,8 +154,8 @@ plt.show()
 # How sure is a difference measured on 10 seeds? A **95% confidence interval** (CI) is a range built
 # so that, over many repetitions of the whole experiment, 95% of such ranges would contain the true
 # difference. The set uses **Student's t-interval** on the per-seed log-ratios (`scipy.stats.ttest_1samp`):
-# their mean, plus and minus t(9) = 2.26 standard errors, mapped back, so that "LN-LSTM needs 85%
-# fewer steps" means its steps are 0.15 times the LSTM's, the geometric mean over seeds. Absolute
+# their mean, plus and minus t(9) = 2.26 standard errors, mapped back, so that "LN-LSTM needs 45%
+# fewer steps" means its steps are 0.55 times the LSTM's, the geometric mean over seeds. Absolute
 # differences (accuracy points) get the same interval on the per-seed differences (`scipy.stats.ttest_rel`).
 
 # %%
@@ -236,7 +237,8 @@ runner.print_verdicts("placement_tuned", "final loss, tanh, LN -> act vs no norm
 #
 # An interval measures the noise between seeds, not whether the experiment asks the right
 # question. Before trusting a verdict, ask what could make it true by construction: does one arm
-# get an easier task, is it scored in another regime than it trained in, is the task hard enough
+# get an easier task (the first version of `lstm_adding` gave the LN-LSTM one: deep dive
+# [13](13_does_it_speed_up_training.ipynb), section 5), is it scored in another regime than it trained in, is the task hard enough
 # that the arms can differ at all, is a measure bounded by the arm's own construction? Each deep
 # dive says what it checked and what its runs cannot reach (larger models, longer training).
 #
