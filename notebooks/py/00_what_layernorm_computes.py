@@ -30,8 +30,8 @@ import helpers  # noqa: E402,F401
 # # 00 · What LayerNorm computes
 #
 # **What you will learn**: why deep networks need normalizing; BatchNorm (BN) and LayerNorm (LN)
-# as the same code over a different dimension; LN's formula by hand; mean 0, variance 1, then `gamma`, `beta`.
-# The first of three notebooks on a Chinese lesson (glossary at the end). [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/00_what_layernorm_computes.ipynb)
+# as one code over different dimensions; LN's formula by hand; then `gamma` and `beta`. The first of
+# three notebooks on a Chinese lesson (glossary at the end). [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/00_what_layernorm_computes.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
@@ -44,11 +44,10 @@ from helpers.widgets.deep_stack import deep_stack_demo
 # %% [markdown] lesson_point=1
 # ## 1 · Why deep networks need it
 #
-# As a network trains, its weights change, so what each layer receives keeps changing; in a deep
-# RNN or Transformer the changes add up, and training slows or fails to converge, the lesson says.
-# LN *standardises* each layer's output (subtracts the mean, divides by the standard deviation), so
-# the next layer gets values on one scale: see it in the widget at the end of §4. Whether that
-# speeds training up, model by model: notebook 02's closing card.
+# As a network trains, its weights change, so each layer's input keeps changing; in a deep RNN or
+# Transformer the changes add up, and training slows or fails, the lesson says. LN *standardises*
+# each layer's output (subtracts the mean, divides by the standard deviation): the next layer gets
+# values on one scale (the widget after §4). Does that speed training up? Notebook 02's last card.
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN vs LN: the same code over a different dimension
@@ -100,8 +99,8 @@ assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=Fal
 
 # %%
 torch.manual_seed(0)
-x = torch.randn(2, 3, 4) * 3 + 5  # 2 sentences x 3 tokens x 4 features
-gamma, beta = torch.ones(4), torch.zeros(4)  # what nn.LayerNorm(4) starts with
+x = torch.randn(2, 3, 4) * 3 + 5  # (batch, seq_len, dim)
+gamma, beta = torch.ones(4), torch.zeros(4)  # nn.LayerNorm(4)'s start
 eps = 1e-5
 
 mean = x.mean(dim=-1, keepdim=True)  # E[x]: one per token

@@ -51,10 +51,10 @@ from helpers.widgets.activation_input import activation_input_demo
 # %%
 torch.manual_seed(0)
 linear, ln = nn.Linear(16, 16), nn.LayerNorm(16)
-z = linear(torch.randn(256, 16) * 4 + 3)  # 256 tokens; Linear outputs far from mean 0, std 1
+z = linear(torch.randn(256, 16) * 4 + 3)  # 256 tokens, far from mean 0 and std 1
 
 ln_first = torch.tanh(ln(z))  # the lesson's order: Linear -> LN -> tanh
-no_ln = torch.tanh(z)  # what tanh gets with no LN before it, as when LN comes after it
+no_ln = torch.tanh(z)  # no LN before tanh (as when LN comes after it)
 for name, t in [("LN first", ln_first), ("no LN before tanh", no_ln)]:
     print(f"{name}: {(t.abs() > 0.97).float().mean():.0%} beyond ±0.97, average slope {(1 - t**2).mean():.2f}")
 
@@ -102,11 +102,10 @@ for shape in [(dim,), (seq_len, dim)]:
     print(f"normalized_shape={shape}: {x.numel() // gamma.numel()} groups, gamma of shape {tuple(gamma.shape)}")
 
 # %% [markdown]
-# Per token (以 token 为单位): 2 × 3 = 6 groups, each token alone. Per sentence (以句子为单位): 2
-# groups, a sentence's 12 values together, and $\gamma$ has an entry per position, so one sentence
-# length only (try `nn.LayerNorm((3, 4))(torch.rand(2, 5, 4))`). Transformers normalise per token
-# (sentences of different lengths, padded to one, and a slider that scales one token: deep dive
-# [16](16_sequences_padding_and_masks.ipynb)).
+# Per token (以 token 为单位): 2 × 3 = 6 groups. Per sentence (以句子为单位): 2 groups of 12 values,
+# and $\gamma$ has an entry per position: one sentence length only (try
+# `nn.LayerNorm((3, 4))(torch.rand(2, 5, 4))`). Transformers normalise per token (padding, and a
+# slider that scales one token: deep dive [16](16_sequences_padding_and_masks.ipynb)).
 
 # %% [markdown] lesson_point=7
 # ## 7 · No running statistics

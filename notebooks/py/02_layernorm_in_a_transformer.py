@@ -83,9 +83,8 @@ print("LayerNorms:", [name for name, m in gpt.named_modules() if isinstance(m, n
 
 # %% [markdown]
 # LN before attention, before the MLP, and at the end. **The swap**: `helpers.LayerNorm` is 00 §3's
-# formula as a module; the same outputs and gradients show that formula is all LN does. Same
-# weights (`load_state_dict`), training mode (`.train()`); the loss cubes the outputs (each token's
-# LN output has mean 0, so a plain sum would be constant and send no gradient back).
+# formula as a module: same weights (`load_state_dict`), training mode (`.train()`), same outputs and
+# gradients. The loss cubes the outputs: LN's outputs have mean 0, so a plain sum sends no gradient.
 
 # %%
 ours = tiny_gpt(helpers.LayerNorm)
@@ -153,11 +152,10 @@ check_rms_norm(my_rms_norm)
 # %% [markdown]
 # ## What the evidence says
 #
-# The lesson's claims, and one on Post-LN, tested in small experiments run many times and stored;
-# each line is computed from those results, and its deep dive shows the runs. *Steps*: training
-# steps until the loss falls below a target; *ends lower*: a lower final loss; *Post-LN*: LN after
-# each residual addition, as in the original Transformer; *warm-up*: a learning rate that starts
-# small and grows.
+# The lesson's claims, and one on Post-LN, each tested in small experiments run many times; each
+# line is computed from the stored results and links to its deep dive. *Steps*: training steps to a
+# target loss; *Post-LN*: LN after each residual addition (the original Transformer); *warm-up*: a
+# learning rate that starts small.
 
 # %%
 HTML(evidence_card())
@@ -177,9 +175,9 @@ HTML(evidence_card())
 # ## References
 #
 # - A. Radford et al., *Language Models are Unsupervised Multitask Learners*, OpenAI, 2019
-#   (section 2.3: LN at the input of each sub-block, plus a final one),
+#   section 2.3,
 #   [PDF](https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf).
-# - H. Touvron et al., *LLaMA: Open and Efficient Foundation Language Models*, 2023, section 2
-#   (RMSNorm at each sub-layer's input), [arXiv:2302.13971](https://arxiv.org/abs/2302.13971).
+# - H. Touvron et al., *LLaMA: Open and Efficient Foundation Language Models*, 2023, section 2,
+#   [arXiv:2302.13971](https://arxiv.org/abs/2302.13971).
 # - B. Zhang, R. Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019,
 #   [arXiv:1910.07467](https://arxiv.org/abs/1910.07467).

@@ -31,7 +31,7 @@ helpers.set_language("zh")
 # %% [markdown]
 # # 00 · 层归一化算的是什么
 #
-# **你将学到**：深层网络为什么需要归一化；批量归一化（BatchNorm，BN）和层归一化（LayerNorm，LN）是同一段代码，只是作用在不同的维度上；按公式亲手算一遍 LN；均值 0、方差 1，然后是 `gamma` 和 `beta`。本套笔记本根据一篇讲层归一化的中文课程（下称“原课程”）写成，核心路线共三个笔记本，这是第一个（术语表在末尾）。代码、注释、图中标签和打印的表格保持英文（Colab 上的 matplotlib 没有中文字体）。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/00_what_layernorm_computes.ipynb)
+# **你将学到**：深层网络为什么需要归一化；批量归一化（BatchNorm，BN）和层归一化（LayerNorm，LN）是同一段代码，只是作用在不同的维度上；按公式亲手算一遍 LN；然后是 `gamma` 和 `beta`。本套笔记本依据一篇中文课程（下称“原课程”），核心路线共三个笔记本，这是第一个。代码、图中标签和表格保持英文，术语表在末尾。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/00_what_layernorm_computes.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
@@ -44,7 +44,7 @@ from helpers.widgets.deep_stack import deep_stack_demo
 # %% [markdown] lesson_point=1
 # ## 1 · 深层网络为什么需要它
 #
-# 网络训练时权重不断更新，每一层收到的输入也就跟着不断变化；网络越深，这些变化就层层累积。原课程说，在 RNN、Transformer 这类深度模型里，“随着训练推进，各层的输入分布不断变化，训练会变慢，甚至无法收敛”。LN *标准化*每一层的输出（减去均值，再除以标准差），让下一层拿到的值处在同一个尺度上（§4 末尾的小部件会展示这一点）。至于它是否真能加速训练、对哪些模型有效，请看笔记本 02 结尾的卡片。
+# 训练时权重不断更新，每一层的输入也跟着变化；网络越深，变化层层累积。原课程说，在 RNN、Transformer 里“训练会变慢，甚至无法收敛”。LN *标准化*每一层的输出（减去均值，再除以标准差），让下一层的值处在同一尺度上（§4 之后的小部件）。它是否真能加速训练？见笔记本 02 最后的卡片。
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN 与 LN：同一段代码，作用在不同的维度上
@@ -88,8 +88,8 @@ assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=Fal
 
 # %%
 torch.manual_seed(0)
-x = torch.randn(2, 3, 4) * 3 + 5  # 2 sentences x 3 tokens x 4 features
-gamma, beta = torch.ones(4), torch.zeros(4)  # what nn.LayerNorm(4) starts with
+x = torch.randn(2, 3, 4) * 3 + 5  # (batch, seq_len, dim)
+gamma, beta = torch.ones(4), torch.zeros(4)  # nn.LayerNorm(4)'s start
 eps = 1e-5
 
 mean = x.mean(dim=-1, keepdim=True)  # E[x]: one per token
@@ -115,7 +115,7 @@ print("mean of each token:\n", y.mean(dim=-1).abs().round(decimals=4))
 print("variance of each token:\n", y.var(dim=-1, unbiased=False).round(decimals=4))
 
 # %% [markdown]
-# 为什么先标准化、再重新缩放？$\gamma$ 和 $\beta$ 按特征分别学习，网络可以借此给每个特征设定下一层需要的尺度和中心，比如它深入 tanh（一种 S 形的激活函数，两端平坦）曲线的程度。用原课程的话说：“这样网络就能根据数据的特性，适应不同的输入分布”。它们的初始值是 1 和 0，所以 LN 一开始就是单纯的标准化。取 $\gamma = 2$、$\beta = 0.5$：
+# 为什么先标准化、再缩放？$\gamma$ 和 $\beta$ 按特征学习，让网络给每个特征设定下一层需要的尺度和中心，比如深入 tanh（S 形、两端平坦）曲线的程度。初始值是 1 和 0，所以 LN 起初就是单纯的标准化。取 $\gamma = 2$、$\beta = 0.5$：
 
 # %%
 gamma, beta = torch.full((4,), 2.0), torch.full((4,), 0.5)
@@ -128,7 +128,7 @@ print("token 0: mean", round(y2[0, 0].mean().item(), 4), "std", round(y2[0, 0].s
 # %% [markdown]
 # ### 动手看：深层堆叠，加 LN 与不加 LN
 #
-# 八层 `Linear → tanh` 的堆叠，左图不加 LN，右图在每个 tanh 之前加 LN；图中画的是进入每个 tanh 的值（深色：第 1 层，浅色：第 8 层）。三个滑块中，weight scale 缩放权重（训练中权重也可能这样变大或变小），LN's gamma 和 LN's beta 设置 $\gamma$、$\beta$；松开滑块后图会重新绘制。
+# 八层 `Linear → tanh`：左图不加 LN，右图在每个 tanh 前加 LN；画的是进入每个 tanh 的值（深色：第 1 层，浅色：第 8 层）。滑块缩放权重（训练中权重也会变大变小），并设置 $\gamma$、$\beta$；松开后重绘。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -171,8 +171,6 @@ check_output_variance(my_output_var)
 # %% [markdown]
 # ## 术语表：原课程的术语
 #
-# 图中标签、滑块和代码里的英文词，对应原课程的术语：
-#
 # | 英文（图中、代码中） | 中文 |
 # |---|---|
 # | Layer / Batch Normalization (LN / BN) | 层归一化 / 批量归一化 |
@@ -180,16 +178,12 @@ check_output_variance(my_output_var)
 # | learnable parameter; scale, shift (gamma, beta) | 可学习参数；缩放、平移（γ、β） |
 # | activation function, non-linearity | 激活函数、非线性 |
 # | per token, per sentence; normalize | 以 token 为单位、以句子为单位；归一化方式 |
-# | without LN, with LN | 不加 LN、加了 LN |
-# | layer, block | 层、模块 |
 # | weights scaled by, weight scale | 权重的缩放倍数 |
 # | centre of z, spread of z | z 的中心、z 的离散程度 |
 # | value entering tanh; fraction of values | 进入 tanh 的值；值所占的比例 |
-# | pre-activations; enters tanh, leaves the pair | 激活前的值；进入激活函数的值、离开“LN 与激活函数”这一对的值 |
 # | saturated | 饱和（落在 tanh 平坦的两端） |
-# | input, output; the other tokens | 输入、输出；其他 token |
 # | running statistics, buffer | 滑动统计量、缓冲区 |
-# | residual stream; branch outputs, branch output scale; what attention sees | 残差流；子层分支的输出及其缩放倍数；注意力看到的输入 |
+# | residual stream; branch output scale; what attention sees | 残差流；子层输出的缩放倍数；注意力看到的输入 |
 
 # %% [markdown]
 # ## 小结

@@ -49,10 +49,10 @@ from helpers.widgets.activation_input import activation_input_demo
 # %%
 torch.manual_seed(0)
 linear, ln = nn.Linear(16, 16), nn.LayerNorm(16)
-z = linear(torch.randn(256, 16) * 4 + 3)  # 256 tokens; Linear outputs far from mean 0, std 1
+z = linear(torch.randn(256, 16) * 4 + 3)  # 256 tokens, far from mean 0 and std 1
 
 ln_first = torch.tanh(ln(z))  # the lesson's order: Linear -> LN -> tanh
-no_ln = torch.tanh(z)  # what tanh gets with no LN before it, as when LN comes after it
+no_ln = torch.tanh(z)  # no LN before tanh (as when LN comes after it)
 for name, t in [("LN first", ln_first), ("no LN before tanh", no_ln)]:
     print(f"{name}: {(t.abs() > 0.97).float().mean():.0%} beyond ±0.97, average slope {(1 - t**2).mean():.2f}")
 
@@ -62,7 +62,7 @@ for name, t in [("LN first", ln_first), ("no LN before tanh", no_ln)]:
 # %% [markdown]
 # ### 动手看：进入 tanh、ReLU 和 GELU 的值
 #
-# 同样的效果，这回可以自己动手调。两个滑块调节 `z` 的中心和离散程度（centre of z、spread of z）；下拉菜单（activation）可以把 tanh 换成 ReLU（负值变为零、正值原样输出）或 GELU（平滑版的 ReLU）。左图：先 LN（LN -> tanh）；右图：后 LN（tanh -> LN）。蓝线（enters tanh）：进入激活函数的值；红线（leaves the pair）：LN 和激活函数合起来输出的值。
+# 同样的效果，可以自己调。滑块移动 `z` 的中心和离散程度；下拉菜单把 tanh 换成 ReLU（负值变零）或 GELU（平滑的 ReLU）。左图先 LN，右图后 LN。蓝线：进入激活函数的值；红线：LN 与激活函数合起来的输出。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -95,7 +95,7 @@ for shape in [(dim,), (seq_len, dim)]:
     print(f"normalized_shape={shape}: {x.numel() // gamma.numel()} groups, gamma of shape {tuple(gamma.shape)}")
 
 # %% [markdown]
-# 以 token 为单位：2 × 3 = 6 组，每个 token 单独一组。以句子为单位：2 组，一个句子的 12 个值放在一起，而且 $\gamma$ 每个位置各有一项，所以只适用于一种句子长度（试试 `nn.LayerNorm((3, 4))(torch.rand(2, 5, 4))`）。原课程说 LN “可以选择以 sentence 或 token 为单位进行归一化，具体取决于任务需求和应用场景”；Transformer 一律以 token 为单位归一化（长短不一的句子怎样填充到同一长度，以及一个放大单个 token 的滑块：见深入专题 [16](../16_sequences_padding_and_masks.ipynb)）。
+# 以 token 为单位：2 × 3 = 6 组。以句子为单位：2 组，每组 12 个值，而且 $\gamma$ 每个位置各有一项，只适用于一种句子长度（试试 `nn.LayerNorm((3, 4))(torch.rand(2, 5, 4))`）。Transformer 一律以 token 为单位（填充，以及一个放大单个 token 的滑块：见深入专题 [16](../16_sequences_padding_and_masks.ipynb)）。
 
 # %% [markdown] lesson_point=7
 # ## 7 · 没有滑动统计量

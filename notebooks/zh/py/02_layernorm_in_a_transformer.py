@@ -77,7 +77,7 @@ gpt = tiny_gpt(nn.LayerNorm)
 print("LayerNorms:", [name for name, m in gpt.named_modules() if isinstance(m, nn.LayerNorm)])
 
 # %% [markdown]
-# LN 分别在注意力之前、MLP 之前和最末尾。**替换**：`helpers.LayerNorm` 就是把 00 §3 的公式写成一个模块；输出和梯度都相同，说明 LN 做的就是这个公式，别无其他。两个模型的权重相同（`load_state_dict`），都处于训练模式（`.train()`）；损失取输出的立方和（每个 token 的 LN 输出均值为 0，直接求和会是常数，传不回任何梯度）。
+# LN 分别在注意力之前、MLP 之前和最末尾。**替换**：`helpers.LayerNorm` 就是 00 §3 的公式写成的模块：权重相同（`load_state_dict`），训练模式（`.train()`），输出和梯度也相同。损失取输出的立方和：LN 的输出均值为 0，直接求和传不回梯度。
 
 # %%
 ours = tiny_gpt(helpers.LayerNorm)
@@ -92,7 +92,7 @@ print("same outputs:", torch.allclose(out_torch, out_ours, atol=1e-5), "| same g
 # %% [markdown]
 # ### 动手看：残差流，以及注意力看到的输入
 #
-# 八个 Pre-LN 模块。左图：进入每个模块的*残差流*（residual stream）`x`，也就是沿残差连接一路传下去、不断累加各子层输出的那条主干（深色：第 1 个模块）；右图：归一化层交给注意力的值（what attention sees）。残差流越来越分散，注意力的输入却不变。下拉菜单（norm）还可以换成 RMSNorm（见下文）或不加归一化（no norm）。
+# 八个 Pre-LN 模块。左图：进入每个模块的*残差流* `x`，即沿残差连接一路累加各子层输出的主干（深色：第 1 个模块）；右图：归一化层交给注意力的值。残差流越来越分散，注意力的输入不变。下拉菜单可换成 RMSNorm（见下文）或不加归一化。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -141,7 +141,7 @@ check_rms_norm(my_rms_norm)
 # %% [markdown]
 # ## 实验结果怎么说
 #
-# 原课程的各个说法，外加一条关于 Post-LN 的说法，都在小实验里反复运行检验过，结果已经存储；下面每一行都由这些结果算出，对应的深入专题（英文）里有具体的实验。*训练步数*：损失降到目标值以下所需的训练步数；*最终损失更低*：训练结束时的损失更低；*Post-LN*：把 LN 放在每次残差相加之后，原始的 Transformer 就是这样；*学习率预热*（warm-up）：学习率从很小开始逐渐增大。
+# 原课程的各个说法，外加一条关于 Post-LN 的说法，都在小实验里反复运行检验过；每一行都由存储的结果算出，并链接到对应的深入专题（英文）。*训练步数*：损失降到目标值所需的步数；*Post-LN*：LN 放在每次残差相加之后（原始的 Transformer）；*学习率预热*（warm-up）：学习率从很小开始。
 
 # %%
 HTML(evidence_card())
@@ -159,6 +159,6 @@ HTML(evidence_card())
 # %% [markdown]
 # ## 参考文献
 #
-# - A. Radford et al., *Language Models are Unsupervised Multitask Learners*, OpenAI, 2019（第 2.3 节：LN 放在每个子模块的输入处，最后再加一个），[PDF](https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf)。
-# - H. Touvron et al., *LLaMA: Open and Efficient Foundation Language Models*, 2023, 第 2 节（RMSNorm 放在每个子层的输入处），[arXiv:2302.13971](https://arxiv.org/abs/2302.13971)。
+# - A. Radford et al., *Language Models are Unsupervised Multitask Learners*, OpenAI, 2019，第 2.3 节，[PDF](https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf)。
+# - H. Touvron et al., *LLaMA: Open and Efficient Foundation Language Models*, 2023, 第 2 节，[arXiv:2302.13971](https://arxiv.org/abs/2302.13971)。
 # - B. Zhang, R. Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019, [arXiv:1910.07467](https://arxiv.org/abs/1910.07467)。
