@@ -89,8 +89,7 @@ class PartialRedraw:
         else:
             self.canvas.restore_region(self._background)
         for artist in artists:
-            owner = artist.axes if artist.axes is not None and artist is not self.figure._suptitle else self.figure
-            owner.draw_artist(artist)
+            (artist.axes or self.figure).draw_artist(artist)  # a suptitle belongs to no axes
         buffer = io.BytesIO() if buffer is None else buffer
         buffer.seek(0)
         buffer.truncate()
