@@ -608,11 +608,21 @@ def eval_curves(frame: pd.DataFrame, stage: str | None = "report") -> pd.DataFra
     return out.astype({"error": "float64", "loss": "float64", "train_loss": "float64"}).reset_index(drop=True)
 
 
+def grid_rate(lr: float, batch: int) -> float:
+    """The rate of :data:`RATES` that :func:`scaled_lr` turned into ``lr`` at batch ``batch``: the
+    nearest grid rate to ``lr * LR_BATCH / batch`` on a log scale (float rounding aside, exact)."""
+    at_base = lr * LR_BATCH / batch
+    return min(RATES, key=lambda r: abs(math.log(r / at_base)))
+
+
 def pilot_scores(frame: pd.DataFrame) -> pd.DataFrame:
-    """The tuning's score: per (norm, lr), the mean over the pilot seeds of the final validation
-    error at batch :data:`LR_BATCH`, lower is better (a diverged run's NaN error never wins)."""
+    """The tuning's score: per (norm, batch size, grid rate), the mean over the pilot seeds of the
+    final validation error, lower is better (a diverged run's NaN error never wins). The rate is
+    the grid's (:data:`RATES`, in units of batch :data:`LR_BATCH`): each batch size is tuned on its
+    own, over the grid scaled to it (:func:`scaled_lr`)."""
     finals = final_errors(frame, stage=None)
-    scores = finals.groupby(["norm", "lr"], sort=False)["error"].mean().reset_index()
+    finals = finals.assign(lr=[grid_rate(lr, b) for lr, b in zip(finals["lr"], finals["batch_size"], strict=True)])
+    scores = finals.groupby(["norm", "batch_size", "lr"], sort=False)["error"].mean().reset_index()
     return scores.rename(columns={"error": "score"})
 
 
@@ -656,16 +666,31 @@ _MEASURES = {"error": "test error", "loss": "test loss"}
 MATCH_MARGIN = EQUIVALENCE_MARGIN
 
 
+def grid_step(scores: pd.DataFrame, norm: str, batch: int) -> float:
+    """How finely the tuning resolves one arm: the smaller relative change in the pilot score
+    (:func:`pilot_scores`) from the arm's best rate to a neighbouring rate of the grid; ``inf``
+    where the arm has no finite score. A difference between two arms smaller than this is within
+    what picking the neighbouring rate instead would have moved."""
+    arm = scores[(scores["norm"] == norm) & (scores["batch_size"] == batch)].sort_values("lr")
+    values = arm["score"].to_numpy(dtype=np.float64)
+    ranked = np.where(np.isfinite(values), values, np.inf)
+    if not np.isfinite(ranked).any():
+        return math.inf
+    i = int(np.argmin(ranked))
+    changes = [abs(values[j] / values[i] - 1) for j in (i - 1, i + 1) if 0 <= j < len(values) and np.isfinite(values[j])]
+    return min(changes, default=math.inf)
+
+
 def _relative(a: np.ndarray, b: np.ndarray, *, claim, a_name: str, b_name: str, quantity: str,
-              margin: float | None = None):
+              margin: float | None = None, resolution: tuple[float, str] | None = None):
     """One minus the geometric mean of the per-seed ratios ``a / b``, paired by position, with its
     t-interval and :func:`helpers.evidence.statistics.verdict`'s words (``verb="has"``, lower / higher;
-    "the same" within ``margin``, where one is given)."""
+    "the same" within ``margin``, where one is given; flagged where smaller than ``resolution``)."""
     from helpers.evidence.statistics import paired_difference_ci, verdict
 
     ci = paired_difference_ci(a, b, relative=True)
     return ci, verdict(ci, a=a_name, b=b_name, quantity=quantity, claim=claim, verb="has", words=("lower", "higher"),
-                       margin=margin)
+                       margin=margin, resolution=resolution)
 
 
 def comparisons(frame: pd.DataFrame) -> pd.DataFrame:
@@ -688,13 +713,25 @@ def comparisons(frame: pd.DataFrame) -> pd.DataFrame:
         ``low``, ``high`` and ``words`` (:func:`helpers.evidence.statistics.verdict`'s sentence).
     """
     finals = final_errors(frame)
+    pilot = frame[frame["stage"] == "pilot"] if "stage" in frame else frame.iloc[:0]
+    scores = pilot_scores(pilot) if not pilot.empty else None
     rows = []
 
-    def add(kind, measure, b, norm, a_name, b_name, claim, x, y):
+    def resolution_of(arms):
+        """The coarser grid step of the compared arms ``[(norm, batch), ...]``, in words."""
+        if scores is None:
+            return None
+        steps = {arm: grid_step(scores, *arm) for arm in arms}
+        (norm, b), step = max(steps.items(), key=lambda kv: kv[1])
+        if not math.isfinite(step):
+            return None
+        return step, f"one step of the tuning grid (a neighbouring rate moves {norm}'s pilot error at batch {b} by {step:.1%})"
+
+    def add(kind, measure, b, norm, a_name, b_name, claim, x, y, arms=()):
         # "the same" only where two norms, or one norm at two batch sizes, may be claimed to match
         margin = MATCH_MARGIN if claim is None and kind in ("norms", "batch") else None
         ci, words = _relative(x, y, claim=claim, a_name=a_name, b_name=b_name, quantity=_MEASURES[measure],
-                              margin=margin)
+                              margin=margin, resolution=resolution_of(arms) if arms else None)
         rows.append({"kind": kind, "measure": measure, "batch_size": int(b), "norm": norm, "a": a_name, "b": b_name,
                      "claim": claim,
                      "n_seeds": ci.n, "mean_a": float(np.mean(x)), "mean_b": float(np.mean(y)),
@@ -708,14 +745,14 @@ def comparisons(frame: pd.DataFrame) -> pd.DataFrame:
                 if (a, b) in wide and (other, b) in wide:
                     both = wide[[(a, b), (other, b)]].dropna()
                     add("norms", measure, b, None, a, other, claims.get(b), both[(a, b)].to_numpy(),
-                        both[(other, b)].to_numpy())
+                        both[(other, b)].to_numpy(), arms=[(a, b), (other, b)])
         for norm in NORMS:
             for b in sizes:
                 if b == LR_BATCH or (norm, b) not in wide or (norm, LR_BATCH) not in wide:
                     continue
                 both = wide[[(norm, b), (norm, LR_BATCH)]].dropna()
                 add("batch", measure, b, norm, f"{norm} at batch {b}", f"at batch {LR_BATCH}", BATCH_CLAIMS.get(norm),
-                    both[(norm, b)].to_numpy(), both[(norm, LR_BATCH)].to_numpy())
+                    both[(norm, b)].to_numpy(), both[(norm, LR_BATCH)].to_numpy(), arms=[(norm, b), (norm, LR_BATCH)])
     bn = finals[finals["norm"] == "BatchNorm"]
     for b, runs in bn.groupby("batch_size"):
         add("BN mode", "error", b, "BatchNorm", "BatchNorm in eval() mode", "in train() mode", None,
@@ -726,9 +763,9 @@ def comparisons(frame: pd.DataFrame) -> pd.DataFrame:
 def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     """The verdicts of ``norm_family_cnn``, in words, from the stored table.
 
-    - ``"best rate, <norm>"``: its best rate at batch :data:`LR_BATCH` on the pilot grid (recomputed
-      from the pilot rows as the runner picked it: :func:`pilot_scores`), whether it is inside the
-      grid, and the rates it scales to (:func:`scaled_lr`);
+    - ``"best rate, <norm>, batch <b>"``: its best rate at that batch size on the pilot grid scaled
+      to it (recomputed from the pilot rows as the runner picked it: :func:`pilot_scores`), and
+      whether it is inside the grid;
     - ``"runs, <norm>, batch <b>"``: the mean test error over the reported seeds with its interval,
       the mean loss, and for BN the error in ``train()`` mode;
     - ``"error, batch <b>: <A> vs <B>"``, ``"loss, batch <b>: <A> vs <B>"``, ``"error, <norm>: batch <b>
@@ -743,15 +780,17 @@ def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         scores = pilot_scores(pilot)
         grid = sorted(scores["lr"].unique())
         seeds = ", ".join(str(s) for s in sorted(pilot["seed"].unique()))
-        for row in best_rates(scores, arm="norm", lr="lr", score="score", learned_below=CHANCE_ERROR).itertuples():
+        scores["arm"] = scores["norm"] + ", batch " + scores["batch_size"].astype(str)
+        best = best_rates(scores.drop(columns=["norm"]), arm="arm", lr="lr", score="score", learned_below=CHANCE_ERROR)
+        for row, b in zip(best.itertuples(), scores.drop_duplicates("arm")["batch_size"], strict=True):
+            span = f"{scaled_lr(grid[0], b):g} to {scaled_lr(grid[-1], b):g}"
             if not row.learned:
-                said = f"none: at no rate of the grid ({grid[0]:g} to {grid[-1]:g}) is the mean error below chance"
+                said = f"none: at no rate of the grid ({span}) is the mean error below chance"
             else:
                 where = "on the grid's edge: a better rate may lie beyond it" if row.on_edge else "inside the grid"
-                scaled = ", ".join(f"{scaled_lr(row.best_lr, b):g} at batch {b}" for b in BATCH_SIZES if b != LR_BATCH)
-                said = (f"{row.best_lr:g} at batch {LR_BATCH}, {where} ({grid[0]:g} to {grid[-1]:g}); mean final "
-                        f"validation error {row.best_score:.1%} over pilot seeds {seeds}; scaled to {scaled}")
-            out[f"best rate, {row.norm}"] = said
+                said = (f"{scaled_lr(row.best_lr, b):g} ({row.best_lr:g} scaled from batch {LR_BATCH} to {b}), "
+                        f"{where} ({span}); mean final validation error {row.best_score:.1%} over pilot seeds {seeds}")
+            out[f"best rate, {row.arm}"] = said
     for row in error_table(frame).itertuples():
         said = (f"at lr {row.lr:g}: test error {row.error:.1%} (95% CI {row.error_low:.1%} to {row.error_high:.1%}), "
                 f"mean over {row.seeds} seeds; mean loss {row.loss:.3f}")
@@ -777,7 +816,9 @@ def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 # ------------------------------------------------------------------ the stored experiment (make experiments)
 
 
-#: The rates tried at batch :data:`LR_BATCH` (SGD), neighbours a factor 10/3 or 3 apart.
+#: The rates tried, in units of batch :data:`LR_BATCH` (SGD), neighbours a factor 10/3 or 3 apart;
+#: at another batch size each is scaled linearly (:func:`scaled_lr`), so every batch size is tuned
+#: over the same five steps of the grid around the linear-scaling rule's rate.
 RATES = (0.01, 0.03, 0.1, 0.3, 1.0)
 
 #: The seeds of the tuning runs and of the reported runs (fresh: never a pilot seed).
@@ -785,19 +826,19 @@ PILOT_SEEDS = (100, 101, 102)
 SEEDS = tuple(range(10))
 
 
-def _norm_family_unit(*, norm: str, lr, seeds, steps: int) -> pd.DataFrame:
-    """One unit of ``norm_family_cnn``, for one norm.
+def _norm_family_unit(*, norm: str, batch_size: int, lr, seeds, steps: int) -> pd.DataFrame:
+    """One unit of ``norm_family_cnn``: one norm at one batch size.
 
-    A pilot unit (``lr`` a tuple: the grid, which the runner stacks) trains at batch :data:`LR_BATCH`
-    only, once per rate, scored on the validation set: the rate is tuned there. A reported unit
-    (``lr`` one rate, the pilot's best) trains every batch size of :data:`BATCH_SIZES` at that rate
-    scaled linearly (:func:`scaled_lr`), evaluated on the test set.
+    ``lr`` is in units of batch :data:`LR_BATCH` and scaled to ``batch_size`` (:func:`scaled_lr`). A
+    pilot unit (``lr`` a tuple: the grid, which the runner stacks) trains once per rate, scored on
+    the validation set: each (norm, batch size) has its rate tuned there, since the linear scaling
+    rule is only a first guess at small batches. A reported unit (``lr`` one rate, the pilot's best
+    for this norm and batch size) trains the fresh seeds, evaluated on the test set.
     """
     if isinstance(lr, tuple):
-        return pd.concat([cnn_runs(norm, seeds, batch=LR_BATCH, lr=rate, steps=steps, eval_set="validation")
-                          for rate in lr], ignore_index=True)
-    return pd.concat([cnn_runs(norm, seeds, batch=b, lr=scaled_lr(lr, b), steps=steps, eval_set="test")
-                      for b in BATCH_SIZES], ignore_index=True)
+        return pd.concat([cnn_runs(norm, seeds, batch=batch_size, lr=scaled_lr(rate, batch_size), steps=steps,
+                                   eval_set="validation") for rate in lr], ignore_index=True)
+    return cnn_runs(norm, seeds, batch=batch_size, lr=scaled_lr(lr, batch_size), steps=steps, eval_set="test")
 
 
 # How it was sized. Measured on this set's 2-core machine (AMD EPYC, one thread, the other core busy
@@ -816,21 +857,25 @@ def _norm_family_unit(*, norm: str, lr, seeds, steps: int) -> pd.DataFrame:
 # jobs sharing the 2 cores: pilot units 94 to 169 s (538 s), reported units 218 to 329 s (1,119 s).
 runner.register(runner.Experiment(
     name="norm_family_cnn", notebook="15_the_normalization_family", train=_norm_family_unit,
-    grid={"norm": NORMS}, seeds=SEEDS, seeds_per_unit=len(SEEDS), steps=SAMPLES // min(BATCH_SIZES),
-    summarize=norm_family_verdicts,
+    grid={"norm": NORMS, "batch_size": BATCH_SIZES}, seeds=SEEDS, seeds_per_unit=len(SEEDS),
+    steps=SAMPLES // min(BATCH_SIZES), summarize=norm_family_verdicts, version=2,
     tuning=runner.Tuning(key="lr", rates=RATES, pilot_seeds=PILOT_SEEDS, score=pilot_scores,
                          learned_below=CHANCE_ERROR),
-    budget_s=2700,
-    # The reproducibility check re-trains unit 5, GroupNorm's reported runs (10 seeds at each batch size),
-    # the calmest: across the kernel paths (`python -m helpers.evidence.reproduction`) its minibatch losses agree to
-    # 3.6e-7 over the first 4 steps, 1.6e-5 over 8 and 6.4e-4 over 15: a last-bit difference that grows
-    # about 100-fold in 10 steps at these rates (BN's unit grows faster: 1.9e-3 relative after 20 steps
-    # on torch's plain path). Hence its first 8 steps, within 10 times 1.6e-5. Every unit's test error agrees exactly; an error moves by whole test images (1/2048
-    # each), so its bound is 10 of them.
+    # 24 units: each (norm, batch size) tuned on 5 rates over 3 pilot seeds, then 10 fresh seeds at its
+    # best rate. Estimated from the single-rate runs below: pilots about 4,200 s (batch 2 the most: 18,432
+    # steps per rate), reported units about 1,100 s.
+    budget_s=6500,
+    # The reproducibility check re-trains unit 17, GroupNorm's reported runs at batch 32 (10 seeds), the
+    # calmest: across the kernel paths (`python -m helpers.evidence.reproduction`) its minibatch losses
+    # agreed (in version 1, the same runs) to 3.6e-7 over the first 4 steps, 1.6e-5 over 8 and 6.4e-4
+    # over 15: a last-bit difference that grows about 100-fold in 10 steps at these rates (BN's unit
+    # grows faster: 1.9e-3 relative after 20 steps on torch's plain path). Hence its first 8 steps,
+    # within 10 times 1.6e-5. Every unit's test error agrees exactly; an error moves by whole test
+    # images (1/2048 each), so its bound is 10 of them.
     repro_steps=8,
     repro_rtol=0.0,
     repro_atol=1.6e-4,
     repro_measured=1.59e-5,
     repro_atol_by_column={"eval_error": 0.005},
     repro_measured_by_column={"eval_error": 0.0},
-    repro_unit=len(NORMS) + 1))
+    repro_unit=17))
