@@ -402,22 +402,50 @@ def test_comparisons_table_has_every_pair_and_batch():
     assert row["low"] > 0 and row["estimate"] == pytest.approx(1 - np.exp(np.log(ratio).mean()))
 
 
-def test_best_rate_words_flag_a_grid_edge():
+def _pilot_frame(best_at, width=1.0):
+    """Pilot rows for every (norm, batch size): each scored by its distance from ``best_at[norm]`` in
+    grid units (batch-32 rates), at the batch size's scaled rate, ``width`` per decade."""
     rows = []
     for norm in nf.NORMS:
-        for lr in nf.RATES:
-            best = 0.1 if norm != "InstanceNorm" else nf.RATES[-1]
-            for s in nf.PILOT_SEEDS:
-                rows.append({"stage": "pilot", "norm": norm, "batch_size": 32, "seed": s, "lr": lr,
-                             "eval_set": "validation", "step": 10, "eval_error": 0.2 + abs(math.log(lr / best)),
-                             "eval_loss": 1.0, "train_mode_error": math.nan})
-    frame = pd.concat([pd.DataFrame(rows), _final_frame(WU_HE)], ignore_index=True)
-    verdicts = nf.norm_family_verdicts(frame)
-    assert verdicts["best rate, GroupNorm"].startswith("0.1 at batch 32, inside the grid (0.01 to 1)")
-    assert "0.00625 at batch 2" in verdicts["best rate, GroupNorm"]
-    assert "on the grid's edge" in verdicts["best rate, InstanceNorm"]
+        for b in nf.BATCH_SIZES:
+            for lr in nf.RATES:
+                for s in nf.PILOT_SEEDS:
+                    rows.append({"stage": "pilot", "norm": norm, "batch_size": b, "seed": s, "lr": nf.scaled_lr(lr, b),
+                                 "eval_set": "validation", "step": 10,
+                                 "eval_error": 0.2 + width * abs(math.log10(lr / best_at[norm])),
+                                 "eval_loss": 1.0, "train_mode_error": math.nan})
+    return pd.DataFrame(rows)
+
+
+def test_each_batch_size_is_tuned_on_its_own_scaled_grid():
+    best = {n: 0.1 for n in nf.NORMS} | {"InstanceNorm": nf.RATES[-1]}
+    frame = pd.concat([_pilot_frame(best), _final_frame(WU_HE)], ignore_index=True)
     scores = nf.pilot_scores(frame[frame["stage"] == "pilot"])
-    assert len(scores) == len(nf.NORMS) * len(nf.RATES)
+    assert len(scores) == len(nf.NORMS) * len(nf.BATCH_SIZES) * len(nf.RATES)
+    assert set(scores["lr"]) == set(nf.RATES)  # the scaled rates map back onto the grid exactly
+    verdicts = nf.norm_family_verdicts(frame)
+    assert verdicts["best rate, GroupNorm, batch 32"].startswith("0.1 (0.1 scaled from batch 32 to 32), inside the grid (0.01 to 1)")
+    assert verdicts["best rate, GroupNorm, batch 2"].startswith("0.00625 (0.1 scaled from batch 32 to 2), inside the grid (0.000625 to 0.0625)")
+    assert "on the grid's edge" in verdicts["best rate, InstanceNorm, batch 8"]
+
+
+def test_grid_rate_inverts_the_scaling_and_grid_step_reads_the_neighbours():
+    for lr in nf.RATES:
+        for b in nf.BATCH_SIZES:
+            assert nf.grid_rate(nf.scaled_lr(lr, b), b) == lr
+    scores = nf.pilot_scores(_pilot_frame({n: 0.1 for n in nf.NORMS}, width=0.1))
+    # best 0.2 at 0.1; the neighbours 0.03 and 0.3 are log10(10/3) and log10(3) decades away
+    assert nf.grid_step(scores, "LayerNorm", 8) == pytest.approx(0.1 * math.log10(3) / 0.2)
+    assert nf.grid_step(scores.assign(score=math.nan), "LayerNorm", 8) == math.inf
+
+
+def test_a_difference_below_the_grid_step_is_flagged():
+    close = {**WU_HE, "GroupNorm": {2: 0.245, 8: 0.241, 32: 0.241}, "LayerNorm": {2: 0.25, 8: 0.253, 32: 0.253}}
+    coarse = pd.concat([_pilot_frame({n: 0.1 for n in nf.NORMS}, width=1.0), _final_frame(close)], ignore_index=True)
+    said = nf.norm_family_verdicts(coarse)["error, batch 2: GroupNorm vs LayerNorm"]
+    assert "smaller than one step of the tuning grid" in said
+    fine = pd.concat([_pilot_frame({n: 0.1 for n in nf.NORMS}, width=0.001), _final_frame(close)], ignore_index=True)
+    assert "tuning grid" not in nf.norm_family_verdicts(fine)["error, batch 2: GroupNorm vs LayerNorm"]
 
 
 # ------------------------------------------------------------------ the declaration
@@ -426,10 +454,11 @@ def test_best_rate_words_flag_a_grid_edge():
 def test_the_experiment_is_declared_as_the_protocol_says():
     assert "helpers.experiments.norm_family_cnn" in runner.TOPIC_MODULES
     exp = runner.experiment("norm_family_cnn")
-    assert exp.budget_s <= 2700
+    assert exp.budget_s <= 6500
     assert len(exp.seeds) >= 10 and not set(exp.seeds) & set(exp.tuning.pilot_seeds)
     assert len(exp.tuning.rates) >= 5
-    every = runner.units(exp, {(n,): 0.1 for n in nf.NORMS})
+    assert exp.grid == {"norm": nf.NORMS, "batch_size": nf.BATCH_SIZES}  # every batch size tuned on its own
+    every = runner.units(exp, {(n, b): 0.1 for n in nf.NORMS for b in nf.BATCH_SIZES})
     assert every[exp.repro_unit]["stage"] == "report" and every[exp.repro_unit]["params"]["norm"] == "GroupNorm"
     assert exp.steps == nf.SAMPLES // min(nf.BATCH_SIZES)
     for b in nf.BATCH_SIZES:  # every batch size: whole steps, evaluations at whole steps
