@@ -314,6 +314,30 @@ def test_accuracy_gaps_pair_seeds_and_let_the_interval_pick_the_words():
     assert 8 < row["low"] < 10 < row["high"] < 12
 
 
+def _pilot_rows(norm, accuracies, losses):
+    """Pilot rows at batch 2, one per rate of a 5-rate grid and seed 100, at their last step."""
+    rates = (0.001, 0.003, 0.01, 0.03, 0.1)
+    return [{"stage": "pilot", "norm": norm, "batch_size": 2, "seed": 100, "lr": lr, "step": 99,
+             "test_loss": loss, "test_accuracy": acc} for lr, acc, loss in zip(rates, accuracies, losses, strict=True)]
+
+
+def test_a_gap_smaller_than_one_step_of_the_tuning_grid_is_flagged():
+    ln = [0.60, 0.70, 0.65, 0.75, 0.62]
+    report = _gap_frame([a - 0.1 + d for a, d in zip(ln, [0.01, -0.01, 0.02, -0.02, 0.0], strict=True)], ln)
+    report = report.assign(stage="report", lr=0.01)
+    # BN's best rate by loss is 0.01 (accuracy 0.70); its neighbours move the accuracy by 12 and 15 points
+    coarse = _pilot_rows("BatchNorm", [0.40, 0.55, 0.70, 0.58, 0.3], [1.0, 0.8, 0.5, 0.7, float("nan")])
+    fine = _pilot_rows("BatchNorm", [0.40, 0.69, 0.70, 0.695, 0.3], [1.0, 0.8, 0.5, 0.7, float("nan")])
+    assert batch_size.pilot_accuracy_steps(pd.DataFrame(coarse)) == {("BatchNorm", 2): pytest.approx(12.0)}
+    flagged = batch_size.accuracy_gaps(pd.concat([pd.DataFrame(coarse), report])).set_index(["a", "b"])
+    assert flagged.loc[("BatchNorm", "LayerNorm"), "words"].endswith(
+        "smaller than one step of the tuning grid (a neighbouring rate moves BatchNorm's pilot accuracy at batch 2 "
+        "by 12.0 points)")
+    kept = batch_size.accuracy_gaps(pd.concat([pd.DataFrame(fine), report])).set_index(["a", "b"])
+    assert "tuning grid" not in kept.loc[("BatchNorm", "LayerNorm"), "words"]
+    assert batch_size.pilot_accuracy_steps(report) == {}  # no pilot rows: nothing to flag against
+
+
 def test_the_stored_batch_size_experiment_is_the_notebooks_and_its_verdicts_follow_from_its_rows():
     stored = runner.load("batch_size")
     exp = runner.experiment("batch_size")

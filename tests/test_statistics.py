@@ -17,6 +17,7 @@ from helpers.evidence.statistics import (
     TimeToThreshold,
     best_rates,
     bootstrap_ci,
+    grid_step,
     paired_difference_ci,
     reading,
     threshold_level,
@@ -278,6 +279,23 @@ GRID = [10 ** (k / 2) for k in range(-6, 0)]
 def _scores(**arms) -> pd.DataFrame:
     return pd.DataFrame([{"arm": name, "lr": lr, "score": s}
                          for name, scores in arms.items() for lr, s in zip(GRID, scores, strict=True)])
+
+
+def test_grid_step_reads_the_nearer_neighbour_of_the_best_rate_in_any_order():
+    rates, scores = [0.3, 0.01, 0.1, 0.03, 1.0], [0.5, 0.9, 0.4, 0.45, np.nan]
+    assert grid_step(rates, scores) == pytest.approx(0.05 / 0.4)  # 0.03's 0.45, not 0.3's 0.5
+    assert grid_step(rates, scores, relative=False) == pytest.approx(0.05)
+    # a diverged neighbour is not a step: only the finite one counts
+    assert grid_step([0.01, 0.03, 0.1], [np.inf, 1.0, 1.5]) == pytest.approx(0.5)
+    assert grid_step([0.01, 0.03], [np.nan, 1.0]) == math.inf
+    assert grid_step([], []) == math.inf  # an arm nothing was tuned for
+    # the best rate as best_rates picks it: on a tie, the smaller rate
+    assert grid_step([0.01, 0.03, 0.1], [2.0, 1.0, 1.0]) == 0.0
+
+
+def test_grid_step_rejects_mismatched_shapes():
+    with pytest.raises(ValueError, match=r"grid_step\(\): arguments 'rates' and 'scores' must be 1-D and of one length, got shapes \(2,\) and \(3,\)"):
+        grid_step([0.1, 0.3], [1.0, 2.0, 3.0])
 
 
 def test_best_rates_interior_edge_and_did_not_learn():

@@ -59,6 +59,7 @@ __all__ = [
     "TimeToThreshold",
     "best_rates",
     "bootstrap_ci",
+    "grid_step",
     "paired_difference_ci",
     "reading",
     "threshold_level",
@@ -541,6 +542,41 @@ def best_rates(scores: pd.DataFrame, *, arm: str = "arm", lr: str = "lr", score:
         rows.append({arm: name, "best_lr": best_lr, "best_score": best_score,
                      "on_edge": bool(on_edge), "learned": learned, "note": note})
     return pd.DataFrame(rows, columns=[arm, "best_lr", "best_score", "on_edge", "learned", "note"])
+
+
+def grid_step(rates, scores, *, relative: bool = True) -> float:
+    """How finely a tuning grid resolves one arm: the smaller change in its pilot score from the best
+    rate to a neighbouring rate of the grid.
+
+    With ``s_i`` the score at the ``i``-th smallest rate and ``b`` the best (smallest finite score;
+    ties: the smallest rate), it is ``min(|s_j / s_b - 1|)`` over the neighbours ``j = b - 1, b + 1``
+    that have a finite score (``|s_j - s_b|`` with ``relative=False``); ``inf`` where the arm has
+    no finite score (no rows at all included: nothing was tuned) or no scored neighbour. A difference between two arms smaller than the larger of
+    their grid steps is within what picking a neighbouring rate (which other pilot seeds might have
+    picked) would move, so a verdict flags it (``verdict(resolution=...)``).
+
+    Args:
+        rates: the arm's rates, one per score (any order; sorted here).
+        scores: the pilot scores at those rates, lower is better; NaN or inf for a diverged rate.
+        relative: relative changes (default) or absolute ones, in the score's units.
+
+    Returns:
+        The step, a non-negative float or ``inf``.
+    """
+    fn = "grid_step"
+    rates, scores = np.asarray(rates, dtype=np.float64), np.asarray(scores, dtype=np.float64)
+    if rates.ndim != 1 or rates.shape != scores.shape:
+        raise ValueError(f"{fn}(): arguments 'rates' and 'scores' must be 1-D and of one length, "
+                         f"got shapes {rates.shape} and {scores.shape}")
+    order = np.argsort(rates, kind="stable")
+    values = scores[order]
+    finite = np.isfinite(values)
+    if not finite.any():
+        return math.inf
+    i = int(np.argmin(np.where(finite, values, np.inf)))
+    changes = [abs(values[j] - values[i]) / (abs(values[i]) if relative else 1.0)
+               for j in (i - 1, i + 1) if 0 <= j < values.size and finite[j]]
+    return min(changes, default=math.inf)
 
 
 # --------------------------------------------------------------------------- words

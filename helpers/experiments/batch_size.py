@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
@@ -355,6 +356,42 @@ GAP_PAIRS = (("BatchNorm", "LayerNorm"), ("BatchNorm, precise statistics", "Laye
              ("BatchNorm, train mode", "LayerNorm"), ("BatchNorm", "no norm"), ("LayerNorm", "no norm"))
 
 
+def pilot_accuracy_steps(frame: pd.DataFrame) -> dict[tuple[str, int], float]:
+    """One step of the tuning grid in accuracy points, per (norm, batch size): how far the mean final
+    test accuracy over the pilot seeds moves from the best rate (the one the runner picked, on the
+    pilot's test loss: :func:`batch_size_pilot_scores`) to the nearer of its neighbouring rates that
+    did not diverge, times 100. Empty without pilot rows; an arm that diverged at every rate is left
+    out."""
+    if "stage" not in frame or not (frame["stage"] == "pilot").any():
+        return {}
+    pilot = frame[frame["stage"] == "pilot"]
+    last = pilot[pilot["step"] == pilot.groupby(["norm", "batch_size", "lr", "seed"])["step"].transform("max")]
+    means = last.groupby(["norm", "batch_size", "lr"])[["test_loss", "test_accuracy"]].mean().reset_index()
+    out = {}
+    for (norm, b), arm in means.groupby(["norm", "batch_size"]):
+        arm = arm.sort_values("lr")
+        loss = arm["test_loss"].to_numpy(dtype=np.float64)
+        acc = arm["test_accuracy"].to_numpy(dtype=np.float64) * 100
+        if not np.isfinite(loss).any():
+            continue
+        best = int(np.argmin(np.where(np.isfinite(loss), loss, np.inf)))  # as best_rates picks it
+        out[(norm, int(b))] = min((abs(acc[j] - acc[best]) for j in (best - 1, best + 1)
+                                   if 0 <= j < acc.size and np.isfinite(loss[j])), default=math.inf)
+    return out
+
+
+def _grid_resolution(steps: dict, batch: int, arms) -> tuple[float, str] | None:
+    """The coarser grid step (:func:`pilot_accuracy_steps`) of the norms behind ``arms`` at ``batch``,
+    as ``verdict``'s ``resolution``; ``None`` where neither has one."""
+    found = {ARMS[arm][0]: steps.get((ARMS[arm][0], int(batch)), math.inf) for arm in arms}
+    found = {norm: step for norm, step in found.items() if math.isfinite(step)}
+    if not found:
+        return None
+    norm = max(found, key=found.get)
+    return found[norm], (f"one step of the tuning grid (a neighbouring rate moves {norm}'s pilot accuracy at "
+                         f"batch {batch} by {found[norm]:.1f} points)")
+
+
 def accuracy_gaps(frame: pd.DataFrame, *, pairs=GAP_PAIRS) -> pd.DataFrame:
     """Paired differences of the final test accuracy, in percentage points, with t-intervals.
 
@@ -373,13 +410,15 @@ def accuracy_gaps(frame: pd.DataFrame, *, pairs=GAP_PAIRS) -> pd.DataFrame:
     from helpers.evidence.statistics import paired_difference_ci, verdict
 
     wide = arm_accuracy(final_accuracy(frame))
+    steps = pilot_accuracy_steps(frame)
     rows = []
     for b, per_seed in wide.groupby(level="batch_size"):
         for a, other in pairs:
             ci = paired_difference_ci(per_seed[a].to_numpy() * 100, per_seed[other].to_numpy() * 100)
             outcome = ("a lower" if ci.high < 0 else "a higher" if ci.low > 0 else "no difference detectable")
             words = verdict(ci, a=a, b=other, quantity="test accuracy", claim=None, relative=False,
-                            verb="has", words=("points lower", "points higher"), fmt=".1f")
+                            verb="has", words=("points lower", "points higher"), fmt=".1f",
+                            resolution=_grid_resolution(steps, b, (a, other)))
             rows.append({"batch_size": int(b), "a": a, "b": other, "n_seeds": ci.n, "estimate": ci.estimate,
                          "low": ci.low, "high": ci.high, "outcome": outcome, "words": words})
     return pd.DataFrame(rows)

@@ -440,6 +440,23 @@ def best_rate_words(scores: pd.DataFrame, cap: int, pilot: pd.DataFrame) -> dict
     return out
 
 
+def grid_resolution(scores: pd.DataFrame, arms) -> tuple[float, str] | None:
+    """The coarser tuning grid of ``arms`` in the pilot's restricted mean steps (``scores``: columns
+    ``arm``, ``lr``, ``score``, :func:`pilot_scores`), as ``(relative step, words)`` for
+    :func:`helpers.evidence.statistics.verdict`'s ``resolution``; ``None`` where no arm has a finite
+    step."""
+    from helpers.evidence.statistics import grid_step
+
+    steps = {arm: grid_step(scores.loc[scores["arm"] == arm, "lr"], scores.loc[scores["arm"] == arm, "score"])
+             for arm in arms if (scores["arm"] == arm).any()}
+    steps = {arm: step for arm, step in steps.items() if math.isfinite(step)}
+    if not steps:
+        return None
+    arm = max(steps, key=steps.get)
+    return steps[arm], (f"one step of the tuning grid (a neighbouring rate moves {arm}'s pilot restricted mean "
+                        f"steps by {steps[arm]:.0%})")
+
+
 def time_words(reached: pd.DataFrame, cap: int, variants) -> dict[str, str]:
     """``{variant: words}``: the runs' steps to the threshold (:func:`lstm_steps_to_threshold`'s
     table) as :func:`helpers.evidence.statistics.time_to_threshold` says them, and the rates they ran at."""
@@ -490,7 +507,8 @@ def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     The claim tested is Ba et al.'s: the LN-LSTM needs fewer steps and ends lower; the ablation
     is held to the same claim against the LSTM; LN-LSTM vs the ablation claims nothing. Intervals
     are 95% t-intervals over the seeds (:func:`helpers.evidence.statistics.paired_difference_ci`); a
-    difference in steps smaller than the evaluation interval is flagged.
+    difference in steps smaller than the evaluation interval or than one step of the tuning grid
+    (:func:`grid_resolution`) is flagged.
     """
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
@@ -505,7 +523,7 @@ def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         if not {a, b} <= set(variants):
             continue
         said = normed_vs_plain(reached, final, cap, a=a, b=b, final="final held-out loss", claim=claim,
-                               eval_every=_eval_every(frame))
+                               eval_every=_eval_every(frame), grid_resolution=grid_resolution(scores, (a, b)))
         out.update({f"{key}{suffix}": words for key, words in said.items()})
     return out
 

@@ -667,18 +667,13 @@ MATCH_MARGIN = EQUIVALENCE_MARGIN
 
 
 def grid_step(scores: pd.DataFrame, norm: str, batch: int) -> float:
-    """How finely the tuning resolves one arm: the smaller relative change in the pilot score
-    (:func:`pilot_scores`) from the arm's best rate to a neighbouring rate of the grid; ``inf``
-    where the arm has no finite score. A difference between two arms smaller than this is within
-    what picking the neighbouring rate instead would have moved."""
-    arm = scores[(scores["norm"] == norm) & (scores["batch_size"] == batch)].sort_values("lr")
-    values = arm["score"].to_numpy(dtype=np.float64)
-    ranked = np.where(np.isfinite(values), values, np.inf)
-    if not np.isfinite(ranked).any():
-        return math.inf
-    i = int(np.argmin(ranked))
-    changes = [abs(values[j] / values[i] - 1) for j in (i - 1, i + 1) if 0 <= j < len(values) and np.isfinite(values[j])]
-    return min(changes, default=math.inf)
+    """How finely the tuning resolves one arm (:func:`helpers.evidence.statistics.grid_step` on its
+    pilot scores, :func:`pilot_scores`): the smaller relative change in the pilot error from the
+    arm's best rate to a neighbouring rate; ``inf`` where the arm has no finite score."""
+    from helpers.evidence.statistics import grid_step as step
+
+    arm = scores[(scores["norm"] == norm) & (scores["batch_size"] == batch)]
+    return step(arm["lr"], arm["score"])
 
 
 def _relative(a: np.ndarray, b: np.ndarray, *, claim, a_name: str, b_name: str, quantity: str,

@@ -533,14 +533,10 @@ def _grid_step(scores: pd.DataFrame, activation: str, arrangement: str) -> float
     relative change from the best rate's score to a neighbouring rate's (``inf`` where no neighbour
     has a finite score). A difference between arms below it is within what tuning on that grid can
     resolve: the other rate might have been picked on other pilot seeds."""
-    arm = scores[(scores["activation"] == activation) & (scores["arrangement"] == arrangement)].sort_values("lr")
-    values = arm["score"].to_numpy(dtype=np.float64)
-    ranked = np.where(np.isfinite(values), values, np.inf)
-    if not np.isfinite(ranked).any():
-        return math.inf
-    i = int(np.argmin(ranked))
-    changes = [abs(values[j] / values[i] - 1) for j in (i - 1, i + 1) if 0 <= j < len(values) and np.isfinite(values[j])]
-    return min(changes, default=math.inf)
+    from helpers.evidence.statistics import grid_step
+
+    arm = scores[(scores["activation"] == activation) & (scores["arrangement"] == arrangement)]
+    return grid_step(arm["lr"], arm["score"])
 
 
 def _compare(finals: pd.DataFrame, activation: str, a: str, b: str, quantity: str, seeds=None,

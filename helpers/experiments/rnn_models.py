@@ -271,7 +271,8 @@ def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a:
                     b: str = "no norm", final: str = "final loss", claim: str | None = "fewer",
                     nothing: float = LEARNED_NOTHING, nothing_name: str = "the learned-nothing level",
                     noun: str = "variant", floor: float | None = None, eval_every: int | None = None,
-                    steps_margin: float | None = None, loss_margin: float | None = None) -> dict[str, str]:
+                    steps_margin: float | None = None, loss_margin: float | None = None,
+                    grid_resolution: tuple[float, str] | None = None) -> dict[str, str]:
     """Arm ``a`` (normalized) against arm ``b`` (its plain twin), paired by seed, in two verdicts.
 
     - ``"steps"``: the steps to the threshold, a run that never gets there (``steps`` NaN in
@@ -290,7 +291,9 @@ def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a:
     claimed, the words say which way the interval lies). ``steps_margin`` and ``loss_margin``: the
     equivalence margins (relative) within which the words may say "the same", declared by the
     experiment before its run (``None``: never). ``eval_every``: the evaluation interval, below which
-    a difference in steps is flagged. Where neither arm gets anywhere, the verdict says so (naming
+    a difference in steps is flagged; ``grid_resolution``: ``(relative step, words)``, one step of the
+    tuning grid in the pilot's steps (:func:`helpers.evidence.statistics.grid_step`), flagged the same
+    way where it is the larger. Where neither arm gets anywhere, the verdict says so (naming
     them ``noun``s and the level ``nothing_name``) instead of an empty interval.
     """
     from helpers.evidence.statistics import paired_difference_ci, verdict
@@ -304,6 +307,8 @@ def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a:
         # the difference in steps is about the relative one times B's typical (geometric mean) steps
         resolution = None if eval_every is None else (
             eval_every / float(np.exp(np.mean(np.log(sb)))), f"the evaluation interval ({eval_every} steps)")
+        if grid_resolution is not None and (resolution is None or grid_resolution[0] > resolution[0]):
+            resolution = grid_resolution
         out["steps"] = verdict(ci, a=a, b=b, claim=claim, quantity="steps to the threshold", margin=steps_margin,
                                resolution=resolution)
     fa, fb = paired(finals.assign(final=finals["final"].clip(upper=nothing)), "final", a, b)
