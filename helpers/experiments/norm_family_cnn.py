@@ -396,8 +396,10 @@ def scaled_lr(lr: float, batch: int, base: int = LR_BATCH) -> float:
     seen, a batch 16 times smaller takes 16 times the steps, each at a 16th of the rate.
     """
     fn = "scaled_lr"
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
-        raise ValueError(f"{fn}(): argument 'lr' must be a positive, finite number, got {lr!r}")
+    rates = tuple(lr) if isinstance(lr, (tuple, list)) else (lr,)
+    if not rates or any(isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < math.inf for r in rates):
+        raise ValueError(f"{fn}(): argument 'lr' must be a positive, finite number or a non-empty tuple of them, "
+                         f"got {lr!r}")
     batch = _check_count(fn, "batch", batch)
     base = _check_count(fn, "base", base)
     return lr * batch / base
@@ -452,18 +454,21 @@ def _train_mode_error(model: StackedCNN, x, y, batch: int) -> torch.Tensor:
     return _evaluate(twin, x, y, chunk=batch)[1]
 
 
-def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr: float = 0.03, samples: int = SAMPLES,
+def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr=0.03, samples: int = SAMPLES,
              steps: int | None = None, evals: int = EVALS, eval_set: str = "test", task: Task | None = None,
              progress: bool = False) -> pd.DataFrame:
-    """Train one :class:`StackedCNN` per call, one model per seed, at one batch size and rate.
+    """Train one :class:`StackedCNN` per call, one model per (rate, seed), at one batch size.
 
     Seed ``s`` has one generator, seeded with ``s``: it draws the model's initial weights, then the
     order in which the training images are seen (a fresh permutation per pass). The order is a
     sequence of ``samples`` images, cut into minibatches of ``batch``: at every batch size and with
     every norm, a seed sees the same images in the same order from the same initial weights. Each
     step: the minibatch's mean cross-entropy, one SGD step (momentum :data:`MOMENTUM`, no weight
-    decay, no Nesterov) at rate ``lr`` times :func:`helpers.experiments.placement_tuned.cosine_factor` over
-    the run's ``samples // batch`` steps. The models train in ``train()`` mode: BN normalises with
+    decay, no Nesterov: ``v <- MOMENTUM v + g``, ``w <- w - lr_t v``, as ``torch.optim.SGD``) at
+    rate ``lr_t = lr`` times :func:`helpers.experiments.placement_tuned.cosine_factor` over the
+    run's ``samples // batch`` steps. Several rates train in one stack (each model with its own
+    rate; a seed's models at every rate start alike and see the same images), which costs little
+    more than one: at these sizes a step's time is mostly per-step overhead. The models train in ``train()`` mode: BN normalises with
     each model's own batch statistics and updates its running averages (momentum 0.1).
 
     Evaluation, before step 0's update and at every ``samples / evals`` images seen: the mean
@@ -476,7 +481,8 @@ def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr: float 
         norm: one of :data:`NORMS`.
         seeds: one model per seed.
         batch: the minibatch size; it must divide ``samples``.
-        lr: the rate at this batch size (:func:`scaled_lr` makes it from the tuned one).
+        lr: the rate at this batch size (:func:`scaled_lr` makes it from the tuned one), or a tuple
+            of rates: one model per (rate, seed), rate-major.
         samples: training images seen, in all.
         steps: a cap on the steps (the reproducibility check trains the first few only; the rate's
             schedule is still over ``samples // batch`` steps); ``None``: all of them.
@@ -485,7 +491,7 @@ def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr: float 
         task: the sets (default :func:`make_task`).
 
     Returns:
-        One row per model and recorded step (the first :data:`helpers.evidence.runner.REPRO_STEPS` steps, every
+        One row per model (per rate and seed) and recorded step (the first :data:`helpers.evidence.runner.REPRO_STEPS` steps, every
         evaluation, and the end): ``norm``, ``batch_size``, ``seed``, ``lr``, ``eval_set``, ``step``
         (updates made before the row's measurements), ``samples_seen`` (``step * batch``), ``loss``
         (the minibatch's loss at that step, before its update; NaN after the last one),
@@ -508,19 +514,28 @@ def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr: float 
         raise ValueError(f"{fn}(): argument 'evals' must divide the {total} steps (samples // batch), got {evals}")
     if eval_set not in ("validation", "test"):
         raise ValueError(f"{fn}(): argument 'eval_set' must be 'validation' or 'test', got {eval_set!r}")
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
-        raise ValueError(f"{fn}(): argument 'lr' must be a positive, finite number, got {lr!r}")
+    rates = tuple(lr) if isinstance(lr, (tuple, list)) else (lr,)
+    if not rates or any(isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < math.inf for r in rates):
+        raise ValueError(f"{fn}(): argument 'lr' must be a positive, finite number or a non-empty tuple of them, "
+                         f"got {lr!r}")
     task = make_task() if task is None else task
     x_eval, y_eval = (task.x_valid, task.y_valid) if eval_set == "validation" else (task.x_test, task.y_test)
     n_steps = total if steps is None else min(_check_count(fn, "steps", steps), total)
 
-    gens = [torch.Generator().manual_seed(s) for s in seeds]
+    model_seeds = [s for _ in rates for s in seeds]  # rate-major: (rates, seeds) flattened
+    model_rates = torch.tensor([r for r in rates for _ in seeds], dtype=torch.float32)
+    n_models = len(model_seeds)
+    gens = [torch.Generator().manual_seed(s) for s in model_seeds]
     model = StackedCNN(norm, gens).train()
-    order = _sample_order(gens, samples, len(task.y_train)).view(len(seeds), total, batch)
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=MOMENTUM)
+    order = _sample_order(gens, samples, len(task.y_train)).view(n_models, total, batch)
+    params = list(model.parameters())
+    velocity = [torch.zeros_like(p) for p in params]
+    # every parameter's dim 0 holds the models in blocks, model-major (StackedCNN): each row's rate
+    row_rates = [model_rates.repeat_interleave(p.shape[0] // n_models).view(-1, *[1] * (p.ndim - 1))
+                 for p in params]
     every = total // evals
     recorded = sorted({*range(min(runner.REPRO_STEPS, n_steps)), *range(0, n_steps, every), n_steps})
-    nan = torch.full((len(seeds),), math.nan)
+    nan = torch.full((n_models,), math.nan)
     rows, since = {}, []
     steps_iter = range(n_steps + 1)
     if progress:
@@ -543,12 +558,13 @@ def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr: float 
         idx = order[:, step]  # (models, batch)
         logits = model(task.x_train[idx])
         losses = F.cross_entropy(logits.flatten(0, 1), task.y_train[idx].flatten(), reduction="none").view(
-            len(seeds), batch).mean(1)
-        for group in optimizer.param_groups:
-            group["lr"] = lr * cosine_factor(step, total)
-        optimizer.zero_grad()
-        losses.sum().backward()  # each model's gradient is its own: the models share no weight
-        optimizer.step()
+            n_models, batch).mean(1)
+        grads = torch.autograd.grad(losses.sum(), params)  # each model's own: the models share no weight
+        factor = cosine_factor(step, total)
+        with torch.no_grad():
+            for p, v, g, r in zip(params, velocity, grads, row_rates, strict=True):
+                v.mul_(MOMENTUM).add_(g)
+                p.sub_(r * factor * v)
         measured["loss"] = losses.detach()
         since.append(measured["loss"])
         if step in recorded:
@@ -556,7 +572,8 @@ def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr: float 
     frames = []
     for step, measured in rows.items():
         frames.append(pd.DataFrame({
-            "norm": norm, "batch_size": batch, "seed": seeds, "lr": lr, "eval_set": eval_set, "step": step,
+            "norm": norm, "batch_size": batch, "seed": model_seeds, "lr": [r for r in rates for _ in seeds],
+            "eval_set": eval_set, "step": step,
             "samples_seen": step * batch, **{k: v.numpy().astype(np.float32) for k, v in measured.items()}}))
     return pd.concat(frames, ignore_index=True)
 
@@ -831,8 +848,8 @@ def _norm_family_unit(*, norm: str, batch_size: int, lr, seeds, steps: int) -> p
     for this norm and batch size) trains the fresh seeds, evaluated on the test set.
     """
     if isinstance(lr, tuple):
-        return pd.concat([cnn_runs(norm, seeds, batch=batch_size, lr=scaled_lr(rate, batch_size), steps=steps,
-                                   eval_set="validation") for rate in lr], ignore_index=True)
+        return cnn_runs(norm, seeds, batch=batch_size, lr=tuple(scaled_lr(rate, batch_size) for rate in lr),
+                        steps=steps, eval_set="validation")
     return cnn_runs(norm, seeds, batch=batch_size, lr=scaled_lr(lr, batch_size), steps=steps, eval_set="test")
 
 
@@ -856,9 +873,10 @@ runner.register(runner.Experiment(
     steps=SAMPLES // min(BATCH_SIZES), summarize=norm_family_verdicts, version=2,
     tuning=runner.Tuning(key="lr", rates=RATES, pilot_seeds=PILOT_SEEDS, score=pilot_scores,
                          learned_below=CHANCE_ERROR),
-    # 24 units: each (norm, batch size) tuned on 5 rates over 3 pilot seeds, then 10 fresh seeds at its
-    # best rate. Estimated from the single-rate runs below: pilots about 4,200 s (batch 2 the most: 18,432
-    # steps per rate), reported units about 1,100 s.
+    # 24 units: each (norm, batch size) tuned on 5 rates over 3 pilot seeds (the 15 models of a pilot unit
+    # in one stack: the same numbers as one at a time, to the last bit), then 10 fresh seeds at its best
+    # rate. Estimated from the single-rate runs below: reported units about 1,100 s, pilots less than
+    # the 4,200 s they would take one rate at a time (batch 2 the most: 18,432 steps).
     budget_s=6500,
     # The reproducibility check re-trains unit 17, GroupNorm's reported runs at batch 32 (10 seeds), the
     # calmest: across the kernel paths (`python -m helpers.evidence.reproduction`) its minibatch losses
