@@ -31,6 +31,7 @@ from helpers.experiments.drift import (
     fit_gamma_beta,
     hidden_drift,
     recorded_steps,
+    unit_mean_drift,
 )
 
 
@@ -56,7 +57,7 @@ def test_one_tidy_row_per_model_site_and_step(runs):
     assert list(runs.columns) == [
         "model", "site", "step", "loss", "loss_of_mean", "mean", "std", *PERCENTILES,
         "token_mean_absmax", "token_std_min", "token_std_max", "token_median", "token_skew",
-        "gamma_max_change", "beta_max_abs"]
+        "gamma_max_change", "beta_max_abs", "unit_mean_drift"]
     pairs = list(dict.fromkeys(zip(runs["model"], runs["site"], strict=True)))
     assert pairs == [("no norm", SITES[0]), ("LayerNorm", SITES[0]), ("LayerNorm", SITES[1])]
     for _, run in runs.groupby(["model", "site"]):
@@ -93,6 +94,93 @@ def test_the_recorded_sites_are_the_linear_output_and_layer_norms_output():
         assert row["mean"] == pytest.approx(values.mean().item(), abs=1e-6)
         assert row["std"] == pytest.approx(values.std(unbiased=False).item(), rel=1e-5)
         assert row["token_mean_absmax"] == pytest.approx(values.mean(-1).abs().max().item(), abs=1e-6)
+
+
+# ---------------------------------------------------------------- unit_mean_drift
+
+
+def _values(seed: int, samples: int = 64, units: int = 8) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    # units of very different scales and centres, as a Linear's outputs are
+    return torch.randn(samples, units, generator=g, dtype=torch.float64) * torch.logspace(-2, 2, units, dtype=torch.float64) + 3
+
+
+def test_unit_mean_drift_by_hand_in_float64():
+    before, after = _values(0), _values(1) * 1.5 + 0.2
+    b, a = before.numpy(), after.numpy()
+    expected = np.abs(a.mean(0) - b.mean(0)) / np.sqrt((b.var(0) + a.var(0)) / 2)
+    np.testing.assert_allclose(unit_mean_drift(before, after).numpy(), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("c", [1e-3, -2.0, 50.0])
+def test_unit_mean_drift_is_unchanged_when_a_unit_is_multiplied_by_c(c):
+    before, after = _values(0), _values(1) + 0.5
+    scale = torch.ones(8, dtype=torch.float64)
+    scale[[1, 6]] = c  # two units scaled at both checkpoints, the others left alone
+    torch.testing.assert_close(unit_mean_drift(before * scale, after * scale), unit_mean_drift(before, after),
+                               rtol=1e-12, atol=0)
+    # a shift of a unit at both checkpoints cancels too
+    torch.testing.assert_close(unit_mean_drift(before + 7 * scale, after + 7 * scale), unit_mean_drift(before, after),
+                               rtol=1e-9, atol=0)
+
+
+def test_a_planted_drift_of_k_spreads_reads_k():
+    before = _values(2)
+    k = torch.tensor([0.0, 0.25, 0.5, 1.0, 2.0, 3.0, -1.5, 10.0], dtype=torch.float64)
+    after = before + k * before.std(0, unbiased=False)  # same spread, the mean moved by k of it
+    torch.testing.assert_close(unit_mean_drift(before, after), k.abs(), rtol=1e-12, atol=1e-12)
+    # float32 values (what the network records) read k too, in float64
+    drift = unit_mean_drift(before.float(), after.float())
+    assert drift.dtype == torch.float64 and torch.allclose(drift, k.abs(), atol=1e-5)
+
+
+def test_unit_mean_drift_shapes_nan_and_errors():
+    assert unit_mean_drift(_values(0, 64, 5), _values(1, 10, 5)).shape == (5,)  # sample counts may differ
+    flat = torch.ones(6, 2, dtype=torch.float64)
+    flat[:, 1] = torch.arange(6.0)
+    drift = unit_mean_drift(flat, flat + 1)
+    # the constant unit has no scale of its own; the other moved by 1 in its spread sqrt(35 / 12)
+    assert math.isnan(drift[0]) and drift[1] == pytest.approx(1 / math.sqrt(35 / 12), rel=1e-12)
+    assert math.isnan(unit_mean_drift(flat, flat)[0])
+    with pytest.raises(ValueError, match=r"argument 'before' must be a 2-D tensor \(samples, units\).*got \(64,\)"):
+        unit_mean_drift(torch.zeros(64), torch.zeros(64, 3))
+    with pytest.raises(ValueError, match=r"argument 'after' must be a 2-D tensor.*at least 2 samples, got \(1, 3\)"):
+        unit_mean_drift(torch.zeros(4, 3), torch.zeros(1, 3))
+    with pytest.raises(ValueError, match=r"argument 'after' must be a 2-D tensor.*got ndarray"):
+        unit_mean_drift(torch.zeros(4, 3), np.zeros((4, 3)))
+    with pytest.raises(ValueError, match=r"'before' and 'after' must have the same number of units.*got 3 and 4"):
+        unit_mean_drift(torch.zeros(4, 3), torch.zeros(4, 4))
+
+
+def test_the_recorded_unit_mean_drift_is_each_sites_units_against_step_0():
+    # 3 SGD steps by hand, as hidden_drift trains: the values at each site at steps 0 and 3
+    recorded = hidden_drift(True, steps=3)
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(512, 16, generator=generator)
+    y = torch.sin(x @ torch.randn(16, 1, generator=generator))
+    net = deep_mlp(16, 32, 8, layer_norm=True, generator=generator)
+
+    def sites() -> dict:
+        h = x[:64]
+        with torch.no_grad():
+            for module in list(net)[: 3 * 6 + 1]:  # blocks 0-5, then block 6's Linear
+                h = module(h)
+            return {SITES[0]: h, SITES[1]: net[3 * 6 + 1](h)}  # and block 6's LayerNorm
+
+    first = sites()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.05)
+    for _ in range(3):
+        batch = torch.randint(0, 512, (32,), generator=generator)
+        loss = nn.functional.mse_loss(net(x[batch]), y[batch])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    last = sites()
+    for site in SITES:
+        rows = recorded[recorded["site"] == site]
+        assert rows["unit_mean_drift"].iloc[0] == 0.0
+        assert rows["unit_mean_drift"].iloc[-1] == pytest.approx(
+            unit_mean_drift(first[site], last[site]).mean().item(), rel=1e-6)
 
 
 def test_token_median_and_skew_follow_their_definitions():
@@ -231,7 +319,8 @@ def test_drift_summary_formulas_on_a_hand_made_frame():
     def row(step, mean, std, shift, token_mean, token_std, loss):
         return {"model": "a", "site": "s", "step": step, "loss": loss, "loss_of_mean": 0.5, "mean": mean,
                 "std": std, **{p: q + shift for p, q in zip(PERCENTILES, [-2.0, -1.0, 0.0, 1.0, 2.0], strict=True)},
-                "token_mean_absmax": token_mean, "token_std_min": token_std, "token_std_max": 1.0}
+                "token_mean_absmax": token_mean, "token_std_min": token_std, "token_std_max": 1.0,
+                "unit_mean_drift": abs(mean)}
 
     frame = pd.DataFrame([row(0, 0.0, 2.0, 0.0, 0.1, 1.0, 0.9), row(1, 1.0, 3.0, 1.0, 0.3, 0.5, 0.7),
                           row(2, -0.5, 1.0, -0.5, 0.2, 0.9, 0.6), row(3, 0.0, 1.5, 0.0, 0.2, 0.9, 0.4)])
@@ -243,6 +332,7 @@ def test_drift_summary_formulas_on_a_hand_made_frame():
     assert s["largest mean shift"] == 0.5  # |1 - 0| / 2
     assert s["largest percentile drift"] == 0.5  # every percentile moved by 1, over std 2
     assert s["worst token |mean|"] == 0.3 and s["worst token |std - 1|"] == 0.5
+    assert s["largest unit mean drift"] == 1.0  # the recorded column's largest value
 
 
 # ---------------------------------------------------------------- the stored drift experiment
@@ -280,7 +370,8 @@ def test_drift_by_seed_is_drift_summary_per_seed(stored):
 def test_drift_intervals_pair_the_sites_by_seed(stored):
     by_seed = drift_by_seed(stored.frame)
     intervals = drift_intervals(by_seed)
-    measures = ["largest std change", "std change after step 20", "largest mean shift", "largest percentile drift"]
+    measures = ["largest std change", "std change after step 20", "largest mean shift", "largest percentile drift",
+                "largest unit mean drift"]
     assert list(intervals) == [(c, m) for c in DRIFT_COMPARISONS for m in measures]
     no = by_seed.xs(("no norm", SITES[0]), level=("model", "site"))
     kept = no.index[no["largest std change"].notna()]

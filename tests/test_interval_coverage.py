@@ -32,6 +32,21 @@ def test_the_method_in_use_covers_at_least_93_percent_in_every_scenario_used(sto
     assert (low <= 0.98).all(), low[low > 0.98]
 
 
+@pytest.mark.parametrize("scenario", [n for n, s in ic.SCENARIOS.items() if s.use == "used"])
+def test_the_one_sample_interval_of_a_mean_is_the_simulated_t(scenario, stored):
+    # one_sample_ci (one arm's slopes, fractions, errors) is the t-interval the simulation scores, taken
+    # on one sample instead of the per-seed differences or log-ratios: its coverage is the stored "t"'s
+    spec = ic.SCENARIOS[scenario]
+    a, b = spec.draw(np.random.default_rng(11), 10)
+    d = np.log(a) - np.log(b) if spec.relative else a - b
+    one = statistics.one_sample_ci(d)
+    low, high = ic.interval("t", a, b, spec.relative, np.random.default_rng(0))
+    expected = (-np.expm1(one.high), -np.expm1(one.low)) if spec.relative else (one.low, one.high)
+    assert (low, high) == pytest.approx(expected, rel=1e-12, abs=1e-15)
+    coverage = ic.coverage_table(stored.frame).loc[scenario, "t"]
+    assert (coverage >= ic.REQUIRED).all(), coverage
+
+
 def test_every_scenario_and_size_was_simulated_with_enough_repetitions(stored):
     frame = stored.frame
     reps = frame.groupby(["scenario", "n", "method"])["reps"].sum()

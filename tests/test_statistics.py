@@ -16,8 +16,9 @@ from helpers.evidence.statistics import (
     Reading,
     TimeToThreshold,
     best_rates,
-    bootstrap_ci,
     grid_step,
+    median_order_ranks,
+    one_sample_ci,
     paired_difference_ci,
     reading,
     threshold_level,
@@ -28,78 +29,121 @@ from helpers.evidence.statistics import (
 #: Steps to threshold of 10 seeds, skewed right as such samples are.
 STEPS = [181, 175, 190, 168, 203, 177, 185, 172, 195, 240]
 
-# Few resamples keep the file fast; the intervals' properties hold at any count.
-FAST = {"n_resamples": 999}
+
+# ----------------------------------------------------------------------------- one_sample_ci
 
 
-# ----------------------------------------------------------------------------- bootstrap_ci
-
-
-@pytest.mark.parametrize("statistic, fn", [("mean", np.mean), ("median", np.median)])
-def test_bootstrap_ci_estimate_is_the_statistic_and_inside_the_interval(statistic, fn):
-    ci = bootstrap_ci(STEPS, statistic, **FAST)
-    assert ci.estimate == pytest.approx(fn(STEPS))
-    assert ci.low < ci.estimate < ci.high
+def test_one_sample_ci_of_the_mean_is_students_t_by_hand():
+    x = np.asarray(STEPS, dtype=float)
+    half = stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
+    ci = one_sample_ci(STEPS)
+    assert ci.estimate == pytest.approx(x.mean())
+    assert (ci.low, ci.high) == pytest.approx((x.mean() - half, x.mean() + half), rel=1e-12)
     assert ci.n == 10 and ci.confidence == 0.95 and ci.note == ""
 
 
-def test_bootstrap_ci_narrows_as_seeds_are_added():
+def test_one_sample_ci_of_the_mean_is_the_paired_interval_on_the_differences():
+    # a paired t-interval is this interval on the differences: the coverage stored for "t" is its own
+    rng = np.random.default_rng(3)
+    a, b = rng.lognormal(0, 0.5, 10), rng.lognormal(0, 0.5, 10)
+    one, paired = one_sample_ci(a - b), paired_difference_ci(a, b)
+    assert (one.estimate, one.low, one.high) == pytest.approx((paired.estimate, paired.low, paired.high), rel=1e-12)
+
+
+def test_one_sample_ci_of_the_median_is_between_order_statistics():
+    ordered = sorted(STEPS)
+    ci = one_sample_ci(STEPS, "median")
+    # at 10 values the 2nd smallest and the 2nd largest: 1 - 2 P(Bin(10, 1/2) <= 1) = 1 - 22/1024
+    assert (ci.estimate, ci.low, ci.high) == (np.median(STEPS), ordered[1], ordered[8])
+    assert median_order_ranks(10) == (2, 9)
+
+
+@pytest.mark.parametrize("n", range(6, 41))
+def test_median_ranks_reach_the_confidence_and_are_the_narrowest_that_do(n):
+    r, s = median_order_ranks(n)
+    assert s == n + 1 - r
+    assert 1 - 2 * stats.binom.cdf(r - 1, n, 0.5) >= 0.95
+    if r < n // 2:  # one rank further in falls short
+        assert 1 - 2 * stats.binom.cdf(r, n, 0.5) < 0.95
+
+
+def test_median_interval_covers_at_least_95_percent_on_skewed_tied_samples():
+    # capped lognormal steps on an evaluation grid of 10 (ties): the guarantee holds for any distribution
+    rng = np.random.default_rng(0)
+    truth = np.median(np.minimum(np.ceil(rng.lognormal(np.log(300), 0.6, 4_000_000) / 10) * 10, 600))
+    covered = 0
+    for _ in range(2000):
+        x = np.minimum(np.ceil(rng.lognormal(np.log(300), 0.6, 10) / 10) * 10, 600)
+        ci = one_sample_ci(x, "median")
+        covered += ci.low <= truth <= ci.high
+    # 2,000 draws: 95% is within 1 point (2 standard errors); the bound at 10 values is 97.9%
+    assert covered / 2000 >= 0.95
+
+
+def test_one_sample_ci_of_the_median_is_refused_below_six_values():
+    with pytest.raises(ValueError, match=r"'values'.*at least 6 values.*median.*got 5"):
+        one_sample_ci([1, 2, 3, 4, 5], "median")
+    assert median_order_ranks(5) is None and median_order_ranks(6) == (1, 6)
+
+
+def test_one_sample_ci_narrows_as_seeds_are_added():
     rng = np.random.default_rng(0)
     sample = rng.normal(100, 10, size=160)
-    widths = [(ci.high - ci.low) for ci in (bootstrap_ci(sample[:n], **FAST) for n in (10, 40, 160))]
+    widths = [(ci.high - ci.low) for ci in (one_sample_ci(sample[:n]) for n in (10, 40, 160))]
     assert widths[0] > widths[1] > widths[2]
     # The standard error falls as 1/sqrt(n): 16 times the seeds, about a quarter of the width.
     assert widths[2] / widths[0] == pytest.approx(0.25, rel=0.5)
 
 
-def test_bootstrap_ci_is_reproducible_and_depends_on_the_seed():
-    assert bootstrap_ci(STEPS, **FAST) == bootstrap_ci(STEPS, **FAST)
-    assert bootstrap_ci(STEPS, seed=1, **FAST) != bootstrap_ci(STEPS, seed=2, **FAST)
-
-
-def test_bootstrap_ci_wider_at_higher_confidence():
-    ci90 = bootstrap_ci(STEPS, confidence=0.9, **FAST)
-    ci99 = bootstrap_ci(STEPS, confidence=0.99, **FAST)
+@pytest.mark.parametrize("statistic", ["mean", "median"])
+def test_one_sample_ci_wider_at_higher_confidence(statistic):
+    ci90 = one_sample_ci(STEPS * 2, statistic, confidence=0.9)
+    ci99 = one_sample_ci(STEPS * 2, statistic, confidence=0.99)
     assert ci99.low < ci90.low and ci99.high > ci90.high
 
 
 @pytest.mark.parametrize("statistic", ["mean", "median"])
-def test_bootstrap_ci_constant_sample_is_degenerate_not_nan(statistic):
-    # Every seed hit the step cap: no spread, and SciPy's BCa would return NaN.
-    ci = bootstrap_ci([300] * 10, statistic)
+def test_one_sample_ci_constant_sample_is_degenerate_not_nan(statistic):
+    # Every seed hit the step cap: no spread, and a t-interval's sd would be 0 (NaN ends from SciPy).
+    ci = one_sample_ci([300] * 10, statistic)
     assert (ci.estimate, ci.low, ci.high) == (300, 300, 300)
-    assert "all seeds equal" in ci.note
 
 
-def test_bootstrap_ci_falls_back_to_percentile_where_bca_is_undefined():
-    # Median of mostly tied values: every jackknife median (leave one out) is 3, so BCa's
-    # acceleration is 0/0; the resampled medians still spread, over 3 and 4.
-    ci = bootstrap_ci([3, 3, 3, 3, 4], "median", **FAST)
-    assert (ci.estimate, ci.low, ci.high) == (3, 3, 4)
-    assert "percentile" in ci.note
+def test_one_sample_ci_mean_notes_a_sample_without_spread():
+    assert one_sample_ci([300] * 10).note == "all seeds equal: no spread between seeds"
+    # rounding noise is no spread either
+    ci = one_sample_ci(np.log(0.7 * np.array([3.0, 7.0, 11.0])) - np.log([3.0, 7.0, 11.0]))
+    assert ci.low == ci.high == ci.estimate and "no spread" in ci.note
 
 
-def test_bootstrap_ci_degenerate_resamples_without_constant_values():
-    # Nine 5s and one 6: a resample's median is 6 only if at least 5 of 10 draws are the 6
-    # (chance about 0.0016), so all 999 resampled medians are 5.
-    ci = bootstrap_ci([5, 5, 5, 5, 5, 5, 5, 5, 5, 6], "median", **FAST)
-    assert (ci.estimate, ci.low, ci.high) == (5, 5, 5)
-    assert "same value" in ci.note
+def test_one_sample_ci_is_cut_to_the_possible_range():
+    # nine seeds close the whole gap, one closes a tenth: the symmetric t-interval reaches past 1
+    closed = [0.99, 0.995, 0.99, 0.998, 0.994, 0.1, 0.997, 0.996, 0.995, 0.993]
+    free, cut = one_sample_ci(closed), one_sample_ci(closed, bounds=(0, 1))
+    assert free.high > 1
+    assert (cut.estimate, cut.low, cut.high) == (free.estimate, free.low, 1.0)
+    assert "cut to the possible range [0, 1]" in cut.note
+    # inside the range nothing changes, and no note is added
+    assert one_sample_ci(STEPS, bounds=(0, 1000)) == one_sample_ci(STEPS)
+    with pytest.raises(ValueError, match=r"'values'.*within bounds=\(0, 1\).*0.1 to 2"):
+        one_sample_ci([0.1, 2.0, 0.5], bounds=(0, 1))
+    with pytest.raises(ValueError, match=r"'bounds'.*low < high.*\(1, 0\)"):
+        one_sample_ci(closed, bounds=(1, 0))
+    with pytest.raises(ValueError, match=r"'bounds'.*pair.*got 1"):
+        one_sample_ci(closed, bounds=1)
 
 
-def test_bootstrap_ci_argument_errors_name_the_argument():
+def test_one_sample_ci_argument_errors_name_the_argument():
     with pytest.raises(ValueError, match=r"'values'.*at least 2.*got 1"):
-        bootstrap_ci([1.0])
+        one_sample_ci([1.0])
     with pytest.raises(ValueError, match=r"'values'.*finite.*nan"):
-        bootstrap_ci([1.0, float("nan"), 2.0])
+        one_sample_ci([1.0, float("nan"), 2.0])
     with pytest.raises(ValueError, match=r"'values'.*1-D.*\(2, 2\)"):
-        bootstrap_ci([[1, 2], [3, 4]])
+        one_sample_ci([[1, 2], [3, 4]])
     with pytest.raises(ValueError, match=r"'statistic'.*'mean', 'median'.*'mode'"):
-        bootstrap_ci(STEPS, "mode")
+        one_sample_ci(STEPS, "mode")
     with pytest.raises(ValueError, match=r"'confidence'.*\(0, 1\).*95"):
-        bootstrap_ci(STEPS, confidence=95)
-    with pytest.raises(ValueError, match=r"'n_resamples'.*positive int.*0"):
-        bootstrap_ci(STEPS, n_resamples=0)
+        one_sample_ci(STEPS, confidence=95)
 
 
 def test_interval_str():

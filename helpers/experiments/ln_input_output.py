@@ -32,7 +32,7 @@ import torch
 from scipy.optimize import curve_fit
 
 from helpers.evidence import runner
-from helpers.evidence.statistics import bootstrap_ci
+from helpers.evidence.statistics import one_sample_ci
 from helpers.experiments.small_transformer import (
     EVAL_EVERY,
     N_COPY,
@@ -174,7 +174,7 @@ def _pct(x: float) -> str:
 
 def s_shape_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     """Per LN and moment, ``"map, <moment>, <layer>"``: the mean share of the line's residual that
-    the tanh fit removes, over seeds, with its 95% BCa bootstrap interval, and the word the interval allows
+    the tanh fit removes, over seeds, with its 95% t-interval, and the word the interval allows
     (S-shaped, close to a line, or undecided; :data:`S_SHAPED`); ``"S-shaped LNs, <moment>"``:
     how many of the LNs are; and ``"S-shaped, LNs after block 1, <moment>"``: whether the deeper LNs,
     where DyT's authors saw the S, all are ("yes"), all are close to a line ("no"), or neither
@@ -188,7 +188,7 @@ def s_shape_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         deeper = {}
         for layer in layers:
             one = part[part["layer"] == layer]
-            ci = bootstrap_ci(one["removed"].to_numpy())
+            ci = one_sample_ci(one["removed"].to_numpy())
             if ci.low >= S_SHAPED:
                 word, shaped = "S-shaped", shaped + 1
             elif ci.high < S_SHAPED:

@@ -645,13 +645,13 @@ def pilot_scores(frame: pd.DataFrame) -> pd.DataFrame:
 
 def error_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Per norm and batch size, over the reported seeds: the rate, the seeds, the mean test error with
-    its 95% BCa interval (:func:`helpers.evidence.statistics.bootstrap_ci`), the mean loss, and for BN the mean
+    its 95% t-interval (:func:`helpers.evidence.statistics.one_sample_ci`), the mean loss, and for BN the mean
     error in ``train()`` mode. One row per (norm, batch size); errors as fractions."""
-    from helpers.evidence.statistics import bootstrap_ci
+    from helpers.evidence.statistics import one_sample_ci
 
     rows = []
     for (norm, b), runs in final_errors(frame).groupby(["norm", "batch_size"], sort=False):
-        ci = bootstrap_ci(runs["error"])
+        ci = one_sample_ci(runs["error"])
         rows.append({"norm": norm, "batch_size": int(b), "lr": runs["lr"].iloc[0], "seeds": len(runs),
                      "error": ci.estimate, "error_low": ci.low, "error_high": ci.high, "loss": runs["loss"].mean(),
                      "train_mode_error": runs["train_mode_error"].mean()})

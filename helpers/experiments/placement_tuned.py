@@ -708,17 +708,17 @@ def xiong_grad_norms(forms=tuple(FORMS), depths=XIONG_DEPTHS, seeds=(0, 1), *, n
 
 
 def depth_slope(table: pd.DataFrame, value: str = "grad_norm"):
-    """The slope of ``log(value)`` against ``log(blocks)``, with a bootstrap interval over seeds.
+    """The slope of ``log(value)`` against ``log(blocks)``, with a t-interval over seeds.
 
     ``table`` holds one row per (seed, blocks). With every seed measured at the same depths, the
     least-squares slope through all points equals the mean of the seeds' own slopes (the slope is
     linear in the values, and its weights depend only on the depths), so the seeds, the independent
-    units, are resampled: :func:`helpers.evidence.statistics.bootstrap_ci` of the per-seed slopes.
+    units, give the interval: :func:`helpers.evidence.statistics.one_sample_ci` of the per-seed slopes.
 
     Returns:
-        An :class:`helpers.evidence.statistics.Interval` (mean of the per-seed slopes, 95% BCa interval).
+        An :class:`helpers.evidence.statistics.Interval` (mean of the per-seed slopes, 95% t-interval).
     """
-    from helpers.evidence.statistics import bootstrap_ci
+    from helpers.evidence.statistics import one_sample_ci
 
     wide = table.pivot_table(index="seed", columns="blocks", values=value)
     if wide.isna().any().any():
@@ -726,7 +726,7 @@ def depth_slope(table: pd.DataFrame, value: str = "grad_norm"):
     x = np.log(wide.columns.to_numpy(dtype=np.float64))
     y = np.log(wide.to_numpy(dtype=np.float64))
     slopes = ((x - x.mean()) * (y - y.mean(axis=1, keepdims=True))).sum(axis=1) / ((x - x.mean()) ** 2).sum()
-    return bootstrap_ci(slopes)
+    return one_sample_ci(slopes)
 
 
 def _fraction(value: float) -> str:

@@ -602,10 +602,10 @@ def _largest_stable(pilot: pd.DataFrame, arm: str, cap: int) -> str:
 def _learns(finals: pd.DataFrame) -> str:
     """Whether an arm's reported runs close at least half the gap between :data:`NO_COPY` and
     :data:`FLOOR`: the mean fraction closed over seeds with its interval, in words."""
-    from helpers.evidence.statistics import bootstrap_ci
+    from helpers.evidence.statistics import one_sample_ci
 
     closed = _gap_closed(finals["final"])
-    ci = bootstrap_ci(closed.to_numpy())
+    ci = one_sample_ci(closed.to_numpy(), bounds=(0.0, 1.0))  # no run closes more than the whole gap
     below = int((finals["final"] < THRESHOLD).sum())
     lr = ", ".join(f"{r:g}" for r in sorted(finals["lr"].unique()))
     note = f"; {ci.note}" if ci.note else ""
@@ -661,8 +661,8 @@ def small_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 
     Paired by seed, for each of :data:`COMPARISONS`: ``"steps, A vs B"`` and ``"final loss, A vs
     B"`` (the excess over :data:`FLOOR`), with 95% t-intervals over the seeds on the per-seed
-    log-ratios (:func:`helpers.evidence.statistics.paired_difference_ci`); ``"learns"`` with a 95% BCa
-    bootstrap interval (:func:`helpers.evidence.statistics.bootstrap_ci`).
+    log-ratios (:func:`helpers.evidence.statistics.paired_difference_ci`); ``"learns"`` with a 95%
+    t-interval over the seeds (:func:`helpers.evidence.statistics.one_sample_ci`).
     """
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
