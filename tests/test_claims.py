@@ -1,19 +1,25 @@
 """Claims against the stored verdicts: every claim classifies from its stored verdict (never
 silently), the words decide the outcome for each kind of claim, the deep dives' ledgers carry that
-outcome, and a changed stored verdict changes the core path's card."""
+outcome, and a changed stored verdict changes the core path's card. A check computed in a notebook
+gives its outcome from its own result, and a claim with no evidence is "not tested"."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+import torch
 
 from helpers.evidence import claims, runner
 from helpers.evidence.claims import (
     CORE_CLAIMS,
     OUTCOMES,
+    Check,
     Claim,
     better_arm,
+    checked,
     claims_ledger,
     evidence_card,
+    evidence_ledger,
     outcome,
     sentence,
 )
@@ -172,3 +178,56 @@ def test_the_ledger_gives_each_claim_its_outcome_and_the_stored_words():
     assert ledger["stored result"].iloc[0] == f'small_transformer: "{key}"'
     with pytest.raises(KeyError, match="stores no verdict 'nope'"):
         claims_ledger([("a claim", "small_transformer", "nope", "A")])
+
+
+@pytest.mark.parametrize("holds, expected", [
+    (True, "supported"), (False, "refuted"), (np.bool_(True), "supported"), (np.array([False]), "refuted"),
+    (torch.tensor(True), "supported"), (torch.tensor([[False]]), "refuted"),
+    (torch.equal(torch.zeros(2), torch.zeros(2)), "supported"), ((torch.arange(3) > 1).all(), "refuted"),
+    (Check(np.float64(0.5) < 1, "0.5"), "supported"), (Check(False), "refuted"),
+])
+def test_a_check_gives_supported_when_it_holds_and_refuted_when_not(holds, expected):
+    assert checked(holds) == expected
+
+
+@pytest.mark.parametrize("holds", [1, 0.0, "yes", None, torch.tensor([True, False]), torch.tensor(1.0),
+                                   np.array([1, 0])])
+def test_anything_but_the_result_of_a_check_raises(holds):
+    with pytest.raises(TypeError, match="argument 'holds' must be a bool"):
+        checked(holds)
+
+
+def test_the_evidence_ledger_reads_each_kind_of_evidence():
+    stored = runner.load("small_transformer").verdicts
+    key = "steps, Pre-LN vs no norm"
+    claim = Claim("x", "small_transformer", key, "Pre-LN")
+    errors = torch.tensor([1e-7, 3e-7])
+    rows = [("Pre-LN speeds a Transformer up", claim, "section 2"),
+            ("the errors stay below 1e-6", Check((errors < 1e-6).all(), f"largest {errors.max():.0e}"), "a cell"),
+            ("... and below 1e-7", (errors < 1e-7).all(), "the same cell"),
+            ("a cited claim", None, "Ba et al. 2016")]
+    ledger = evidence_ledger(rows)
+    assert list(ledger.columns) == ["outcome", "evidence", "shown in"]
+    assert list(ledger.index) == [r[0] for r in rows]
+    assert ledger["outcome"].tolist() == [outcome(claim), "supported", "refuted", "not tested"]
+    assert ledger["evidence"].tolist() == [f'small_transformer: "{key}": {stored[key]}', "largest 3e-07",
+                                           "computed in this notebook", ""]
+    assert ledger["shown in"].tolist() == [r[2] for r in rows]
+    with pytest.raises(KeyError, match="stores no verdict 'nope'"):
+        evidence_ledger([("a claim", Claim("x", "small_transformer", "nope", "A"), "here")])
+    with pytest.raises(ValueError, match=r"\(claim, evidence, shown in\)"):
+        evidence_ledger([("a claim", True)])
+
+
+def test_a_changed_result_changes_the_evidence_ledgers_word(monkeypatch):
+    claim = Claim("x", "small_transformer", "steps, Pre-LN vs no norm", "Pre-LN")
+    before = evidence_ledger([("c", claim, "s")])["outcome"].iloc[0]
+    words = {"supported": "no difference detectable with 10 seeds: Pre-LN vs no norm, +1% (95% CI -2% to 4%)",
+             "refuted": "Pre-LN needs 20% fewer steps to the threshold than no norm (95% CI 10% to 30%)",
+             "undecided": "Pre-LN needs 20% fewer steps to the threshold than no norm (95% CI 10% to 30%)"}[before]
+    monkeypatch.setattr(claims.runner, "load", lambda name, *a, **k: _Words(words))
+    after = evidence_ledger([("c", Claim("x", "any", "k", "Pre-LN"), "s")])["outcome"].iloc[0]
+    assert after != before
+    measured = torch.tensor([0.5, 2.0])
+    assert evidence_ledger([("c", (measured < 1).all(), "s")])["outcome"].iloc[0] == "refuted"
+    assert evidence_ledger([("c", (measured < 3).all(), "s")])["outcome"].iloc[0] == "supported"

@@ -11,6 +11,13 @@ key). A verdict it cannot read raises: no claim is ever classified silently. It 
 where a claim meets its verdict: the deep dives' ledgers (:func:`claims_ledger`) and the core
 path's card (:func:`evidence_card`) both call it.
 
+Deep dives whose claims rest on computations in the notebook itself (an identity checked against
+torch, a measured error against its bound) rather than on a stored experiment use
+:func:`evidence_ledger`: each row's outcome is :func:`outcome` for a stored verdict, :func:`checked`
+for a check evaluated in the notebook (``"supported"`` when it holds, ``"refuted"`` when it does
+not, so a changed result changes the word), and ``"not tested"`` for a claim that rests on a
+citation alone.
+
 :func:`evidence_card` renders the core path's closing card (HTML): one plain sentence per claim, with
 no number and no statistics word of its own, each linked to its deep dive. It speaks the language
 set by :func:`helpers.set_language`: under ``"zh"`` (the Chinese edition, in ``notebooks/zh/``)
@@ -20,6 +27,7 @@ the sentences are Chinese and the links lead one folder up, to the deep dives.
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,8 +38,8 @@ from helpers.evidence import runner
 from helpers.evidence.statistics import reading
 from helpers.language import Text, get_language, say
 
-__all__ = ["CORE_CLAIMS", "KINDS", "OUTCOMES", "Claim", "better_arm", "claims_ledger", "evidence_card", "outcome",
-           "sentence"]
+__all__ = ["CORE_CLAIMS", "KINDS", "OUTCOMES", "Check", "Claim", "better_arm", "checked", "claims_ledger",
+           "evidence_card", "evidence_ledger", "outcome", "sentence"]
 
 OUTCOMES = ("supported", "refuted", "undecided", "not tested")
 
@@ -137,6 +145,17 @@ def _outcome(claim: Claim, words: str) -> str:
     return "refuted" if said.beyond_margin or not said.margin else "undecided"
 
 
+def _stored(claim: Claim) -> tuple[str, str]:
+    """``claim``'s outcome and its stored verdict's words. Raises KeyError when no stored result
+    holds the key (a ledger row is never silently "not tested" by a typo)."""
+    words = _verdict_words(claim)
+    if words is None:
+        verdicts = runner.load(claim.experiment).verdicts
+        raise KeyError(f"experiment {claim.experiment!r} stores no verdict {claim.key!r}; it stores "
+                       f"{len(verdicts)}, e.g. {sorted(verdicts)[:3]}")
+    return _outcome(claim, words), words
+
+
 def claims_ledger(rows: Iterable[Claim | tuple]) -> pd.DataFrame:
     """A notebook's claims ledger: for each claim of ``rows`` (a :class:`Claim`, or a tuple of its
     first arguments, ``(text, experiment, key, favours)``), its :func:`outcome`, the stored verdict
@@ -146,14 +165,76 @@ def claims_ledger(rows: Iterable[Claim | tuple]) -> pd.DataFrame:
     out = []
     for row in rows:
         claim = row if isinstance(row, Claim) else Claim(*row)
-        words = _verdict_words(claim)
-        if words is None:
-            verdicts = runner.load(claim.experiment).verdicts
-            raise KeyError(f"experiment {claim.experiment!r} stores no verdict {claim.key!r}; it stores "
-                           f"{len(verdicts)}, e.g. {sorted(verdicts)[:3]}")
-        out.append({"claim": claim.text, "outcome": _outcome(claim, words), "verdict": words,
+        said, words = _stored(claim)
+        out.append({"claim": claim.text, "outcome": said, "verdict": words,
                     "stored result": f'{claim.experiment}: "{claim.key}"'})
     return pd.DataFrame(out, columns=["claim", "outcome", "verdict", "stored result"]).set_index("claim")
+
+
+@dataclass(frozen=True)
+class Check:
+    """A claim's check, computed in the notebook: whether it holds, and what was measured.
+
+    Args:
+        holds: the check's result: a bool, a NumPy bool or a one-element bool tensor, computed
+            in the cell from the notebook's own results (never typed in).
+        measured: the measured number(s) the check read, in words (e.g. ``"ratio 0.98 to 1.03"``),
+            shown beside the outcome; may be empty.
+    """
+
+    holds: object
+    measured: str = ""
+
+
+def checked(holds) -> str:
+    """``"supported"`` when a check computed in the notebook holds, ``"refuted"`` when it does not.
+
+    ``holds`` is a bool, a NumPy bool or a one-element bool tensor (``torch.equal(...)``,
+    ``(errors < bound).all()``). Anything else raises TypeError: a number, a string or a
+    many-element tensor is not the result of a check, and reading its truth would hide that."""
+    if isinstance(holds, Check):
+        holds = holds.holds
+    if hasattr(holds, "dtype") and hasattr(holds, "shape"):  # a NumPy scalar or array, a torch tensor
+        if str(holds.dtype) not in ("bool", "torch.bool") or math.prod(holds.shape) != 1:
+            raise TypeError(f"checked(): argument 'holds' must be a bool or a one-element bool array or tensor, "
+                            f"got dtype {holds.dtype} of shape {tuple(holds.shape)}")
+        holds = bool(holds.item())
+    if not isinstance(holds, bool):
+        raise TypeError(f"checked(): argument 'holds' must be a bool (the result of a check), "
+                        f"got {type(holds).__name__} {holds!r}")
+    return "supported" if holds else "refuted"
+
+
+def evidence_ledger(rows: Iterable[tuple]) -> pd.DataFrame:
+    """A deep dive's claims ledger when its evidence is of three kinds: stored verdicts,
+    computations in the notebook, and citations.
+
+    Each row of ``rows`` is ``(claim, evidence, shown in)``: the claim in words, its evidence, and
+    where the notebook (or a cited source) shows it. The evidence decides the outcome:
+
+    - a :class:`Claim`: its stored verdict, read by :func:`outcome` (a key that no stored result
+      holds raises, as in :func:`claims_ledger`); the evidence column gives the verdict's words;
+    - a :class:`Check`, or the bare result of a check: :func:`checked`; the evidence column gives
+      what was measured;
+    - ``None``: nothing here tests the claim (it rests on a citation): ``"not tested"``.
+
+    Returns one row per claim, indexed by ``claim``, columns ``outcome``, ``evidence`` and
+    ``shown in``."""
+    out = []
+    for row in rows:
+        if not isinstance(row, tuple) or len(row) != 3:
+            raise ValueError(f"evidence_ledger(): each row must be a tuple (claim, evidence, shown in), got {row!r}")
+        text, evidence, shown_in = row
+        if isinstance(evidence, Claim):
+            said, words = _stored(evidence)
+            words = f'{evidence.experiment}: "{evidence.key}": {words}'
+        elif evidence is None:
+            said, words = "not tested", ""
+        else:
+            check = evidence if isinstance(evidence, Check) else Check(evidence)
+            said, words = checked(check.holds), check.measured or "computed in this notebook"
+        out.append({"claim": text, "outcome": said, "evidence": words, "shown in": shown_in})
+    return pd.DataFrame(out, columns=["claim", "outcome", "evidence", "shown in"]).set_index("claim")
 
 
 _SAYS = {

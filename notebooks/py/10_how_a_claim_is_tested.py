@@ -230,7 +230,11 @@ runner.print_verdicts("placement_tuned", "final loss, tanh, LN -> act vs no norm
 # (*supported* when the interval lies on its side of 0, *refuted* on the other side or within the
 # margin, *undecided* when it holds 0), that two arms are the same (*supported* only inside the
 # margin, *refuted* only wholly beyond it), or that one is at least as good; *not tested* where no
-# stored result holds it. The core path's closing card reads the same outcomes.
+# stored result holds it. The core path's closing card reads the same outcomes. Where a deep dive's
+# claims rest on its own cells rather than on training runs (an identity checked against torch, a
+# measured error against its bound: deep dives 11, 14 and 16), the ledger evaluates each check in
+# its cell, *supported* when it holds and *refuted* when it does not, and marks a claim that rests
+# on a citation alone *not tested*.
 
 # %% [markdown]
 # ## 6 · What a verdict does not say

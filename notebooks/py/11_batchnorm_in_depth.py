@@ -79,6 +79,7 @@ from IPython.display import display
 from torch import nn
 
 from helpers import plots
+from helpers.evidence import claims
 from helpers.exercises.checking import compare
 from helpers.lessons import bn_vs_ln
 from helpers.lessons.bn_vs_ln import check_batch_norm_train, check_running_var_update
@@ -201,12 +202,15 @@ assert (others.iloc[:, 1] == 0).all()  # LN: the other samples' outputs do not c
 
 # %%
 one = torch.randn(1, 3, generator=torch.Generator().manual_seed(1))
+refused = []  # the layers that raised
 for layer in (nn.BatchNorm1d(3), helpers.BatchNorm1d(3)):
     try:
         layer(one)
     except ValueError as err:
+        refused.append(layer)
         print(f"{type(layer).__module__}.{type(layer).__name__}: ValueError: {err}")
-print("LayerNorm on one sample:", nn.LayerNorm(3)(one).detach())
+one_ln = nn.LayerNorm(3)(one).detach()
+print("LayerNorm on one sample:", one_ln)
 
 # %% [markdown]
 # ### Small batches give noisy statistics
@@ -240,7 +244,8 @@ print(f"batch of 2: the mean wanders by {noise['std_of_batch_mean'][1]:.2f} std;
 
 # %%
 pair = torch.randn(2, 32, generator=torch.Generator().manual_seed(12))  # 2 samples x 32 units
-fired = torch.relu(F.batch_norm(pair, None, None, training=True))
+pair_bn = F.batch_norm(pair, None, None, training=True)  # each unit: its two values mapped to -1 and +1
+fired = torch.relu(pair_bn)
 assert ((fired > 0).sum(dim=0) == 1).all()  # every unit: one sample fires, the other does not
 top = fired.max(dim=0).values  # what the firing sample gives, per unit
 assert (top > 0.5).all() and (top > 0.99).sum() >= 30  # about 1: less only where the two values nearly tie (eps)
@@ -470,9 +475,11 @@ print("the same shift and scale on every feature: LN's outputs move by",
 
 # %%
 seq = torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(8)) * 3 + 1  # (B, T, D), T != D
+layout_raised = False
 try:
     nn.BatchNorm1d(4)(seq)
 except RuntimeError as err:
+    layout_raised = True
     print("(B, T, D) = (2, 5, 4) into BatchNorm1d(4):", str(err).split("\n")[0])
 square = torch.randn(2, 4, 4, generator=torch.Generator().manual_seed(9)) * torch.tensor([1.0, 5.0, 0.2, 3.0])  # T == D
 wrong = nn.BatchNorm1d(4)(square)  # runs: but dim 1 is T here, not the features
@@ -656,30 +663,128 @@ check_running_var_update(my_running_var)
 # </details>
 
 # %% [markdown]
-# ## Summary
+# ## Claims ledger
 #
-# | claim | shown in |
-# |---|---|
-# | BN takes each feature's mean and variance over the batch; LN each sample's over its features | core notebook 00, §2 (its code); §2 figure and group sizes |
-# | BN and LN written as one function over two dims match torch on the two-sample example | core notebook 00, §2 (its asserts) |
-# | with two samples, BN maps every feature to ±1 | core notebook 00, §2 (its printed output) |
-# | for `(batch, seq_len, features)`, BN pools each feature over all samples and positions, per-token LN each token alone | §2 |
-# | moving one sample changes BN's output for the other samples; LN's not at all | §3 widget and table |
-# | BN refuses one value per channel in training; LN takes one sample | §4 try/except |
-# | with two samples and a ReLU, one sample fires per unit: BN's training at batch 2 sees only which sample is larger | §4 |
-# | the batch mean's noise shrinks like 1/√B | §4 `batch_mean_noise`, figure |
-# | with the same samples seen at every batch size and each norm's rate tuned at each batch size, small batches hurt BN: at batch 2, 4 and 8 it is far below LN, near chance at batch 2; precise statistics do not help, train mode is worse | §4 stored experiment `batch_size`: the verdicts printed in *The answer* and in §4 |
-# | at batch 32 and 128 no difference between BN and LN is detectable with 10 seeds (intervals reaching just across 0) | §4 stored experiment `batch_size` |
-# | LN is above no norm at every batch size (every interval above 0) | §4 stored experiment `batch_size` |
-# | BN keeps `running_mean`, `running_var` (unbiased), `num_batches_tracked`; `momentum=None` is a cumulative average | §5 |
-# | the batch is normalized with the biased variance; the biased variance underestimates by (n−1)/n | §5 asserts, Monte Carlo |
-# | with per-feature shifted data, BN in `eval()` passes the shift through and LN's outputs move too; LN removes only a shift common to all features | §5 `shift_robustness` |
-# | BN pools each channel over `(N, H, W)` in images; its batch noise acts as a regulariser | §2 images; Ioffe & Szegedy (2015) §3.4 |
-# | `nn.BatchNorm1d` wants `(N, C, L)`: on `(B, T, D)` it raises, or with `T == D` normalizes the wrong axis; the transpose fixes it | §6 layout |
-# | pad tokens change real tokens' BN outputs; per-token LN is untouched | §6 `padding_pollution` |
-# | LN was proposed for RNNs (variable lengths, per-step statistics); the Transformer used it citing Ba et al.; batch statistics fluctuate strongly in NLP Transformers | Ba et al. (2016); Vaswani et al. (2017); Shen et al. (2020); deep dive 16 |
-# | Table 1 of Ba et al. (2016), measured for BN, WeightNorm and LN, plus RMSNorm (Zhang & Sennrich's Table 1); weight re-scaling invariance makes the gradient shrink as the weights grow | §7 |
-#
+# Each claim this notebook makes, its outcome and its evidence. A claim resting on a stored
+# verdict gets the outcome `helpers.evidence.claims.outcome` reads from it
+# ([10](10_how_a_claim_is_tested.ipynb) says how); a claim resting on a check in the cells above
+# gets "supported" when that check, evaluated here on the cells' results, holds and "refuted" when
+# it does not; a claim resting on a citation alone is "not tested". (The two-sample example's
+# claims, BN and LN as one function over two dims, are core notebook
+# [00](00_what_layernorm_computes.ipynb)'s, checked there.)
+
+# %%
+def groups_of(norm, ndim):
+    """'k groups of n' for section 2's pooling: how many means a norm takes, and over how many values."""
+    per_group, count = sizes.loc[(norm, ndim)].tolist()
+    return f"{count} groups of {per_group}"
+
+
+def batch_verdict(key, favours):
+    """A stored verdict of `batch_size` (test accuracy: higher is better)."""
+    return claims.Claim(key, "batch_size", key, favours, lower_is_better=False)
+
+
+STORED = "§4, stored experiment `batch_size`"
+mean_accuracy = accuracy.xs("mean", axis=1, level=1)
+bn_at_2 = mean_accuracy.loc[2, "BatchNorm"]
+train_mode_lower = (mean_accuracy.loc[[2, 4, 8], "BatchNorm, train mode"] < mean_accuracy.loc[[2, 4, 8], "BatchNorm"])
+noise_ratio = noise["std_of_batch_mean"] / noise["theory"]
+mean_biased = samples.var(dim=1, unbiased=False).mean().item()
+at_one = pair_bn.abs() > 0.99
+LEDGER = [  # (claim, evidence, shown in): a stored verdict, a check computed above, or None (a citation only)
+    ("BN takes each feature's mean and variance over the batch, LN each sample's over its features",
+     claims.Check(sizes.loc[("BatchNorm", 2)].tolist() == [4, 3] and sizes.loc[("LayerNorm", 2)].tolist() == [3, 4],
+                  f"(4, 3) batch: BN {groups_of('BatchNorm', 2)}, LN {groups_of('LayerNorm', 2)}"),
+     "§2, group sizes and figure"),
+    ("for `(batch, seq_len, features)`, BN pools each feature over all samples and positions, per-token LN each "
+     "token alone",
+     claims.Check(sizes.loc[("BatchNorm", 3)].tolist() == [6, 4] and sizes.loc[("LayerNorm", 3)].tolist() == [4, 6],
+                  f"(2, 3, 4) batch: BN {groups_of('BatchNorm', 3)}, LN {groups_of('LayerNorm', 3)}"), "§2"),
+    ("BN pools each channel of an image batch over `(N, H, W)`",
+     claims.Check(torch.allclose(bn2d, by_hand, atol=1e-5), "against the per-channel formula, tolerance 1e-5"),
+     "§2 images"),
+    ("BN's batch noise acts as a regulariser", None, "Ioffe & Szegedy (2015) §3.4"),
+    ("moving one sample changes BN's output for the other samples; LN's not at all",
+     claims.Check((others.iloc[1:, 0] > 0.1).all() and (others.iloc[:, 1] == 0).all(),
+                  f"other samples move by {others.iloc[1:, 0].min():.2f} to {others.iloc[1:, 0].max():.2f} under BN, "
+                  f"by {others.iloc[:, 1].max():g} under LN"), "§3 widget and table"),
+    ("BN refuses one value per channel in training; LN takes one sample",
+     claims.Check(len(refused) == 2 and one_ln.shape == one.shape, f"{len(refused)} of 2 BatchNorm1d raised"),
+     "§4 try/except"),
+    ("the batch mean's noise shrinks like 1/√B",
+     claims.Check(noise_ratio.between(0.9, 1.1).all(),
+                  f"measured spread / (1/√B): {noise_ratio.min():.3f} to {noise_ratio.max():.3f}"),
+     "§4 `batch_mean_noise`, figure"),
+    ("with two samples, BN maps every feature to −1 and +1 (less only where the two nearly tie: `eps`)",
+     claims.Check(torch.allclose(pair_bn[0], -pair_bn[1], atol=1e-6) and int(at_one[0].sum()) >= 30,
+                  f"{int(at_one[0].sum())} of 32 units at ±1 within 0.01"), "§4; core notebook 00, §2"),
+    ("... so with a ReLU one sample fires per unit: BN's training at batch 2 sees only which sample is larger",
+     claims.Check(((fired > 0).sum(dim=0) == 1).all(), f"{int(((fired > 0).sum(dim=0) == 1).sum())} of 32 units"),
+     "§4"),
+    *((f"BN ({how}) has lower accuracy than LN at batch {b}", batch_verdict(f"batch {b}: {arm} vs LayerNorm", "LayerNorm"),
+       STORED) for arm, how in [("BatchNorm", "eval()"), ("BatchNorm, precise statistics", "precise statistics"),
+                                ("BatchNorm, train mode", "train mode")] for b in (2, 4, 8)),
+    ("BN is near chance (50%) at batch 2: within 5 points", claims.Check(abs(bn_at_2 - 0.5) < 0.05,
+                                                                        f"mean accuracy {bn_at_2:.3f}"), STORED),
+    ("BN in train mode is lower than in eval() at batch 2, 4 and 8 (means over the seeds, no interval)",
+     claims.Check(train_mode_lower.all(), f"lower at {int(train_mode_lower.sum())} of 3 batch sizes"), STORED),
+    *((f"LN has higher accuracy than BN at batch {b}, as at the smaller batches",
+       batch_verdict(f"batch {b}: BatchNorm vs LayerNorm", "LayerNorm"), STORED) for b in (32, 128)),
+    *((f"LN has higher accuracy than no norm at batch {b}", batch_verdict(f"batch {b}: LayerNorm vs no norm", "LayerNorm"),
+       STORED) for b in batch_size.BATCH_SIZES),
+    ("BN keeps `running_mean`, `running_var` (the unbiased estimate) and `num_batches_tracked`, updated with "
+     "momentum 0.1",
+     claims.Check([name for name, _ in bn.named_buffers()] == ["running_mean", "running_var", "num_batches_tracked"]
+                  and torch.allclose(bn.running_mean, expected_mean) and torch.allclose(bn.running_var, expected_var),
+                  "buffers and one update against the formula"), "§5"),
+    ("the batch itself is normalized with the biased variance",
+     claims.Check(torch.allclose(out, biased, atol=1e-5), "BN's output against the biased standardisation, tolerance 1e-5"), "§5"),
+    ("the biased variance underestimates by (n − 1)/n: 0.75 at n = 4",
+     claims.Check(abs(mean_biased - 0.75) < 0.01, f"mean over 20000 batches of 4: {mean_biased:.3f}"),
+     "§5, Monte Carlo"),
+    ("`momentum=None` makes the running mean a cumulative average",
+     claims.Check(torch.allclose(cumulative.running_mean, batch_means.mean(0), atol=1e-6),
+                  "running_mean against the mean of the 3 batch means, tolerance 1e-6"), "§5"),
+    ("with per-feature shifted data, BN in `eval()` passes the shift through, and LN's outputs move too",
+     claims.Check(moved[("BatchNorm1d, eval()", "shifted")] > 2.5 and moved[("LayerNorm", "shifted")] > 0.5,
+                  f"largest change: BN {moved[('BatchNorm1d, eval()', 'shifted')]:.2f}, "
+                  f"LN {moved[('LayerNorm', 'shifted')]:.2f}"), "§5 `shift_robustness`"),
+    ("LN removes only a shift and scale common to all features",
+     claims.Check(common.loc[("LayerNorm", "shifted"), "largest change from in distribution"] < 1e-3,
+                  "a common shift and scale: LN's outputs move by "
+                  + (lambda v: "< 1e-3" if v < 1e-3 else f"{v:.3f}")(
+                      common.loc[("LayerNorm", "shifted"), "largest change from in distribution"])),
+     "§5 `shift_robustness`"),
+    ("`nn.BatchNorm1d` wants `(N, C, L)`: on `(B, T, D)` it raises, or with `T == D` normalizes the wrong axis; the "
+     "transpose fixes it",
+     claims.Check(layout_raised and torch.allclose(right, per_feature, atol=1e-5)
+                  and not torch.allclose(wrong, per_feature, atol=0.1),
+                  f"T == D: off by {(wrong - per_feature).abs().max():.2f}; transposed: against per-feature BN, tolerance 1e-5"), "§6 layout"),
+    ("pad tokens change real tokens' BN outputs; per-token LN is untouched",
+     claims.Check(pollution.iloc[0, 0] > 0.1 and pollution.iloc[1, 0] == 0.0,
+                  f"real tokens move by {pollution.iloc[0, 0]:.2f} under BN, {pollution.iloc[1, 0]:g} under LN"),
+     "§6 `padding_pollution`"),
+    ("LN was proposed for RNNs (variable lengths, per-step statistics); the Transformer used it citing Ba et al.; "
+     "batch statistics fluctuate strongly in NLP Transformers", None,
+     "Ba et al. (2016); Vaswani et al. (2017); Shen et al. (2020); deep dive 16"),
+    ("the invariances of Ba et al.'s Table 1 for BN, WeightNorm and LN, and RMSNorm's (Zhang & Sennrich's Table 1)",
+     claims.Check(all((invariance[n] == invariance[f"paper {n}"]).all() for n in norms),
+                  f"{sum(int((invariance[n] == invariance[f'paper {n}']).sum()) for n in norms)} of "
+                  f"{invariance[norms].size} entries as in the papers"), "§7"),
+    ("under LN, scaling the weights by c shrinks their gradient by 1/c",
+     claims.Check(all(abs(r - c) < 1e-6 for c, r in ratios.items()),
+                  "|grad at W| / |grad at cW|: " + ", ".join(f"{r:.6f} at c = {c:g}" for c, r in ratios.items())),
+     "§7"),
+]
+ledger = claims.evidence_ledger(LEDGER)
+with pd.option_context("display.max_colwidth", None):
+    display(ledger)
+
+# %%
+assert len(ledger) == len(LEDGER) and ledger["outcome"].isin(claims.OUTCOMES).all()
+
+# %% [markdown]
 # ## Glossary
 #
 # | lesson | English |

@@ -57,8 +57,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 import torch.nn.functional as F
+from IPython.display import display
 from torch import nn
 
+from helpers.evidence import claims
 from helpers.exercises.checking import compare
 from helpers.lessons.group_stats import group_stats
 from helpers.lessons.sequence import (
@@ -104,11 +106,15 @@ for shape in [(dim,), (seq_len, dim), (batch, seq_len, dim)]:
     stats = group_stats(batch_inputs, reduced_dims(batch_inputs.ndim, shape))
     assert theirs.weight.shape == ours.weight.shape == shape == theirs.bias.shape == ours.bias.shape
     assert torch.allclose(ours(batch_inputs), theirs(batch_inputs), atol=1e-6)
-    rows.append({"normalized_shape": str(shape),
+    rows.append({"parameters of shape normalized_shape, outputs equal":
+                 theirs.weight.shape == ours.weight.shape == shape == theirs.bias.shape == ours.bias.shape
+                 and torch.allclose(ours(batch_inputs), theirs(batch_inputs), atol=1e-6),
+                 "normalized_shape": str(shape),
                  "reduced dims": str(reduced_dims(batch_inputs.ndim, shape)),
                  "groups": len(stats), "values per group": stats["count"].iloc[0],
                  "gamma, beta shape": str(tuple(theirs.weight.shape))})
-pd.DataFrame(rows).set_index("normalized_shape")
+shapes = pd.DataFrame(rows).set_index("normalized_shape")
+shapes.drop(columns="parameters of shape normalized_shape, outputs equal")
 
 # %% [markdown]
 # `(batch, seq_len, dim)` puts every value in one group. Legal, but it mixes sentences: no longer
@@ -155,10 +161,12 @@ plt.show()
 
 # %%
 longer = torch.rand(2, 5, dim, generator=torch.Generator().manual_seed(0))  # 2 sentences of 5 tokens
+refused = []  # the per-sentence layers that raised
 for layer in (nn.LayerNorm((seq_len, dim)), helpers.LayerNorm((seq_len, dim))):
     try:
         layer(longer)
     except RuntimeError as error:
+        refused.append(layer)
         print(f"{type(layer).__module__}.LayerNorm -> RuntimeError: {error}")
     else:
         raise AssertionError("a (3, 4) LayerNorm accepted 5-token sentences")
@@ -336,7 +344,8 @@ pd.DataFrame({k: v.numpy() for k, v in moves.items()},
 # %%
 token_block = blocks["token"]
 prefix = batch_inputs[:, :2]  # the first 2 tokens of each sentence
-assert torch.allclose(token_block(prefix), token_block(batch_inputs)[:, :2], atol=1e-6)
+prefix_reused = torch.allclose(token_block(prefix), token_block(batch_inputs)[:, :2], atol=1e-6)
+assert prefix_reused
 print("per token: the first 2 positions' outputs are the same with or without token 3")
 
 # %% [markdown]
@@ -393,14 +402,14 @@ with torch.no_grad():
     ln.weight.copy_(g)
     ln.bias.copy_(b)
     rms.weight.copy_(w)
-    table = pd.concat([
+    model_norms = pd.concat([
         compare(gpt2_norm(x, g, b), ln(x), name="GPT-2 norm vs nn.LayerNorm(768)"),
         compare(helpers.layer_norm(x, (n_embd,), g, b), ln(x), name="helpers.layer_norm vs nn.LayerNorm(768)"),
         compare(llama_rms_norm(x, w), rms(x), name="LLaMA RMSNorm vs nn.RMSNorm(768)"),
         compare(helpers.rms_norm(x, (n_embd,), w, eps=1e-6), rms(x), name="helpers.rms_norm vs nn.RMSNorm(768)"),
     ])
-assert table["close"].all()
-below(table, bound=1e-5)
+assert model_norms["close"].all()
+below(model_norms, bound=1e-5)
 
 # %% [markdown]
 # All four are per token. In the lesson's words, the choice "depends on the task"; the
@@ -466,20 +475,85 @@ check_masked_sentence_layer_norm(my_masked_layer_norm)
 # </details>
 
 # %% [markdown]
-# ## Summary: each claim, and where it is shown
+# ## Claims ledger
 #
-# | claim | shown in |
-# |---|---|
-# | `normalized_shape` names the trailing dims to average over; the dims before index the groups (the whole batch too); `gamma` and `beta` have shape `normalized_shape` (for `nn.LayerNorm` and `helpers.LayerNorm` alike) | *The lesson's batch, and `normalized_shape` once more*; core 02 |
-# | `nn.LayerNorm((seq_len, dim))` refuses any other length; `nn.LayerNorm(dim)` takes any | §1 |
-# | Padding changes a per-sentence LN's output for the real tokens; a masked LN gives exactly the unpadded result; per-token LN is untouched | §2 |
-# | Per-sentence LN makes every position depend on later tokens, even inside a causally masked block; per-token LN keeps the block causal | §3: Jacobians (`dependency_matrix`) and replacing the last token (`output_change`) |
-# | Per-token LN lets a generator reuse earlier positions' outputs as tokens are appended | §3, last cell |
-# | The Transformer, BERT and GPT-2 use per-token LayerNorm, LLaMA per-token RMSNorm, and their formulas equal `nn.LayerNorm(d)`, `nn.RMSNorm(d)` and the set's functions | §4, with the authors' code cited |
-# | RMSNorm differs from LN by not centring and having no beta | §4, the prose and `llama_rms_norm`; Zhang & Sennrich 2019 |
-# | Per-token LN's Jacobian has Frobenius norm $\sqrt{n - 2 + (1 - r)^2}/\sqrt{\mathrm{Var} + \epsilon}$: the diagonal 6.05, 6.92, 4.28 | §3, `token_jacobian_norm` against autograd (tested in `tests/test_sequence.py`) |
-# | Over a whole sample `(C, H, W)`, as in CNNs, LN is legitimate; its statistics are GroupNorm(1, C)'s, its parameters per element rather than per channel | §4, the image cell; Ba et al. 2016 §6.7; Wu & He 2018 |
-#
+# Each claim this notebook makes, its outcome and its evidence. No stored experiment is involved:
+# a claim resting on a check in the cells above gets "supported" when that check, evaluated here on
+# the cells' results, holds and "refuted" when it does not; a claim resting on a citation alone is
+# "not tested".
+
+# %%
+PER_TOKEN, PER_SENTENCE = "LayerNorm(dim): per token", "LayerNorm((seq_len, dim)): per sentence"
+CAUSAL_TOKEN, CAUSAL_SENTENCE = "causal block, LN per token", "causal block, LN per sentence"
+groups = shapes["groups"].tolist()
+LEDGER = [  # (claim, evidence, shown in): a check computed above, or None (a citation only)
+    ("`normalized_shape` names the trailing dims to average over; the dims before index the groups (the whole "
+     "batch too)", claims.Check(groups == [batch * seq_len, batch, 1], f"groups: {groups}"),
+     "*The lesson's batch, and a third `normalized_shape`*; core 01"),
+    ("`gamma` and `beta` have shape `normalized_shape`, for `nn.LayerNorm` and `helpers.LayerNorm` alike, and the "
+     "two give the same outputs",
+     claims.Check(shapes["parameters of shape normalized_shape, outputs equal"].all(),
+                  f"{int(shapes['parameters of shape normalized_shape, outputs equal'].sum())} of {len(shapes)} shapes"),
+     "*The lesson's batch, and a third `normalized_shape`*"),
+    ("`elementwise_affine=False, bias=False` keeps no parameters",
+     claims.Check(lesson_layer.weight is None and lesson_layer.bias is None and not lesson_layer.state_dict(),
+                  f"state_dict keys: {list(lesson_layer.state_dict())}"), "*The lesson's batch*"),
+    ("`LayerNorm((seq_len, dim))` refuses any other length; `LayerNorm(dim)` takes any",
+     claims.Check(len(refused) == 2 and token_layer(longer).shape == longer.shape,
+                  f"{len(refused)} of 2 per-sentence layers raised on 5 tokens"), "§1"),
+    ("padding changes a per-sentence LN's output for the real tokens",
+     claims.Check(not torch.allclose(counted[1, :2], alone_sentence, atol=0.1), f"moved by {diff.iloc[0]:.2f}"), "§2"),
+    ("a masked per-sentence LN gives the unpadded result (to float32 rounding), and 0 at the pads",
+     claims.Check(torch.allclose(ignored[1, :2], alone_sentence, atol=1e-6) and torch.equal(ignored[1, 2], torch.zeros(dim)),
+                  f"against the unpadded sentence, tolerance 1e-6; the pad's largest output {ignored[1, 2].abs().max():g}"),
+     "§2, `masked_layer_norm`"),
+    ("per-token LN is untouched by padding, bit for bit",
+     claims.Check(torch.equal(by_token[1, :2], alone_token),
+                  f"largest difference {(by_token[1, :2] - alone_token).abs().max():g}"), "§2"),
+    ("per-sentence LN makes every position depend on later tokens; per-token LN does not",
+     claims.Check(future_leak(deps[PER_TOKEN]) == 0.0 and future_leak(deps[PER_SENTENCE]) > 0.1,
+                  f"future leak {future_leak(deps[PER_TOKEN]):g} per token, {future_leak(deps[PER_SENTENCE]):.2f} per "
+                  "sentence"), "§3, `dependency_matrix` of the norms"),
+    ("... even inside a causally masked block; with per-token LN the block stays causal",
+     claims.Check(future_leak(block_deps[CAUSAL_TOKEN]) == 0.0 and future_leak(block_deps[CAUSAL_SENTENCE]) > 0.1,
+                  f"future leak {future_leak(block_deps[CAUSAL_TOKEN]):g} per token, "
+                  f"{future_leak(block_deps[CAUSAL_SENTENCE]):.2f} per sentence"), "§3, `dependency_matrix` of the block"),
+    ("... and replacing the last token moves the first position's output only under per-sentence LN",
+     claims.Check(torch.equal(moves["LN per token"][:2], torch.zeros(2)) and moves["LN per sentence"][0] > 0.01,
+                  f"first position moves by {moves['LN per sentence'][0]:.4f} per sentence, "
+                  f"{moves['LN per token'][0]:g} per token"), "§3, `output_change`"),
+    ("per-token LN lets a generator reuse earlier positions' outputs as tokens are appended",
+     claims.Check(prefix_reused, "the first 2 positions with and without token 3, tolerance 1e-6"), "§3, last cell"),
+    ("per-token LN's Jacobian has Frobenius norm √(n − 2 + (1 − r)²)/√(Var + ε)",
+     claims.Check(torch.allclose(diagonal, closed_form, rtol=1e-5),
+                  "autograd diagonal " + ", ".join(f"{v:.2f}" for v in diagonal.tolist())),
+     "§3, `token_jacobian_norm` against autograd (tested in `tests/test_sequence.py`)"),
+    ("the Transformer, BERT and GPT-2 use per-token LayerNorm, LLaMA per-token RMSNorm", None,
+     "§4: the authors' code, cited"),
+    ("GPT-2's and LLaMA's norms, rewritten line for line, equal `nn.LayerNorm(d)`, `nn.RMSNorm(d)` and the set's "
+     "functions", claims.Check(model_norms["close"].all(), f"{int(model_norms['close'].sum())} of {len(model_norms)} "
+                               "comparisons close"), "§4"),
+    ("RMSNorm has no β: only a per-feature gain", claims.Check([n for n, _ in rms.named_parameters()] == ["weight"],
+                                                              f"nn.RMSNorm's parameters: {[n for n, _ in rms.named_parameters()]}"),
+     "§4, `llama_rms_norm`"),
+    ("LN's benefit comes from the re-scaling rather than the re-centring", None, "Zhang & Sennrich 2019"),
+    ("over a whole sample `(C, H, W)`, LN's statistics are GroupNorm(1, C)'s, its parameters per element rather "
+     "than per channel",
+     claims.Check(torch.allclose(*same_stats, atol=1e-5) and tuple(whole_ln.weight.shape) == (3, 4, 4)
+                  and tuple(group_1.weight.shape) == (3,),
+                  f"within 1e-5; weights {tuple(whole_ln.weight.shape)} and {tuple(group_1.weight.shape)}"),
+     "§4, the image cell; Wu & He 2018"),
+    ("LN over a whole sample trains convolutional networks faster than no normalization, slower than BatchNorm", None,
+     "Ba et al. 2016 §6.7"),
+]
+ledger = claims.evidence_ledger(LEDGER)
+with pd.option_context("display.max_colwidth", None):
+    display(ledger)
+
+# %%
+assert len(ledger) == len(LEDGER) and ledger["outcome"].isin(claims.OUTCOMES).all()
+
+# %% [markdown]
 # ## Glossary
 #
 # The lesson's words for per token and per sentence (以 token 为单位, 以句子为单位) are in core notebook
