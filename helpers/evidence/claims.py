@@ -261,9 +261,11 @@ CORE_CLAIMS = (
     Claim(Text("With Pre-LN, a small Transformer needs fewer steps than with no norm",
                "用 Pre-LN 的小型 Transformer 比不加归一化时需要的训练步数更少"),
           "small_transformer", "steps, Pre-LN vs no norm", "Pre-LN", "13_does_it_speed_up_training.ipynb"),
-    Claim(Text("With LN, what enters each activation drifts less in training",
-               "加了层归一化，训练中进入每个激活函数的值漂移得更少"),
-          "drift", "activation input: largest std change", "LayerNorm's activation input",
+    # Per unit, each in its own spread: the spread of LN's whole output is fixed by LN itself, so a
+    # measure of it would favour LN by construction.
+    Claim(Text("With LN, each unit of what enters an activation moves less in training, measured against its own spread",
+               "加了层归一化，训练中进入激活函数的每个单元移动得更少（以该单元自身的分散程度为尺度）"),
+          "drift", "activation input: largest unit mean drift", "LayerNorm's activation input",
           "13_does_it_speed_up_training.ipynb"),
     Claim(Text("At tiny batches, LN does better than BN", "批量极小时，层归一化比批量归一化效果更好"),
           "batch_size", "batch 2: BatchNorm vs LayerNorm", "LayerNorm", "11_batchnorm_in_depth.ipynb",
