@@ -635,6 +635,8 @@ def test_no_stuck_report_seed_or_no_more_than_a_neighbour_holds():
     # 1 of 10 stuck, against 1 of 3 at each neighbour: no more than their share
     even = best_rate_check(_runs(report_stuck={2}, pilot_stuck={0.03: 1, 0.3: 1}), learned_below=1.0).iloc[0]
     assert not even["suspect"] and even["stuck"] == 1
+    assert even["words"] == ("no worse than its neighbours: 1 of 10 report seeds learned nothing at 0.1; of the pilot "
+                             "runs at the neighbouring rates, 1 of 3 did at 0.03 and 1 of 3 at 0.3")
     # 4 of 10 against 1 of 3 at the better neighbour: more
     more = best_rate_check(_runs(report_stuck={0, 1, 2, 3}, pilot_stuck={0.03: 1, 0.3: 3}), learned_below=1.0)
     assert more["suspect"].iloc[0]

@@ -642,8 +642,9 @@ def best_rate_check(runs: pd.DataFrame, *, learned_below: float, arm: str = "arm
         (n), ``stuck`` (k), ``neighbours`` (a tuple of rates), ``pilot_runs`` (m_j) and
         ``pilot_stuck`` (p_j), tuples in the order of ``neighbours``, ``suspect`` (bool) and
         ``words``, e.g. ``"does not hold: 1 of 10 report seeds learned nothing at 0.1; of the pilot
-        runs at the neighbouring rates, 0 of 3 did at 0.03 and 3 of 3 at 0.3"``, or ``"holds: 0 of 10
-        report seeds learned nothing at 0.1; ..."``.
+        runs at the neighbouring rates, 0 of 3 did at 0.03 and 3 of 3 at 0.3"``; ``"holds: 0 of 10
+        report seeds learned nothing at 0.1; ..."`` where none is stuck; ``"no worse than its
+        neighbours: 5 of 10 report seeds ..."`` where some are, but no more than at either neighbour.
     """
     fn = "best_rate_check"
     if not isinstance(runs, pd.DataFrame):
@@ -705,7 +706,10 @@ def _check_arm(fn: str, name, group: pd.DataFrame, lr: str, stage: str, stuck: s
               for j, (p_j, m_j, r) in enumerate(zip(p, m, neighbours, strict=True))]
     said = (f"{k} of {n} report seeds {stuck} at {rate:g}; of the pilot runs at the neighbouring "
             f"{'rates' if len(neighbours) > 1 else 'rate'}, {' and '.join(counts)}")
-    words = f"{'does not hold' if suspect else 'holds'}: {said}"
+    # "holds" only where no report seed is stuck: a rate where half of them are, as at its neighbours, is
+    # no worse than they are, and no more than that
+    verdict_word = "does not hold" if suspect else "holds" if k == 0 else "no worse than its neighbours"
+    words = f"{verdict_word}: {said}"
     return {"arm": name, "lr": rate, "seeds": n, "stuck": k, "neighbours": neighbours, "pilot_runs": m,
             "pilot_stuck": p, "suspect": bool(suspect), "words": words}
 
