@@ -145,6 +145,29 @@ def test_each_kind_of_claim_reads_the_interval_against_its_direction(monkeypatch
     assert _outcome_of(monkeypatch, words, favours="A", kind=kind) == expected
 
 
+ONE_SEED = "; rests on one seed: without seed 7 the interval includes 0"
+SEVERAL = "; rests on single seeds: without any one of seeds 1, 4 or 8 the interval includes 0"
+FRAGILE = "; fragile: an interval end rounds to 0 with 10 seeds"
+
+
+@pytest.mark.parametrize("words", [A_BEYOND, A_NEAR, A_NO_MARGIN, B_BEYOND, B_NEAR, B_NO_MARGIN])
+@pytest.mark.parametrize("flag", [ONE_SEED, SEVERAL, FRAGILE + ONE_SEED])
+@pytest.mark.parametrize("kind", ["better", "same", "at least as good"])
+def test_a_verdict_flagged_as_resting_on_a_seed_keeps_its_outcome(monkeypatch, words, flag, kind):
+    assert _outcome_of(monkeypatch, words + flag, favours="A", kind=kind) == \
+        _outcome_of(monkeypatch, words, favours="A", kind=kind)
+
+
+def test_every_stored_verdict_that_rests_on_a_seed_still_reads():
+    stored = sorted(path.name.removesuffix(".json") for path in runner.RESULTS_DIR.glob("*.json"))
+    flagged = {(name, key): words for name in stored
+               for key, words in runner.load(name).verdicts.items() if "; rests on " in words}
+    assert flagged  # the stored results hold some
+    for (name, key), words in flagged.items():
+        unflagged = words.split("; rests on ")[0]
+        assert better_arm(words) == better_arm(unflagged), (name, key)
+
+
 def test_answers_levels_and_empty_comparisons(monkeypatch):
     assert _outcome_of(monkeypatch, "yes, at lr 0.01: it closes 99% of the gap", kind="answer") == "supported"
     assert _outcome_of(monkeypatch, "no, at lr 0.01: it closes 9% of the gap", kind="answer") == "refuted"

@@ -306,6 +306,7 @@ def test_the_verdicts_compare_each_ln_arm_with_the_lstm_and_with_each_other():
     verdicts = lstm_adding.lstm_verdicts(_synthetic_runs({"LSTM": 30, "LN-LSTM": 10, "LN-LSTM without input LN": 20}))
     variants = lstm_adding.VARIANTS
     assert set(verdicts) == {*(f"best rate, {v}" for v in variants), *(f"time, {v}" for v in variants),
+                             *(f"best rate on the report seeds, {v}" for v in variants),
                              "steps", "final loss",
                              "steps, LN-LSTM without input LN vs LSTM", "final loss, LN-LSTM without input LN vs LSTM",
                              "steps, LN-LSTM vs LN-LSTM without input LN",
@@ -322,6 +323,18 @@ def test_the_verdicts_compare_each_ln_arm_with_the_lstm_and_with_each_other():
     assert reverse["steps"].startswith("LN-LSTM needs") and "fewer" in reverse["steps"]
     # the final loss is the excess over the task's floor 0, i.e. the loss itself, relative
     assert "lower final held-out loss than LSTM" in verdicts["final loss"]
+
+
+def test_a_report_seed_stuck_at_the_best_rate_is_said_plainly():
+    frame = _synthetic_runs({"LSTM": 30, "LN-LSTM": 10, "LN-LSTM without input LN": 20})
+    key = "best rate on the report seeds, LN-LSTM"
+    assert lstm_adding.lstm_verdicts(frame)[key].startswith("holds: 0 of 10 report seeds did not reach the threshold "
+                                                             "before step 40 at 0.01; ")
+    # plant one report seed that never gets below the threshold
+    stuck = (frame["stage"] == "report") & (frame["variant"] == "LN-LSTM") & (frame["seed"] == 4)
+    said = lstm_adding.lstm_verdicts(frame.assign(eval_loss=frame["eval_loss"].where(~stuck, 0.2)))[key]
+    assert said == ("does not hold: 1 of 10 report seeds did not reach the threshold before step 40 at 0.01; of the "
+                    "pilot runs at the neighbouring rates, 0 of 3 did at 0.003 and 0 of 3 at 0.03")
 
 
 def test_the_core_paths_claim_still_reads_the_lstm_verdict():

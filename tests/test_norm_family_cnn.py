@@ -451,6 +451,19 @@ def test_a_difference_below_the_grid_step_is_flagged():
 # ------------------------------------------------------------------ the declaration
 
 
+def test_a_report_seed_stuck_at_chance_at_the_best_rate_is_said_plainly():
+    frame = pd.concat([_pilot_frame({n: 0.1 for n in nf.NORMS}), _final_frame(WU_HE)], ignore_index=True)
+    key = "best rate on the report seeds, GroupNorm, batch 2"
+    assert nf.norm_family_verdicts(frame)[key] == (
+        "holds: 0 of 10 report seeds ended with an error at or above chance (83.3%) at 0.00625; of the pilot runs "
+        "at the neighbouring rates, 0 of 3 did at 0.001875 and 0 of 3 at 0.01875")
+    stuck = (frame["stage"] == "report") & (frame["norm"] == "GroupNorm") & (frame["batch_size"] == 2) \
+        & (frame["seed"] == 5)
+    said = nf.norm_family_verdicts(frame.assign(eval_error=frame["eval_error"].where(~stuck, nf.CHANCE_ERROR)))[key]
+    assert said.startswith("does not hold: 1 of 10 report seeds ended with an error at or above chance (83.3%) "
+                           "at 0.00625; ")
+
+
 def test_the_experiment_is_declared_as_the_protocol_says():
     assert "helpers.experiments.norm_family_cnn" in runner.TOPIC_MODULES
     exp = runner.experiment("norm_family_cnn")

@@ -381,6 +381,24 @@ def test_the_verdicts_follow_the_paired_intervals():
     assert f"{-ci.estimate * 100:.0f}% higher" in out["final loss, tanh, LN -> act vs act -> LN"]
 
 
+def test_a_report_seed_stuck_at_the_best_rate_is_said_plainly():
+    # ReLU act -> LN, whose best rate (0.1) sits next to a rate where pilot seeds learned nothing: on the
+    # stored runs every report seed learned; one planted stuck report seed turns the check around
+    frame = runner.load("placement_tuned").frame
+    key = "relu, act -> LN"
+    stored = runner.load("placement_tuned").verdicts[f"best rate on the report seeds, {key}"]
+    assert pe.report_rate_words(frame)[key] == stored
+    assert stored.startswith("holds: 0 of 10 report seeds ended at or above the learned-nothing loss (1) at 0.1; ")
+    at = ((frame["stage"] == "report") & (frame["activation"] == "relu") & (frame["arrangement"] == "act -> LN")
+          & (frame["seed"] == 3) & (frame["step"] == frame["step"].max()))
+    assert at.sum() == 1
+    said = pe.report_rate_words(frame.assign(eval_loss=frame["eval_loss"].where(~at, pe.NOTHING)))[key]
+    pilot = stored.split("; ", 1)[1]  # the neighbouring rates' pilot runs, as stored
+    assert said == f"does not hold: 1 of 10 report seeds ended at or above the learned-nothing loss (1) at 0.1; {pilot}"
+    # on the stored runs no arm has a report seed stuck
+    assert all(words.startswith("holds: 0 of 10") for words in pe.report_rate_words(frame).values())
+
+
 def test_one_step_of_the_grid_is_the_smallest_change_from_the_best_rate_to_a_neighbour():
     scores = pd.DataFrame({"activation": "relu", "arrangement": "act -> LN", "lr": [1e-3, 3e-3, 1e-2, 3e-2, 0.1],
                            "score": [0.40, 0.321, 0.317, 0.306, math.inf]})  # best at 0.03, its right neighbour diverged

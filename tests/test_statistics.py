@@ -15,6 +15,7 @@ from helpers.evidence.statistics import (
     Interval,
     Reading,
     TimeToThreshold,
+    best_rate_check,
     best_rates,
     grid_step,
     median_order_ranks,
@@ -542,3 +543,213 @@ def test_reading_round_trips_every_verdict_shape():
 def test_reading_refuses_what_is_not_a_comparison():
     with pytest.raises(ValueError, match="cannot read"):
         reading("median 40 steps, 10/10 reached at lr 0.01")
+
+
+# ----------------------------------------------------------------------------- leave one seed out
+
+
+def _reference_rests_on(d, confidence=0.95):
+    """The positions whose omission puts 0 inside SciPy's t-interval of the mean of the others."""
+    out = []
+    for i in range(len(d)):
+        ci = stats.ttest_1samp(np.delete(d, i), 0.0).confidence_interval(confidence)
+        if ci.low <= 0 <= ci.high:
+            out.append(i)
+    return out
+
+
+def test_a_difference_one_seed_decides_is_caught_and_named():
+    # a small, noisy difference, detected on all ten seeds; seed 7's gap (0.9) carries it
+    b = np.array([10.0, 11, 12, 13, 14, 15, 16, 17, 18, 19])
+    gap = np.array([-0.1, 1.5, 0.3, 0.2, 0.2, 0.0, 0.0, 0.9, 0.6, 1.3])
+    seeds = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    ci = paired_difference_ci(b + gap, b, seeds=seeds)
+    assert ci.low > 0  # detected with every seed
+    without = stats.ttest_1samp(np.delete(gap, 7), 0.0).confidence_interval()
+    assert without.low <= 0 <= without.high  # and not without seed 7
+    assert ci.rests_on == ("seed 7",)
+    words = verdict(ci, a="A", b="B", relative=False, claim="more")
+    assert words.startswith("A needs ") and " more steps than B (95% CI " in words
+    assert words.endswith("; rests on one seed: without seed 7 the interval includes 0")
+
+
+def test_a_robust_difference_is_not_flagged():
+    b = np.array([10.0, 11, 12, 13, 14, 15, 16, 17, 18, 19])
+    gap = np.array([2.0, 2.3, 1.8, 2.1, 1.9, 2.2, 2.0, 2.4, 1.7, 2.1])
+    ci = paired_difference_ci(b + gap, b, seeds=range(10))
+    assert ci.low > 0 and ci.rests_on == ()
+    assert _reference_rests_on(gap) == []
+    assert "rests on" not in verdict(ci, a="A", b="B", relative=False, claim="more")
+
+
+def test_nothing_detected_is_never_flagged_as_resting_on_a_seed():
+    b = np.array([10.0, 11, 12, 13, 14, 15])
+    ci = paired_difference_ci(b + np.array([1.0, -1, 2, -2, 0.5, -0.5]), b, seeds=range(6))
+    assert ci.low < 0 < ci.high and ci.rests_on == ()
+    assert verdict(ci, a="A", b="B", relative=False).startswith("no difference detectable")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_leave_one_out_agrees_with_scipy_on_each_sub_sample(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 15))
+    b = rng.lognormal(5, 0.3, n)
+    a = b * np.exp(rng.normal(-0.2, 0.25, n))  # relative: the log-ratios carry the interval
+    ci = paired_difference_ci(a, b, relative=True, seeds=[f"s{i}" for i in range(n)])
+    d = np.log(a) - np.log(b)
+    expected = _reference_rests_on(d) if (ci.low > 0 or ci.high < 0) else []
+    assert ci.rests_on == tuple(f"seed s{i}" for i in expected)
+
+
+def test_several_deciding_seeds_are_all_named_and_pairs_without_seeds_by_position():
+    # a borderline difference on 5 pairs: leaving out any of three of them puts 0 inside
+    b = np.full(5, 10.0)
+    gap = np.array([1.5, 0.7, 1.2, 0.6, 0.2])
+    ci = paired_difference_ci(b + gap, b)
+    assert ci.low > 0
+    expected = _reference_rests_on(gap)
+    assert expected == [1, 2, 3]
+    assert ci.rests_on == tuple(f"pair {i + 1}" for i in expected)
+    words = verdict(ci, a="A", b="B", relative=False, claim="more")
+    listed = ", ".join(str(i + 1) for i in expected[:-1]) + f" or {expected[-1] + 1}"
+    assert words.endswith(f"; rests on single seeds: without any one of pairs {listed} the interval includes 0")
+
+
+def test_leave_one_out_needs_three_pairs_and_a_spread():
+    assert paired_difference_ci([3.0, 4.0], [1.0, 1.5], seeds=[1, 2]).rests_on == ()  # one left: no interval
+    same = paired_difference_ci([3.0, 4.0, 5.0], [1.0, 2.0, 3.0], seeds=[1, 2, 3])  # every pair differs by 2
+    assert same.low == same.high == 2.0 and same.rests_on == ()
+
+
+def test_seed_labels_print_as_integers():
+    b = np.array([10.0, 11, 12, 13, 14, 15, 16, 17, 18, 19])
+    gap = np.array([-0.1, 1.5, 0.3, 0.2, 0.2, 0.0, 0.0, 0.9, 0.6, 1.3])
+    ci = paired_difference_ci(b + gap, b, seeds=pd.Index(np.arange(10, 20, dtype=np.float64)))
+    assert ci.rests_on == ("seed 17",)
+
+
+@pytest.mark.parametrize("seeds, match", [
+    ([1, 2], "must name each of the 3 pairs once"),
+    ("abc", "must be a sequence with the seed of each pair"),
+    (7, "must be a sequence with the seed of each pair"),
+])
+def test_paired_difference_ci_checks_its_seeds(seeds, match):
+    with pytest.raises(ValueError, match=f"argument 'seeds' {match}"):
+        paired_difference_ci([1.0, 2.0, 3.0], [1.5, 2.5, 3.5], seeds=seeds)
+
+
+def test_the_flag_sits_beside_the_other_flags_and_reading_still_reads_the_words():
+    ci = Interval(-0.02, -0.03, -0.004, 10, rests_on=("seed 3",))
+    words = verdict(ci, a="LN -> act", b="no norm", quantity="final loss", verb="ends with",
+                    words=("lower", "higher"), resolution=(0.05, "one step of the tuning grid"))
+    assert words == ("the opposite of the claim: LN -> act ends with 2% higher final loss than no norm "
+                     "(95% CI 0% to 3%); smaller than one step of the tuning grid; fragile: an interval end rounds "
+                     "to 0 with 10 seeds; rests on one seed: without seed 3 the interval includes 0")
+    assert reading(words) == Reading("no norm", False, False, False)
+    margin = verdict(Interval(0.3, 0.2, 0.4, 10, rests_on=("seed 1", "seed 4")), a="A", b="B", margin=0.1)
+    assert margin.endswith("; beyond the ±10% margin; rests on single seeds: without any one of seeds 1 or 4 "
+                           "the interval includes 0")
+    assert reading(margin) == Reading("A", False, True, True)
+    # labels of no one kind are listed as they are
+    assert verdict(Interval(0.3, 0.2, 0.4, 10, rests_on=("A7", "seed 2")), a="A", b="B").endswith(
+        "; rests on single seeds: without any one of A7 or seed 2 the interval includes 0")
+    # the same within the margin, or nothing detected: no leave-one-out flag, whatever rests_on says
+    assert "rests on" not in verdict(Interval(0.02, -0.03, 0.05, 10, rests_on=("seed 1",)), a="A", b="B")
+    same = verdict(Interval(0.03, 0.01, 0.05, 10, rests_on=("seed 1",)), a="A", b="B", margin=0.1)
+    assert same.startswith("the same steps within ±10%") and "rests on" not in same
+
+
+# ----------------------------------------------------------------------------- best_rate_check
+
+RATE_GRID = (0.003, 0.01, 0.03, 0.1, 0.3)
+
+
+def _runs(report_stuck=(), best=0.1, pilot_stuck=None, arm="relu, act -> LN", n_report=10, stuck_value=1.0):
+    """Planted runs of one arm: 3 pilot seeds at every rate of :data:`RATE_GRID`, the report's ``n_report``
+    seeds at ``best``; a run is stuck (``stuck_value``, at the learned-nothing level 1) where
+    ``report_stuck`` names its seed, or, in the pilot, for the first ``pilot_stuck[rate]`` seeds."""
+    pilot_stuck = {0.3: 3} if pilot_stuck is None else pilot_stuck
+    rows = []
+    for lr in RATE_GRID:
+        for i, seed in enumerate((100, 101, 102)):
+            rows.append({"arm": arm, "stage": "pilot", "lr": lr, "seed": seed,
+                         "value": stuck_value if i < pilot_stuck.get(lr, 0) else 0.3})
+    for seed in range(n_report):
+        rows.append({"arm": arm, "stage": "report", "lr": best, "seed": seed,
+                     "value": stuck_value if seed in report_stuck else 0.3})
+    return pd.DataFrame(rows)
+
+
+def test_a_planted_stuck_report_seed_fires_the_check():
+    # as in the placement experiment's ReLU act -> LN: best at 0.1, every pilot seed stuck at 0.3, none at 0.03
+    table = best_rate_check(_runs(report_stuck={7}), learned_below=1.0)
+    row = table.iloc[0]
+    assert row["suspect"] and row["stuck"] == 1 and row["seeds"] == 10
+    assert row["neighbours"] == (0.03, 0.3) and row["pilot_stuck"] == (0, 3) and row["pilot_runs"] == (3, 3)
+    assert row["words"] == ("does not hold: 1 of 10 report seeds learned nothing at 0.1; of the pilot runs at the "
+                            "neighbouring rates, 0 of 3 did at 0.03 and 3 of 3 at 0.3")
+
+
+def test_no_stuck_report_seed_or_no_more_than_a_neighbour_holds():
+    clean = best_rate_check(_runs(), learned_below=1.0).iloc[0]
+    assert not clean["suspect"] and clean["stuck"] == 0
+    assert clean["words"].startswith("holds: 0 of 10 report seeds learned nothing at 0.1; ")
+    # 1 of 10 stuck, against 1 of 3 at each neighbour: no more than their share
+    even = best_rate_check(_runs(report_stuck={2}, pilot_stuck={0.03: 1, 0.3: 1}), learned_below=1.0).iloc[0]
+    assert not even["suspect"] and even["stuck"] == 1
+    assert even["words"] == ("no worse than its neighbours: 1 of 10 report seeds learned nothing at 0.1; of the pilot "
+                             "runs at the neighbouring rates, 1 of 3 did at 0.03 and 1 of 3 at 0.3")
+    # 4 of 10 against 1 of 3 at the better neighbour: more
+    more = best_rate_check(_runs(report_stuck={0, 1, 2, 3}, pilot_stuck={0.03: 1, 0.3: 3}), learned_below=1.0)
+    assert more["suspect"].iloc[0]
+
+
+def test_stuck_is_the_learned_nothing_definition_and_a_diverged_run_counts():
+    # learned_below is strict: a value at it is stuck, just below it is not
+    assert best_rate_check(_runs(report_stuck={1}, stuck_value=1.0), learned_below=1.0)["stuck"].iloc[0] == 1
+    assert best_rate_check(_runs(report_stuck={1}, stuck_value=0.999), learned_below=1.0)["stuck"].iloc[0] == 0
+    diverged = best_rate_check(_runs(report_stuck={1, 2}, stuck_value=math.nan), learned_below=1.0).iloc[0]
+    assert diverged["stuck"] == 2 and diverged["suspect"]
+    steps = best_rate_check(_runs(report_stuck={1}, stuck_value=math.nan), learned_below=400,
+                            stuck="did not reach the threshold before step 400")
+    assert steps["words"].iloc[0].startswith("does not hold: 1 of 10 report seeds did not reach the threshold "
+                                             "before step 400 at 0.1")
+
+
+def test_a_best_rate_on_the_grid_edge_has_one_neighbour_and_arms_keep_their_order():
+    runs = pd.concat([_runs(best=0.3, pilot_stuck={}, arm="b"), _runs(best=0.003, pilot_stuck={}, arm="a",
+                                                                      report_stuck={0})])
+    table = best_rate_check(runs, learned_below=1.0)
+    assert table["arm"].tolist() == ["b", "a"]
+    assert table["neighbours"].tolist() == [(0.1,), (0.01,)]
+    assert table["words"].iloc[1] == ("does not hold: 1 of 10 report seeds learned nothing at 0.003; of the pilot "
+                                      "runs at the neighbouring rate, 0 of 3 did at 0.01")
+
+
+def test_a_rate_read_back_from_a_table_matches_its_grid_rate():
+    runs = _runs(best=0.1)
+    runs.loc[runs["stage"] == "report", "lr"] = 0.1 * 3 / 3 + 1e-17  # last-bit noise of a CSV round trip
+    runs.loc[runs["stage"] == "pilot", "lr"] = runs.loc[runs["stage"] == "pilot", "lr"] * (1 + 1e-12)
+    assert best_rate_check(runs, learned_below=1.0)["neighbours"].iloc[0] == pytest.approx((0.03, 0.3))
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda r: r.drop(columns="value"), r"must have columns \['arm', 'lr', 'stage', 'seed', 'value'\], missing \['value'\]"),
+    (lambda r: r.assign(stage=r["stage"].replace("report", "final")), "must have 'stage' 'pilot' or 'report' in every row, got \\['final'\\]"),
+    (lambda r: pd.concat([r, r.tail(1)]), "must hold one row per run"),
+    (lambda r: r.assign(lr=np.where((r["stage"] == "report") & (r["seed"] == 0), 0.03, r["lr"])),
+     "must hold each arm's report runs at one rate \\(its best\\); arm 'relu, act -> LN' has them at \\[0.03, 0.1\\]"),
+    (lambda r: r.assign(lr=np.where(r["stage"] == "report", 0.2, r["lr"])), "must hold each arm's report runs at a rate of its pilot grid; .* reports at 0.2"),
+    (lambda r: r[r["stage"] == "report"], "must hold pilot and report runs of every arm; arm 'relu, act -> LN' has 0 pilot"),
+    (lambda r: r[(r["stage"] == "report") | (r["lr"] == 0.1)], "must hold pilot runs at more than one rate"),
+])
+def test_best_rate_check_rejects_bad_runs_by_name(change, match):
+    with pytest.raises(ValueError, match=f"best_rate_check\\(\\): argument 'runs' {match}"):
+        best_rate_check(change(_runs()), learned_below=1.0)
+
+
+def test_best_rate_check_rejects_bad_arguments_by_name():
+    with pytest.raises(ValueError, match="argument 'runs' must be a pandas DataFrame, got list"):
+        best_rate_check([1, 2], learned_below=1.0)
+    with pytest.raises(ValueError, match="argument 'learned_below' must be a number, got 'chance'"):
+        best_rate_check(_runs(), learned_below="chance")

@@ -21,7 +21,11 @@ number a notebook reports comes with the uncertainty those seeds leave:
 - :func:`verdict`: an interval in words: the claim with its interval, "no difference
   detectable", "the opposite of the claim", or "the same ... within" an equivalence margin
   declared before the run; with flags for a difference below the measurement's resolution and
-  for an interval end that rounds to 0.
+  for an interval end that rounds to 0, and for a difference that one seed decides (left out, the
+  interval includes 0).
+- :func:`best_rate_check`: whether each arm's best rate, picked on the pilot seeds, trains on the
+  fresh report seeds: how many of them are stuck at the learned-nothing level, against the pilot
+  runs at the neighbouring rates of the grid.
 - :func:`reading`: the other way round: which arm a verdict's words say comes out better, and
   whether they put the difference inside or beyond the equivalence margin.
 
@@ -55,6 +59,7 @@ __all__ = [
     "Interval",
     "Reading",
     "TimeToThreshold",
+    "best_rate_check",
     "best_rates",
     "grid_step",
     "median_order_ranks",
@@ -110,6 +115,10 @@ class Interval:
         confidence: the interval's confidence level, e.g. 0.95.
         note: how the interval was obtained, where it is not the function's usual method
             (e.g. ``"all seeds equal: no spread between seeds"``); empty otherwise.
+        rests_on: for a difference the interval detects (it excludes 0), the seeds (as named, e.g.
+            ``("seed 7",)``) without any one of which the interval would include 0: the leave-one-out
+            check of :func:`paired_difference_ci`, which :func:`verdict` words as a flag. Empty where
+            no single seed decides it, where nothing is detected, or where it was not computed.
     """
 
     estimate: float
@@ -118,6 +127,7 @@ class Interval:
     n: int
     confidence: float = 0.95
     note: str = ""
+    rests_on: tuple[str, ...] = ()
 
     def format(self, fmt: str = ".3g") -> str:
         """``"0.12 (95% CI 0.08 to 0.17)"``, each number written with ``fmt``, the note appended."""
@@ -272,7 +282,8 @@ def _check_bounds(fn: str, bounds: object, x: np.ndarray) -> None:
                          f"{x.min():g} to {x.max():g}")
 
 
-def paired_difference_ci(a, b, *, relative: bool = False, confidence: float = 0.95) -> Interval:
+def paired_difference_ci(a, b, *, relative: bool = False, confidence: float = 0.95,
+                         seeds=None) -> Interval:
     """A t confidence interval for the difference of two arms paired by seed.
 
     ``a[i]`` and ``b[i]`` come from the same seed (same initial weights, same minibatches), so each
@@ -298,16 +309,24 @@ def paired_difference_ci(a, b, *, relative: bool = False, confidence: float = 0.
     allows for a failure that strikes one seed in ten (the simulation's stress scenarios). Its name
     is :data:`INTERVAL_METHOD`.
 
+    Leave-one-out: where the interval excludes 0 (a difference is detected) and there are at least 3
+    pairs, the same interval is recomputed on the ``n - 1`` pairs left when pair ``i`` is left out, for
+    every ``i`` (:func:`_leave_one_out`); the pairs whose omission makes it include 0 are returned in
+    ``Interval.rests_on``. A detection that one seed decides is one a fresh draw of seeds can undo.
+
     Args:
         a, b: one number per seed each, same length (at least 2), all finite, paired by
             position. With ``relative=True`` every value must be positive (steps, losses,
             errors; a run that never got there counted at the cap).
         relative: the relative difference instead of the absolute one.
         confidence: the confidence level, in (0, 1).
+        seeds: the seed of each pair, in the order of ``a`` (how ``rests_on`` names them: ``"seed 7"``);
+            default ``None``: the pairs are named by position, ``"pair 1"`` to ``"pair n"``.
 
     Returns:
         An :class:`Interval`; degenerate (``low == high == estimate``, with a note) when every
-        pair differs by the same amount (absolute) or in the same ratio (relative).
+        pair differs by the same amount (absolute) or in the same ratio (relative). Its
+        ``rests_on`` holds the pairs that decide a detected difference (see above).
 
     Examples:
         >>> ci = paired_difference_ci([12, 15, 11, 14], [10, 12, 10, 11])
@@ -321,6 +340,7 @@ def paired_difference_ci(a, b, *, relative: bool = False, confidence: float = 0.
                          f"per seed, paired by position), got len(a)={x.size} and len(b)={y.size}")
     if not 0 < confidence < 1:
         raise ValueError(f"{fn}(): argument 'confidence' must be in (0, 1), e.g. 0.95, got {confidence!r}")
+    names = _pair_names(fn, seeds, x.size)
     if relative:
         for name, values in (("a", x), ("b", y)):
             if (values <= 0).any():
@@ -341,11 +361,54 @@ def paired_difference_ci(a, b, *, relative: bool = False, confidence: float = 0.
         ci = stats.ttest_1samp(d, 0.0).confidence_interval(confidence)
         ci_low, ci_high = float(ci.low), float(ci.high)
         out = Interval(mean, ci_low, ci_high, x.size, confidence)
+    detected = ci_low > 0 or ci_high < 0
+    rests_on = tuple(names[i] for i in _leave_one_out(d, confidence)) if detected else ()
     if not relative:
-        return out
+        return Interval(out.estimate, out.low, out.high, out.n, confidence, out.note, rests_on)
     # 1 - exp(.) is decreasing: the log-ratio's high end is the relative difference's low end.
     return Interval(float(-np.expm1(mean)), float(-np.expm1(ci_high)), float(-np.expm1(ci_low)), x.size,
-                    confidence, out.note)
+                    confidence, out.note, rests_on)
+
+
+def _pair_names(fn: str, seeds, n: int) -> list[str]:
+    """``["seed 7", ...]`` for the pairs of a paired difference, or ``["pair 1", ...]`` without ``seeds``;
+    a ValueError naming 'seeds' when it is not one label per pair."""
+    if seeds is None:
+        return [f"pair {i + 1}" for i in range(n)]
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__len__"):
+        raise ValueError(f"{fn}(): argument 'seeds' must be a sequence with the seed of each pair, "
+                         f"got {seeds!r}")
+    if len(seeds) != n:
+        raise ValueError(f"{fn}(): argument 'seeds' must name each of the {n} pairs once (the seed of "
+                         f"a[i] and b[i]), got {len(seeds)} labels: {list(seeds)!r}")
+    return [f"seed {_plain_label(s)}" for s in seeds]
+
+
+def _plain_label(label) -> str:
+    """A seed as the words print it: ``7``, not ``7.0`` or ``np.int64(7)``."""
+    if isinstance(label, (float, np.floating)) and float(label).is_integer():
+        return str(int(label))
+    return str(label.item() if isinstance(label, np.generic) else label)
+
+
+def _leave_one_out(d: np.ndarray, confidence: float) -> list[int]:
+    """The positions ``i`` whose omission makes the t-interval of the mean of ``d`` include 0.
+
+    For each ``i``, on the ``n - 1`` other values ``d_(-i)``: ``mean ± t(n - 2, (1 + confidence) / 2) ·
+    sd / sqrt(n - 1)``, the interval :func:`paired_difference_ci` computes (``scipy.stats.ttest_1samp``'s),
+    written out over an ``(n, n - 1)`` array so that the coverage simulation, which calls it many times,
+    does not pay ``n`` SciPy calls each. A sub-sample without spread (as judged for the whole sample)
+    is its mean at both ends. With fewer than 3 values, one left out leaves no interval: ``[]``.
+    """
+    n = d.size
+    if n < 3:
+        return []
+    others = np.broadcast_to(d, (n, n))[~np.eye(n, dtype=bool)].reshape(n, n - 1)  # row i: d without d[i]
+    means = others.mean(axis=1)
+    half = stats.t.ppf((1 + confidence) / 2, n - 2) * others.std(axis=1, ddof=1) / math.sqrt(n - 1)
+    flat = np.ptp(others, axis=1) <= _DEGENERATE_RTOL * np.maximum(1.0, np.abs(means))
+    half = np.where(flat, 0.0, half)
+    return np.flatnonzero((means - half <= 0) & (0 <= means + half)).tolist()
 
 
 # --------------------------------------------------------------------- time to threshold
@@ -598,6 +661,114 @@ def grid_step(rates, scores, *, relative: bool = True) -> float:
     return min(changes, default=math.inf)
 
 
+def best_rate_check(runs: pd.DataFrame, *, learned_below: float, arm: str = "arm", lr: str = "lr",
+                    stage: str = "stage", seed: str = "seed", value: str = "value",
+                    stuck: str = "learned nothing") -> pd.DataFrame:
+    """Whether each arm's best rate, picked on the pilot seeds, trains on the fresh report seeds.
+
+    A best rate comes from a few pilot seeds; the report then trains fresh seeds at it. A rate at the
+    edge of what trains can look best on 3 pilot seeds and leave a fresh seed stuck where it started.
+    So, per arm, with ``k`` of its ``n`` report seeds stuck (``value`` not below ``learned_below``, or
+    NaN: a diverged run) at its rate ``r``, and ``p_j`` of the ``m_j`` pilot runs stuck at each rate
+    ``j`` next to ``r`` in the arm's pilot grid (one neighbour where ``r`` is the grid's smallest or
+    largest)::
+
+        suspect  <=>  k / n > min_j p_j / m_j
+
+    more report seeds stuck than a neighbouring rate's pilot share would suggest (``k > 0`` where a
+    neighbour had none stuck included): a neighbour trained more reliably than the report found ``r``
+    to. The neighbours, not ``r`` itself: the pilot runs at ``r`` are those that picked it, so their
+    share is biased low; the neighbours say whether ``r`` sits in a region where seeds train.
+
+    Args:
+        runs: one row per run (arm, stage, rate, seed), pilot and report: ``value`` is the run's
+            per-seed score in the tuning's units (lower is better, e.g. final loss, or steps to
+            the threshold with NaN where never reached). Each arm's report rows must be at one
+            rate, a rate of its pilot grid.
+        learned_below: the experiment's learned-nothing definition (its ``Tuning.learned_below``):
+            a run whose value is not below it learned nothing.
+        arm, lr, stage, seed, value: the names of those columns; ``stage`` holds ``"pilot"`` or
+            ``"report"``.
+        stuck: what a stuck run did, as the words say it (``"learned nothing"``, ``"did not reach
+            the threshold before step 400"``).
+
+    Returns:
+        One row per arm, in order of first appearance: ``arm`` (named as given), ``lr``, ``seeds``
+        (n), ``stuck`` (k), ``neighbours`` (a tuple of rates), ``pilot_runs`` (m_j) and
+        ``pilot_stuck`` (p_j), tuples in the order of ``neighbours``, ``suspect`` (bool) and
+        ``words``, e.g. ``"does not hold: 1 of 10 report seeds learned nothing at 0.1; of the pilot
+        runs at the neighbouring rates, 0 of 3 did at 0.03 and 3 of 3 at 0.3"``; ``"holds: 0 of 10
+        report seeds learned nothing at 0.1; ..."`` where none is stuck; ``"no worse than its
+        neighbours: 5 of 10 report seeds ..."`` where some are, but no more than at either neighbour.
+    """
+    fn = "best_rate_check"
+    if not isinstance(runs, pd.DataFrame):
+        raise ValueError(f"{fn}(): argument 'runs' must be a pandas DataFrame, got {type(runs).__name__}")
+    missing = [c for c in (arm, lr, stage, seed, value) if c not in runs.columns]
+    if missing:
+        raise ValueError(f"{fn}(): argument 'runs' must have columns {[arm, lr, stage, seed, value]}, "
+                         f"missing {missing} (it has {list(runs.columns)})")
+    if isinstance(learned_below, bool) or not isinstance(learned_below, (int, float, np.number)) \
+            or math.isnan(learned_below):
+        raise ValueError(f"{fn}(): argument 'learned_below' must be a number, got {learned_below!r}")
+    stages = set(runs[stage].unique()) - {"pilot", "report"}
+    if stages:
+        raise ValueError(f"{fn}(): argument 'runs' must have '{stage}' 'pilot' or 'report' in every row, "
+                         f"got {sorted(map(str, stages))}")
+    twice = runs.duplicated([arm, stage, lr, seed])
+    if twice.any():
+        first = runs.loc[twice, [arm, stage, lr, seed]].iloc[0].tolist()
+        raise ValueError(f"{fn}(): argument 'runs' must hold one row per run ({arm}, {stage}, {lr}, {seed}); "
+                         f"{first} appears more than once")
+    values = pd.to_numeric(runs[value], errors="coerce").to_numpy(dtype=np.float64)
+    is_stuck = ~(values < learned_below)  # NaN (diverged, or never reached) is stuck
+    rows = []
+    for name, group in runs.assign(_stuck=is_stuck).groupby(arm, sort=False, observed=True):
+        rows.append(_check_arm(fn, name, group, lr, stage, stuck))
+    return pd.DataFrame(rows, columns=[arm, "lr", "seeds", "stuck", "neighbours", "pilot_runs", "pilot_stuck",
+                                       "suspect", "words"]).rename(columns={"arm": arm})
+
+
+def _check_arm(fn: str, name, group: pd.DataFrame, lr: str, stage: str, stuck: str) -> dict:
+    """One arm's row of :func:`best_rate_check` (``group`` has its rows, with a ``_stuck`` column)."""
+    report, pilot = group[group[stage] == "report"], group[group[stage] == "pilot"]
+    rates = np.sort(pilot[lr].unique().astype(np.float64))
+    used = report[lr].unique()
+    if report.empty or pilot.empty:
+        raise ValueError(f"{fn}(): argument 'runs' must hold pilot and report runs of every arm; arm {name!r} "
+                         f"has {len(pilot)} pilot and {len(report)} report runs")
+    if len(used) != 1:
+        raise ValueError(f"{fn}(): argument 'runs' must hold each arm's report runs at one rate (its best); "
+                         f"arm {name!r} has them at {sorted(float(r) for r in used)}")
+    rate = float(used[0])
+    # a rate read back from a stored table may differ from the grid's in its last bits
+    where = np.flatnonzero(np.isclose(rates, rate, rtol=1e-9, atol=0.0))
+    if where.size != 1:
+        raise ValueError(f"{fn}(): argument 'runs' must hold each arm's report runs at a rate of its pilot "
+                         f"grid; arm {name!r} reports at {rate:g}, its grid is {rates.tolist()}")
+    i = int(where[0])
+    neighbours = tuple(float(rates[j]) for j in (i - 1, i + 1) if 0 <= j < rates.size)
+    if not neighbours:
+        raise ValueError(f"{fn}(): argument 'runs' must hold pilot runs at more than one rate per arm, so that "
+                         f"the best one has neighbours; arm {name!r} has only {rates.tolist()}")
+    pilot_rates = pilot[lr].to_numpy(dtype=np.float64)
+    near = [pilot[np.isclose(pilot_rates, r, rtol=1e-9, atol=0.0)] for r in neighbours]
+    k, n = int(report["_stuck"].sum()), len(report)
+    p = tuple(int(at["_stuck"].sum()) for at in near)
+    m = tuple(len(at) for at in near)
+    suspect = any(k * m_j > p_j * n for p_j, m_j in zip(p, m, strict=True))  # k / n > p_j / m_j, in integers
+    counts = [f"{p_j} of {m_j}{' did' if j == 0 else ''} at {r:g}"
+              for j, (p_j, m_j, r) in enumerate(zip(p, m, neighbours, strict=True))]
+    said = (f"{k} of {n} report seeds {stuck} at {rate:g}; of the pilot runs at the neighbouring "
+            f"{'rates' if len(neighbours) > 1 else 'rate'}, {' and '.join(counts)}")
+    # "holds" only where no report seed is stuck: a rate where half of them are, as at its neighbours, is
+    # no worse than they are, and no more than that
+    verdict_word = "does not hold" if suspect else "holds" if k == 0 else "no worse than its neighbours"
+    words = f"{verdict_word}: {said}"
+    return {"arm": name, "lr": rate, "seeds": n, "stuck": k, "neighbours": neighbours, "pilot_runs": m,
+            "pilot_stuck": p, "suspect": bool(suspect), "words": words}
+
+
 # --------------------------------------------------------------------------- words
 
 
@@ -628,6 +799,10 @@ def verdict(interval: Interval, *, a: str, b: str, quantity: str = "steps",
       experiment knows and the interval does not;
     - ``"fragile: an interval end rounds to 0 with 10 seeds"`` when a difference is detected but
       the interval's end nearer 0 prints as 0: a few more seeds could move it across.
+    - ``"rests on one seed: without seed 7 the interval includes 0"`` when a difference is detected
+      but leaving out one seed (pair) makes the interval include 0 (``interval.rests_on``, from
+      :func:`paired_difference_ci`'s leave-one-out check); where several seeds each do,
+      ``"rests on single seeds: without any one of seeds 3, 5 or 7 the interval includes 0"``.
 
     Args:
         interval: from :func:`paired_difference_ci`. With ``relative=True`` (the default) a
@@ -701,7 +876,24 @@ def verdict(interval: Interval, *, a: str, b: str, quantity: str = "steps",
     near = lo if lo > 0 else hi  # the end nearer 0
     if printed(near) == 0:
         flags.append(f"fragile: an interval end rounds to 0 with {n} seeds")
+    if interval.rests_on:
+        flags.append(_rests_on_words(interval.rests_on))
     return "; ".join([said, *flags])
+
+
+def _rests_on_words(rests_on: tuple[str, ...]) -> str:
+    """The leave-one-out flag of :func:`verdict` for ``Interval.rests_on`` (non-empty), e.g.
+    ``"rests on one seed: without seed 7 the interval includes 0"``."""
+    if len(rests_on) == 1:
+        return f"rests on one seed: without {rests_on[0]} the interval includes 0"
+    parts = [name.split(" ", 1) for name in rests_on]
+    if all(len(part) == 2 for part in parts) and len({kind for kind, _ in parts}) == 1:
+        # one kind ("seed 1", "seed 5"): "seeds 1 or 5"
+        labels = [label for _, label in parts]
+        listed = f"{parts[0][0]}s {', '.join(labels[:-1])} or {labels[-1]}"
+    else:
+        listed = f"{', '.join(rests_on[:-1])} or {rests_on[-1]}"
+    return f"rests on single seeds: without any one of {listed} the interval includes 0"
 
 
 #: "A <verb> 31% fewer <quantity> than B (95% CI ...)": the subject, the comparative, the other arm.

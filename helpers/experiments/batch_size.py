@@ -37,6 +37,7 @@ __all__ = [
     "accuracy_gaps",
     "arm_accuracy",
     "batch_size_pilot_scores",
+    "report_rate_words",
     "batch_size_runs",
     "batch_size_summary",
     "final_accuracy",
@@ -414,7 +415,8 @@ def accuracy_gaps(frame: pd.DataFrame, *, pairs=GAP_PAIRS) -> pd.DataFrame:
     rows = []
     for b, per_seed in wide.groupby(level="batch_size"):
         for a, other in pairs:
-            ci = paired_difference_ci(per_seed[a].to_numpy() * 100, per_seed[other].to_numpy() * 100)
+            ci = paired_difference_ci(per_seed[a].to_numpy() * 100, per_seed[other].to_numpy() * 100,
+                                      seeds=per_seed.index.get_level_values("seed"))
             outcome = ("a lower" if ci.high < 0 else "a higher" if ci.low > 0 else "no difference detectable")
             words = verdict(ci, a=a, b=other, quantity="test accuracy", claim=None, relative=False,
                             verb="has", words=("points lower", "points higher"), fmt=".1f",
@@ -424,9 +426,27 @@ def accuracy_gaps(frame: pd.DataFrame, *, pairs=GAP_PAIRS) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def report_rate_words(frame: pd.DataFrame) -> dict[str, str]:
+    """``{"<norm>, batch <b>": words}``: whether each arm's best rate trains on the report seeds
+    (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds end with a test loss at
+    or above :data:`CHANCE_LOSS` (the tuning's learned-nothing level; a diverged run too), against the
+    pilot runs at the neighbouring rates. ``frame``: the stored table, pilot and report rows."""
+    from helpers.evidence.statistics import best_rate_check
+
+    # final_accuracy keeps the report rows of a frame that has both: each stage on its own
+    finals = pd.concat([final_accuracy(frame[frame["stage"] == stage]) for stage in ("pilot", "report")],
+                       ignore_index=True)
+    runs = finals.assign(arm=finals["norm"] + ", batch " + finals["batch_size"].astype(str),
+                         value=finals["test_loss"])
+    table = best_rate_check(runs, learned_below=CHANCE_LOSS,
+                            stuck=f"ended with a test loss at or above chance ({CHANCE_LOSS:.3f})")
+    return dict(zip(table["arm"], table["words"], strict=True))
+
+
 def _summarize_batch_size(frame: pd.DataFrame) -> dict[str, str]:
-    """The stored verdicts: each norm's tuned rate, and ``"batch 2: BatchNorm vs LayerNorm"`` -> words, for
-    every pair of :data:`GAP_PAIRS` and every batch size."""
+    """The stored verdicts: each norm's tuned rate, whether it trains on the report seeds (``"best rate on
+    the report seeds, <norm>, batch <b>"``, :func:`report_rate_words`), and ``"batch 2: BatchNorm vs
+    LayerNorm"`` -> words, for every pair of :data:`GAP_PAIRS` and every batch size."""
     from helpers.evidence.statistics import best_rates
 
     out = {}
@@ -440,6 +460,7 @@ def _summarize_batch_size(frame: pd.DataFrame) -> dict[str, str]:
             where = f"; {row.note}" if row.note else ", inside the grid"
             out[f"best rate, {row.arm}"] = (f"{row.best_lr:g} (mean final test loss {row.best_score:.3f} over the "
                                             f"{pilot['seed'].nunique()} pilot seeds{where})")
+        out.update({f"best rate on the report seeds, {arm}": words for arm, words in report_rate_words(frame).items()})
     for r in accuracy_gaps(frame).itertuples():
         out[f"batch {r.batch_size}: {r.a} vs {r.b}"] = r.words
     return out

@@ -462,7 +462,7 @@ def drift_intervals(by_seed: pd.DataFrame) -> dict:
         ln = by_seed.xs(("LayerNorm", site), level=("model", "site")).loc[kept]
         for column in _DRIFT_QUANTITIES:
             out[comparison, column] = paired_difference_ci(ln[column].to_numpy(), no[column].to_numpy(),
-                                                           relative=True)
+                                                           relative=True, seeds=list(kept))
     return out
 
 

@@ -73,6 +73,7 @@ __all__ = [
     "lstm_steps_to_threshold",
     "lstm_verdicts",
     "pilot_scores",
+    "report_rate_words",
     "time_words",
 ]
 
@@ -457,6 +458,28 @@ def grid_resolution(scores: pd.DataFrame, arms) -> tuple[float, str] | None:
                         f"steps by {steps[arm]:.0%})")
 
 
+def report_rate_words(frame: pd.DataFrame, cap: int, arm_of=None, threshold: float = THRESHOLD) -> dict[str, str]:
+    """``{arm: words}``: whether each arm's best rate trains on the report seeds
+    (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds never reached
+    ``threshold`` before the step cap ``cap`` (the tuning's learned-nothing definition: a restricted mean
+    of ``cap`` steps), against the pilot runs at the neighbouring rates.
+
+    Args:
+        frame: the stored table, pilot and report rows (``stage``).
+        cap: the step cap (the tuning's ``learned_below``).
+        arm_of: ``arm_of(runs) -> Series`` of arm names, one per run of
+            :func:`lstm_steps_to_threshold`'s table; default its ``variant``.
+        threshold: the loss threshold.
+    """
+    from helpers.evidence.statistics import best_rate_check
+
+    reached = lstm_steps_to_threshold(frame, threshold)
+    arms = reached["variant"] if arm_of is None else arm_of(reached)
+    table = best_rate_check(reached.assign(arm=arms, value=reached["steps"]), learned_below=cap,
+                            stuck=f"did not reach the threshold before step {cap}")
+    return dict(zip(table["arm"], table["words"], strict=True))
+
+
 def time_words(reached: pd.DataFrame, cap: int, variants) -> dict[str, str]:
     """``{variant: words}``: the runs' steps to the threshold (:func:`lstm_steps_to_threshold`'s
     table) as :func:`helpers.evidence.statistics.time_to_threshold` says them, and the rates they ran at."""
@@ -493,6 +516,8 @@ def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 
     - ``"best rate, <variant>"``: each arm's best rate on the pilot grid (recomputed from the pilot
       rows, as the runner picked it), and whether it is inside the grid;
+    - ``"best rate on the report seeds, <variant>"``: whether that rate trains on the report seeds
+      (:func:`report_rate_words`);
     - ``"time, <variant>"``: the reported runs' steps to :data:`THRESHOLD` (Kaplan-Meier median,
       how many got there; :func:`helpers.evidence.statistics.time_to_threshold`);
     - ``"steps"``: LN-LSTM vs LSTM on the restricted mean steps to the threshold, a run that never
@@ -514,6 +539,7 @@ def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
     scores = pilot_scores(pilot).rename(columns={"variant": "arm"})
     out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, cap, pilot).items()}
+    out.update({f"best rate on the report seeds, {arm}": words for arm, words in report_rate_words(frame, cap).items()})
     reached = lstm_steps_to_threshold(report)
     variants = [v for v in VARIANTS if v in set(reached["variant"])]
     out.update({f"time, {v}": words for v, words in time_words(reached, cap, variants).items()})

@@ -92,6 +92,7 @@ __all__ = [
     "norm_family_verdicts",
     "norm_layer",
     "pilot_scores",
+    "report_rate_words",
     "scaled_lr",
 ]
 
@@ -694,13 +695,14 @@ def grid_step(scores: pd.DataFrame, norm: str, batch: int) -> float:
 
 
 def _relative(a: np.ndarray, b: np.ndarray, *, claim, a_name: str, b_name: str, quantity: str,
-              margin: float | None = None, resolution: tuple[float, str] | None = None):
+              margin: float | None = None, resolution: tuple[float, str] | None = None, seeds=None):
     """One minus the geometric mean of the per-seed ratios ``a / b``, paired by position, with its
     t-interval and :func:`helpers.evidence.statistics.verdict`'s words (``verb="has"``, lower / higher;
-    "the same" within ``margin``, where one is given; flagged where smaller than ``resolution``)."""
+    "the same" within ``margin``, where one is given; flagged where smaller than ``resolution``, and where
+    one of the ``seeds`` decides it)."""
     from helpers.evidence.statistics import paired_difference_ci, verdict
 
-    ci = paired_difference_ci(a, b, relative=True)
+    ci = paired_difference_ci(a, b, relative=True, seeds=seeds)
     return ci, verdict(ci, a=a_name, b=b_name, quantity=quantity, claim=claim, verb="has", words=("lower", "higher"),
                        margin=margin, resolution=resolution)
 
@@ -739,11 +741,11 @@ def comparisons(frame: pd.DataFrame) -> pd.DataFrame:
             return None
         return step, f"one step of the tuning grid (a neighbouring rate moves {norm}'s pilot error at batch {b} by {step:.1%})"
 
-    def add(kind, measure, b, norm, a_name, b_name, claim, x, y, arms=()):
+    def add(kind, measure, b, norm, a_name, b_name, claim, x, y, seeds, arms=()):
         # "the same" only where two norms, or one norm at two batch sizes, may be claimed to match
         margin = MATCH_MARGIN if claim is None and kind in ("norms", "batch") else None
         ci, words = _relative(x, y, claim=claim, a_name=a_name, b_name=b_name, quantity=_MEASURES[measure],
-                              margin=margin, resolution=resolution_of(arms) if arms else None)
+                              margin=margin, resolution=resolution_of(arms) if arms else None, seeds=seeds)
         rows.append({"kind": kind, "measure": measure, "batch_size": int(b), "norm": norm, "a": a_name, "b": b_name,
                      "claim": claim,
                      "n_seeds": ci.n, "mean_a": float(np.mean(x)), "mean_b": float(np.mean(y)),
@@ -757,19 +759,35 @@ def comparisons(frame: pd.DataFrame) -> pd.DataFrame:
                 if (a, b) in wide and (other, b) in wide:
                     both = wide[[(a, b), (other, b)]].dropna()
                     add("norms", measure, b, None, a, other, claims.get(b), both[(a, b)].to_numpy(),
-                        both[(other, b)].to_numpy(), arms=[(a, b), (other, b)])
+                        both[(other, b)].to_numpy(), both.index, arms=[(a, b), (other, b)])
         for norm in NORMS:
             for b in sizes:
                 if b == LR_BATCH or (norm, b) not in wide or (norm, LR_BATCH) not in wide:
                     continue
                 both = wide[[(norm, b), (norm, LR_BATCH)]].dropna()
                 add("batch", measure, b, norm, f"{norm} at batch {b}", f"at batch {LR_BATCH}", BATCH_CLAIMS.get(norm),
-                    both[(norm, b)].to_numpy(), both[(norm, LR_BATCH)].to_numpy(), arms=[(norm, b), (norm, LR_BATCH)])
+                    both[(norm, b)].to_numpy(), both[(norm, LR_BATCH)].to_numpy(), both.index,
+                    arms=[(norm, b), (norm, LR_BATCH)])
     bn = finals[finals["norm"] == "BatchNorm"]
     for b, runs in bn.groupby("batch_size"):
         add("BN mode", "error", b, "BatchNorm", "BatchNorm in eval() mode", "in train() mode", None,
-            runs["error"].to_numpy(), runs["train_mode_error"].to_numpy())
+            runs["error"].to_numpy(), runs["train_mode_error"].to_numpy(), runs["seed"].to_numpy())
     return pd.DataFrame(rows)
+
+
+def report_rate_words(frame: pd.DataFrame) -> dict[str, str]:
+    """``{"<norm>, batch <b>": words}``: whether each arm's best rate trains on the report seeds
+    (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds end with a test error
+    at or above :data:`CHANCE_ERROR` (the tuning's learned-nothing level; a diverged run too), against
+    the pilot runs (validation error) at the neighbouring rates of the grid scaled to the batch size.
+    ``frame``: the stored table, pilot and report rows."""
+    from helpers.evidence.statistics import best_rate_check
+
+    finals = final_errors(frame, stage=None)
+    runs = finals.assign(arm=finals["norm"] + ", batch " + finals["batch_size"].astype(str), value=finals["error"])
+    table = best_rate_check(runs, learned_below=CHANCE_ERROR,
+                            stuck=f"ended with an error at or above chance ({CHANCE_ERROR:.1%})")
+    return dict(zip(table["arm"], table["words"], strict=True))
 
 
 def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:
@@ -778,6 +796,8 @@ def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     - ``"best rate, <norm>, batch <b>"``: its best rate at that batch size on the pilot grid scaled
       to it (recomputed from the pilot rows as the runner picked it: :func:`pilot_scores`), and
       whether it is inside the grid;
+    - ``"best rate on the report seeds, <norm>, batch <b>"``: whether that rate trains on the report
+      seeds (:func:`report_rate_words`);
     - ``"runs, <norm>, batch <b>"``: the mean test error over the reported seeds with its interval,
       the mean loss, and for BN the error in ``train()`` mode;
     - ``"error, batch <b>: <A> vs <B>"``, ``"loss, batch <b>: <A> vs <B>"``, ``"error, <norm>: batch <b>
@@ -803,6 +823,7 @@ def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:
                 said = (f"{scaled_lr(row.best_lr, b):g} ({row.best_lr:g} scaled from batch {LR_BATCH} to {b}), "
                         f"{where} ({span}); mean final validation error {row.best_score:.1%} over pilot seeds {seeds}")
             out[f"best rate, {row.arm}"] = said
+        out.update({f"best rate on the report seeds, {arm}": words for arm, words in report_rate_words(frame).items()})
     for row in error_table(frame).itertuples():
         said = (f"at lr {row.lr:g}: test error {row.error:.1%} (95% CI {row.error_low:.1%} to {row.error_high:.1%}), "
                 f"mean over {row.seeds} seeds; mean loss {row.loss:.3f}")

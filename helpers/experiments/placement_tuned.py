@@ -76,6 +76,7 @@ __all__ = [
     "mlp_runs",
     "pilot_scores",
     "placement_verdicts",
+    "report_rate_words",
     "standard_gain",
     "step_seconds",
     "stored_runs_state",
@@ -561,7 +562,7 @@ def _compare(finals: pd.DataFrame, activation: str, a: str, b: str, quantity: st
         if math.isfinite(steps[arm]):
             resolution = (steps[arm], f"one step of the tuning grid (a neighbouring rate moves {arm}'s pilot "
                                       f"loss by {steps[arm]:.1%})")
-    ci = paired_difference_ci(_capped(table[a]), _capped(table[b]), relative=True)
+    ci = paired_difference_ci(_capped(table[a]), _capped(table[b]), relative=True, seeds=table.index)
     return verdict(ci, a=a, b=b, quantity=quantity, claim="fewer", verb="ends with",
                    words=("lower", "higher"), resolution=resolution), len(table)
 
@@ -577,6 +578,8 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 
     - ``"best rate, <act>, <arr>"``: its best rate on the pilot grid (recomputed from the pilot
       rows, as the runner picked it, :func:`pilot_scores`), and whether it is inside the grid;
+    - ``"best rate on the report seeds, <act>, <arr>"``: whether that rate trains on the report seeds
+      (:func:`report_rate_words`);
     - ``"runs, <act>, <arr>"``: at that rate, how many of the reported runs converged
       (:func:`converged`), their loss at step 0 and at the end (medians over seeds, with the range
       at the end), and how much it changed over the last 20% of the steps.
@@ -614,6 +617,7 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
             said = (f"{row.best_lr:g}, {where} ({grid[0]:g} to {grid[-1]:g}); median final loss "
                     f"{row.best_score:.4f} over pilot seeds {pilot_seeds}")
         out[f"best rate, {row.arm}"] = said
+    out.update({f"best rate on the report seeds, {arm}": words for arm, words in report_rate_words(frame).items()})
     finals = final_rows(report)
     for act in ACTIVATIONS:
         for arr in ARRANGEMENTS:
@@ -649,6 +653,20 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         out[f"at convergence, {act}, LN -> act vs act -> LN"] = (
             f"{words}; on the {n} of {len(at)} seeds where both runs converged")
     return out
+
+
+def report_rate_words(frame: pd.DataFrame) -> dict[str, str]:
+    """``{"<act>, <arr>": words}``: whether each arm's best rate trains on the report seeds
+    (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds end at or above
+    :data:`NOTHING` (the tuning's learned-nothing level; a diverged run too), against the pilot runs at
+    the neighbouring rates. ``frame``: the stored table, pilot and report rows."""
+    from helpers.evidence.statistics import best_rate_check
+
+    finals = final_rows(frame)
+    runs = finals.assign(arm=finals["activation"] + ", " + finals["arrangement"], value=finals["final"])
+    table = best_rate_check(runs, learned_below=NOTHING,
+                            stuck=f"ended at or above the learned-nothing loss ({NOTHING:g})")
+    return dict(zip(table["arm"], table["words"], strict=True))
 
 
 def _pct(x: float) -> str:

@@ -261,10 +261,11 @@ def _adam(params, lrs, step: int, moments: dict) -> None:
 
 
 def paired(per_run: pd.DataFrame, column: str, a: str = "LayerNorm", b: str = "no norm"):
-    """``column`` of arms ``a`` and ``b`` (plain variants, noise 0), aligned by seed: two arrays."""
+    """``column`` of arms ``a`` and ``b`` (plain variants, noise 0), aligned by seed: two arrays, and the
+    seeds they are aligned on (for :func:`helpers.evidence.statistics.paired_difference_ci`'s ``seeds``)."""
     plain = per_run[per_run["noise"] == 0] if "noise" in per_run else per_run
     table = plain.pivot_table(index="seed", columns="variant", values=column, dropna=False)
-    return table[a].to_numpy(), table[b].to_numpy()
+    return table[a].to_numpy(), table[b].to_numpy(), table.index.to_numpy()
 
 
 def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a: str = "LayerNorm",
@@ -299,11 +300,11 @@ def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a:
     from helpers.evidence.statistics import paired_difference_ci, verdict
 
     out = {}
-    sa, sb = paired(reached.assign(steps=reached["steps"].fillna(cap)), "steps", a, b)
+    sa, sb, seeds = paired(reached.assign(steps=reached["steps"].fillna(cap)), "steps", a, b)
     if (sa == cap).all() and (sb == cap).all():
         out["steps"] = f"no run of either {noun} reaches the threshold within {cap} steps"
     else:
-        ci = paired_difference_ci(sa, sb, relative=True)
+        ci = paired_difference_ci(sa, sb, relative=True, seeds=seeds)
         # the difference in steps is about the relative one times B's typical (geometric mean) steps
         resolution = None if eval_every is None else (
             eval_every / float(np.exp(np.mean(np.log(sb)))), f"the evaluation interval ({eval_every} steps)")
@@ -311,7 +312,7 @@ def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a:
             resolution = grid_resolution
         out["steps"] = verdict(ci, a=a, b=b, claim=claim, quantity="steps to the threshold", margin=steps_margin,
                                resolution=resolution)
-    fa, fb = paired(finals.assign(final=finals["final"].clip(upper=nothing)), "final", a, b)
+    fa, fb, seeds = paired(finals.assign(final=finals["final"].clip(upper=nothing)), "final", a, b)
     if (fa == nothing).all() and (fb == nothing).all():
         out["final loss"] = f"no run of either {noun} ends below {nothing_name} ({nothing:.3f})"
     elif floor and min(fa.min(), fb.min()) <= floor:
@@ -320,6 +321,6 @@ def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a:
     else:
         if floor:
             fa, fb, final = fa - floor, fb - floor, f"{final} above the floor ({floor:.3f})"
-        out["final loss"] = verdict(paired_difference_ci(fa, fb, relative=True), a=a, b=b, quantity=final,
+        out["final loss"] = verdict(paired_difference_ci(fa, fb, relative=True, seeds=seeds), a=a, b=b, quantity=final,
                                     claim=claim, verb="ends with", words=("lower", "higher"), margin=loss_margin)
     return out

@@ -48,6 +48,7 @@ from helpers.experiments.lstm_adding import (
     heldout_batch,
     lstm_steps_to_threshold,
     pilot_scores,
+    report_rate_words,
     time_words,
 )
 from helpers.experiments.rnn_models import LEARNED_NOTHING, StackedRNN, _adam, normed_vs_plain
@@ -293,6 +294,8 @@ def regime_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     """The verdicts of ``rnn_regimes`` in words, from the stored table, per regime (T, hidden):
 
     - ``"best rate, <variant>, <regime>"``: the pilot's best rate and whether it is inside the grid;
+    - ``"best rate on the report seeds, <variant>, <regime>"``: whether that rate trains on the report
+      seeds (:func:`helpers.experiments.lstm_adding.report_rate_words`);
     - ``"time, <variant>, <regime>"``: steps to :data:`THRESHOLD` of the reported runs
       (Kaplan-Meier median, how many got there);
     - ``"steps, <regime>"`` and ``"final loss, <regime>"``: LN vs no norm, each at its best rate,
@@ -310,6 +313,9 @@ def regime_verdicts(frame: pd.DataFrame) -> dict[str, str]:
                                                              strict=True)]
     best = best_rate_words(scores.assign(arm=names), cap, pilot)
     out = {f"best rate, {arm}": words for arm, words in best.items()}
+    checked = report_rate_words(frame, cap, lambda runs: [f"{v}, {_regime(t, h)}" for t, h, v in zip(
+        runs["seq_len"], runs["hidden"], runs["variant"], strict=True)])
+    out.update({f"best rate on the report seeds, {arm}": words for arm, words in checked.items()})
     for (t, h), part in report.groupby(["seq_len", "hidden"], sort=True):
         out.update(_speed_words(part, cap, _regime(t, h), REGIME_EVAL_EVERY))
     return out
@@ -347,7 +353,8 @@ def mechanism_verdicts(frame: pd.DataFrame) -> dict[str, str]:
                              ("ics", "ics")):
             table = _per_run_mean(plain, column).pivot_table(index="seed", columns="variant", values=column)
             out[f"{what}, lr {lr:g}"] = verdict(
-                paired_difference_ci(table["LayerNorm"].to_numpy(), table["no norm"].to_numpy(), relative=True),
+                paired_difference_ci(table["LayerNorm"].to_numpy(), table["no norm"].to_numpy(), relative=True,
+                                     seeds=table.index),
                 a="LayerNorm", b="no norm", quantity=what.replace("ics", "internal covariate shift (Santurkar)"),
                 verb="has", words=("less", "more"))
         ln = at[at["variant"] != "no norm"]
@@ -356,11 +363,11 @@ def mechanism_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         shift = _per_run_mean(ln, "ics").pivot_table(index="seed", columns="noise", values="ics")
         for s in [s for s in loss.columns if s > 0]:
             out[f"noise {s:g}, lr {lr:g}"] = verdict(
-                paired_difference_ci(loss[s].to_numpy(), loss[0.0].to_numpy(), relative=True),
+                paired_difference_ci(loss[s].to_numpy(), loss[0.0].to_numpy(), relative=True, seeds=loss.index),
                 a=f"noisy LayerNorm {s:g}", b="LayerNorm", quantity="final held-out loss (noise off)", claim=None,
                 verb="ends with", words=("lower", "higher"), margin=NOISE_MARGIN)
             out[f"noise {s:g} ics, lr {lr:g}"] = verdict(
-                paired_difference_ci(shift[s].to_numpy(), shift[0.0].to_numpy(), relative=True),
+                paired_difference_ci(shift[s].to_numpy(), shift[0.0].to_numpy(), relative=True, seeds=shift.index),
                 a=f"noisy LayerNorm {s:g}", b="LayerNorm", quantity="internal covariate shift", claim="more",
                 verb="has", words=("less", "more"))
     return out

@@ -47,6 +47,7 @@ from helpers.experiments.lstm_adding import (
     clip_per_model,
     keep_rows,
     lstm_steps_to_threshold,
+    report_rate_words,
     time_words,
 )
 from helpers.experiments.rnn_models import _adam, normed_vs_plain
@@ -652,6 +653,8 @@ def small_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 
     - ``"best rate, <arm>"``: its best rate on the pilot grid (recomputed from the pilot rows, as
       the runner picked it), and whether it is inside the grid;
+    - ``"best rate on the report seeds, <arm>"``: whether that rate trains on the report seeds
+      (:func:`helpers.experiments.lstm_adding.report_rate_words`);
     - ``"largest stable rate, <arm>"``: the largest pilot rate at which every pilot seed still
       learns: ends with a held-out loss below :data:`THRESHOLD`;
     - ``"time, <arm>"``: the reported runs' steps to :data:`THRESHOLD` (Kaplan-Meier median, how
@@ -669,6 +672,8 @@ def small_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     arms = [a for a in ARMS if a in set(frame["variant"])]
     scores = pilot_scores(pilot).rename(columns={"variant": "arm"})
     out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, cap, pilot).items()}
+    out.update({f"best rate on the report seeds, {arm}": words
+                for arm, words in report_rate_words(frame, cap, threshold=THRESHOLD).items()})
     for arm in arms:
         out[f"largest stable rate, {arm}"] = _largest_stable(pilot, arm, cap)
     reached, finals = lstm_steps_to_threshold(report, THRESHOLD), _finals(report, cap)

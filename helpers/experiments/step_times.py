@@ -117,8 +117,8 @@ def _wall_clock(per_step: dict, setting: str, report: pd.DataFrame, threshold: f
     both = pd.DataFrame(seconds).dropna()
     if reached["steps"].isna().all():  # all censored: the "difference" would be the time per step alone
         return f"no run of either arm reaches the threshold within {cap} steps"
-    return verdict(paired_difference_ci(both[a].to_numpy(), both[b].to_numpy(), relative=True), a=a, b=b,
-                   quantity="wall-clock time to the threshold", words=("less", "more"))
+    return verdict(paired_difference_ci(both[a].to_numpy(), both[b].to_numpy(), relative=True, seeds=both.index),
+                   a=a, b=b, quantity="wall-clock time to the threshold", words=("less", "more"))
 
 
 def step_time_verdicts(frame: pd.DataFrame) -> dict[str, str]:
