@@ -107,6 +107,17 @@ steps.T
 runner.print_verdicts("lstm_adding", "best rate, LSTM", "best rate, LN-LSTM")
 
 # %% [markdown]
+# A rate that looks best on 3 pilot seeds can sit next to a cliff, where a fresh seed stays stuck.
+# So the report checks each arm's best rate on its fresh seeds: it counts the report seeds that
+# learned nothing (never reached the threshold, or ended at the learned-nothing level) and compares
+# that share with the pilot runs at the two neighbouring rates. It **does not hold** where more
+# report seeds are stuck than at a neighbour, and the deep dive says so beside the verdicts:
+
+# %%
+runner.print_verdicts("lstm_adding", "best rate on the report seeds, LSTM")
+runner.print_verdicts("batch_size", "best rate on the report seeds, BatchNorm, batch 2")
+
+# %% [markdown]
 # ## 3 · Runs that never get there: censoring, Kaplan-Meier, restricted means
 #
 # A run that never reaches the threshold within the cap (a `NaN`: every reported run above got
@@ -212,8 +223,10 @@ runner.print_verdicts("interval_coverage", "in use", "methods that reach 93%")
 #
 # Flags follow the sentence: a difference **smaller than** the evaluation interval (how often the
 # held-out loss was measured) or than one step of the tuning grid (how much a neighbouring learning
-# rate moves an arm's pilot score), which the seeds cannot see; and **fragile** when the interval's
-# end nearer 0 prints as 0, with the seed count: a few more seeds could move it across. Stored
+# rate moves an arm's pilot score), which the seeds cannot see; **fragile** when the interval's
+# end nearer 0 prints as 0, with the seed count: a few more seeds could move it across; and **rests
+# on one seed** (or on single seeds) when leaving out one seed's pair makes the interval include 0:
+# each such seed is named, since a fresh draw of seeds without it could undo the verdict. Stored
 # examples, from the Transformer runs of deep dive [13](13_does_it_speed_up_training.ipynb), the CNN
 # of [15](15_the_normalization_family.ipynb) and the MLPs of [12](12_where_the_norm_goes.ipynb):
 
@@ -222,6 +235,7 @@ runner.print_verdicts("small_transformer", "steps, Pre-LN + warm-up vs Pre-LN", 
                       "steps, Pre-LN vs no norm")
 runner.print_verdicts("norm_family_cnn", "error, batch 2: InstanceNorm vs BatchNorm")
 runner.print_verdicts("placement_tuned", "final loss, tanh, LN -> act vs no norm")
+runner.print_verdicts("small_transformer", "steps, DyT, alpha0 0.5 vs Pre-LN")
 
 # %% [markdown]
 # Each deep dive ends with a **claims ledger**: every claim it tests, its **outcome**, the stored

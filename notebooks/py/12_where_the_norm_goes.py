@@ -217,12 +217,14 @@ assert not any("not testable" in stored.verdicts[f"at convergence, {a}, LN -> ac
 #   never detectably the worse one here, and is the better one for GELU, by little.
 # - **`LN -> act` against no norm**: for ReLU and GELU no difference is detectable; for tanh it is
 #   the opposite of "LN helps": `LN -> act` ends 1% *higher* than no norm (0% to 3%, an interval end
-#   that rounds to 0, so fragile, and below one step of the grid). With each arm's rate tuned and a
+#   that rounds to 0, so fragile, below one step of the grid, and resting on single seeds: without
+#   any one of five of them the interval includes 0). With each arm's rate tuned and a
 #   principled initialisation, the better of the two normalised arrangements ends no lower than
 #   these 8-layer MLPs without a norm: here LN buys nothing in where training ends.
 # - **The lesson's reason.** At convergence, on the 8 seeds where both runs converged, `act -> LN`
 #   fits this target slightly worse for tanh (1%, 0% to 2%) and GELU (2%, 0% to 3%), both intervals
-#   ending at 0 (fragile) and below one step of the grid, and no detectably worse for ReLU. That is
+#   ending at 0 (fragile), below one step of the grid, and each resting on single seeds (leave any
+#   one of several out and the interval includes 0), and no detectably worse for ReLU. That is
 #   consistent with "normalising after the nonlinearity limits what the layer can express", and
 #   shows the limit is small at most; it cannot separate what a layer can express from what Adam
 #   finds in 16,000 steps.
