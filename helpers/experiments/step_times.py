@@ -7,13 +7,13 @@ model of each arm, unstacked, as a user would train it, on one thread; its ``sum
 reported runs' steps to the threshold (from ``lstm_adding``, ``rnn_regimes``, ``small_transformer``
 and ``deep_transformer``) into seconds, paired by seed.
 
-Timing (:func:`time_arms`): every arm is timed in each of :data:`ROUNDS` rounds, round-robin (arm 1,
-arm 2, ..., then again), each round starting one arm later than the last, so that a slow spell of the
+Timing (:func:`time_arms`, one unit per round): every arm is timed in each of :data:`ROUNDS` rounds,
+round-robin (arm 1, arm 2, ..., then again), each round starting one arm later than the last, so that a slow spell of the
 machine falls on every arm alike rather than on whichever arm was being timed then. In each round
 an arm trains for :data:`SHORT` and then for :data:`LONG` steps from scratch; that round's seconds
 per step are the difference divided by ``LONG - SHORT`` (:func:`round_seconds`), so that building
 the model and the two held-out evaluations cancel out; one short untimed run of each arm comes first
-(the first call allocates). The load average (:func:`os.getloadavg`, 1 minute) is recorded with
+in each round (the first call allocates). The load average (:func:`os.getloadavg`, 1 minute) is recorded with
 every timing. An arm's time per step is the median over the rounds; the ratio of two arms' times
 per step is taken round by round (the two were timed a few seconds apart) and its 95% t-interval
 over the rounds carries the timing's spread (:func:`step_time_verdicts`), and the wall-clock
@@ -79,38 +79,39 @@ def _trainer(arm: str):
     raise ValueError(f"time_one_arm(): argument 'arm' must be one of {list(TIMED)}, got {arm!r}")
 
 
-def time_arms(*, arm: tuple, seeds, steps: int, rounds: int = ROUNDS) -> pd.DataFrame:
-    """Wall-clock seconds of a :data:`SHORT` and a :data:`LONG` training run of one model of each of
-    ``arm`` (the arms, all timed in one unit), round-robin over ``rounds`` rounds: round ``r`` times
-    the arms in their order rotated by ``r``, each arm its short run then its long one. The 1-minute
-    load average (:func:`os.getloadavg`) is read before each arm's pair of runs.
+def time_arms(*, rotation: int, arms: tuple, seeds, steps: int) -> pd.DataFrame:
+    """One round: wall-clock seconds of a :data:`SHORT` and a :data:`LONG` training run of one model
+    of each of ``arms``, one arm after another, in their order rotated by ``rotation`` (round ``r``
+    of the stored experiment starts at arm ``r``), each arm its short run then its long one. The
+    1-minute load average (:func:`os.getloadavg`) is read before each arm's pair of runs. Each arm
+    first trains 2 steps untimed (the first call allocates).
 
     ``steps`` is the runner's step cap, unused: the timed lengths are :data:`SHORT` and :data:`LONG`.
 
     Returns:
-        One row per (round, arm): ``arm``, ``seed`` (the runner's; the model's is 0), ``round``,
-        ``position`` (its place in that round's order), ``load_1m``, ``seconds_short`` and
-        ``seconds_long``. :func:`round_seconds` turns them into seconds per step.
+        One row per arm: ``arm``, ``seed`` (the runner's; the model's is 0), ``round`` (``rotation``),
+        ``position`` (its place in this round's order), ``load_1m``, ``seconds_short`` and
+        ``seconds_long``. :func:`round_seconds` turns the rounds into seconds per step.
     """
     del steps
-    if rounds < 2:
-        raise ValueError(f"time_arms(): argument 'rounds' must be at least 2 (the spread needs two), got {rounds}")
-    arms = list(arm)
-    trainers = {a: _trainer(a) for a in arms}
-    for a in arms:
+    arms = list(arms)
+    if not arms:
+        raise ValueError("time_arms(): argument 'arms' must name at least one arm, got none")
+    k = rotation % len(arms)
+    order = arms[k:] + arms[:k]
+    trainers = {a: _trainer(a) for a in order}
+    for a in order:
         trainers[a](2)
     rows = []
-    for r in range(rounds):
-        order = arms[r % len(arms):] + arms[:r % len(arms)]
-        for position, a in enumerate(order):
-            load = os.getloadavg()[0]
-            t0 = time.perf_counter()
-            trainers[a](SHORT)
-            t1 = time.perf_counter()
-            trainers[a](LONG)
-            t2 = time.perf_counter()
-            rows.append({"arm": a, "seed": seeds[0], "round": r, "position": position, "load_1m": load,
-                         "seconds_short": t1 - t0, "seconds_long": t2 - t1})
+    for position, a in enumerate(order):
+        load = os.getloadavg()[0]
+        t0 = time.perf_counter()
+        trainers[a](SHORT)
+        t1 = time.perf_counter()
+        trainers[a](LONG)
+        t2 = time.perf_counter()
+        rows.append({"arm": a, "seed": seeds[0], "round": rotation, "position": position, "load_1m": load,
+                     "seconds_short": t1 - t0, "seconds_long": t2 - t1})
     return pd.DataFrame(rows)
 
 
@@ -119,7 +120,7 @@ def round_seconds(frame: pd.DataFrame) -> pd.DataFrame:
     subtracting the short run removes building the model and the two held-out evaluations, which
     both runs share. Returns a table, rounds by arms."""
     per = frame.assign(s=(frame["seconds_long"] - frame["seconds_short"]) / (LONG - SHORT))
-    return per.pivot(index="round", columns="arm", values="s")[list(dict.fromkeys(frame["arm"]))]
+    return per.pivot(index="round", columns="arm", values="s")
 
 
 def seconds_per_step(frame: pd.DataFrame) -> pd.Series:
@@ -186,7 +187,8 @@ def _wall_clock(frame: pd.DataFrame, setting: str, report: pd.DataFrame, thresho
     if reached["steps"].isna().all():  # all censored: the "difference" would be the time per step alone
         return f"no run of either arm reaches the threshold within {cap} steps"
     ci = wall_clock_ci(steps[a], steps[b], _log_ratio_rounds(frame, setting, a, b))
-    return verdict(ci, a=a, b=b, quantity="wall-clock time to the threshold", words=("less", "more"))
+    words = verdict(ci, a=a, b=b, quantity="wall-clock time to the threshold", words=("less", "more"))
+    return f"{words}; {ci.note}" if ci.note else words
 
 
 def _load_words(frame: pd.DataFrame) -> str:
@@ -256,12 +258,12 @@ def step_time_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 # through the embedding of lstm_adding version 2, and the LSTM without input LN is timed too; 10
 # repeats (was 5: two runs of 5 on this machine put the tiny RNN's LN at 0.82x and 1.09x of no norm
 # at T 10, hidden 128, and the Transformer's Pre-LN at 1.36x and 1.66x: the fastest of 5 was not
-# always undisturbed). Version 4: all arms in one unit, timed round-robin over 10 rounds with the
-# load average recorded, the median over rounds in place of the fastest, intervals over the rounds;
+# always undisturbed). Version 4: one unit per round, each timing every arm once, in an order rotated
+# by one arm per round, with the load average recorded, the median over rounds in place of the fastest, intervals over the rounds;
 # the Transformer of deep_transformer timed too.
 runner.register(runner.Experiment(
     name="step_times", notebook="13_does_it_speed_up_training", train=time_arms,
-    grid={"arm": TIMED}, stack=("arm",), seeds=(0,), steps=LONG, fixed={"rounds": ROUNDS},
+    grid={"rotation": tuple(range(ROUNDS))}, seeds=(0,), steps=LONG, fixed={"arms": TIMED},
     summarize=step_time_verdicts, budget_s=400, version=4,
     timed_columns=("seconds_short", "seconds_long", "load_1m"),
     # what is not a time is bookkeeping (seed, round, position): equal on every kernel path, so
