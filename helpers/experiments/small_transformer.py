@@ -520,8 +520,9 @@ def copy_runs(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: int = 
     (:func:`helpers.experiments.lstm_adding.clip_per_model`, every arm alike), then one Adam step (torch's defaults)
     at each model's rate times :func:`warmup_factor` (``warmup`` steps for the arms whose
     :data:`ARMS` entry warms up, none for the others). At step 0, every ``eval_every`` steps and
-    after the last update (``step == steps``), the loss on the fixed :func:`heldout_batch` too,
-    measured before that step's update; evaluating draws no random numbers.
+    after the last update (``step == steps``), the loss on the fixed :func:`heldout_batch` too
+    (``heldout_size`` sequences), measured before that step's update; evaluating draws no random
+    numbers.
 
     Returns:
         One row per (step, model), ``step`` in ``0 .. steps``: ``step``, ``seed``, ``variant``,
