@@ -64,3 +64,16 @@ runner.register(runner.Experiment(
     steps=25, budget_s=10,
     tuning=runner.Tuning(key="lr", rates=(0.01, 0.03, 0.1, 0.3, 1.0), pilot_seeds=(0, 1, 2),
                          score=final_loss_score, learned_below=5.0)))
+
+
+def three_best_rates(frame):
+    """Per arm, the three rates with the lowest pilot score: the rates the check stage re-trains."""
+    scores = final_loss_score(frame)
+    return scores.sort_values("score").groupby("arm").head(3)[["arm", "lr"]]
+
+
+runner.register(runner.Experiment(
+    name="toy_checked", notebook="none", train=train_arms, grid={"arm": ("fast", "slow")}, seeds=(10, 11, 12),
+    steps=25, budget_s=10, seeds_per_unit=2,
+    tuning=runner.Tuning(key="lr", rates=(0.01, 0.03, 0.1, 0.3, 1.0), pilot_seeds=(0, 1, 2),
+                         score=final_loss_score, learned_below=5.0, check_rates=three_best_rates)))

@@ -3,6 +3,7 @@ stored results read back, and a run killed mid-way that resumes losing only the 
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import signal
@@ -158,6 +159,26 @@ def test_the_tuned_protocol_picks_each_arms_rate_on_pilot_seeds_then_reports_fre
     # a reported unit re-runs from the stored best rate, to the same rows
     fresh, stored = runner.rerun_unit("toy_tuned", meta["units"] - 1, results_dir=dirs["results_dir"])
     assert len(fresh) == 20 and set(fresh["stage"]) == {"report"}
+    pd.testing.assert_frame_equal(fresh, stored)
+
+
+def test_a_check_stage_retrains_the_chosen_rates_on_the_reported_seeds_but_not_the_best(dirs):
+    meta = _run("toy_checked", dirs)
+    frame = runner.load("toy_checked", dirs["results_dir"]).frame
+    pilot = frame[frame["stage"] == "pilot"]
+    chosen = runner_toy.three_best_rates(pilot.drop(columns="unit"))
+    check = frame[frame["stage"] == "check"]
+    assert set(check["seed"]) == {10, 11, 12}
+    best = {json.loads(r["arm"])[0]: r["best_lr"] for r in meta["best_rates"]}
+    for arm in ("fast", "slow"):
+        want = set(chosen.loc[chosen["arm"] == arm, "lr"]) - {best[arm]}
+        assert len(want) == 2 and set(check.loc[check["arm"] == arm, "lr"]) == want
+        assert {r["arm"]: r["rates"] for r in meta["check_rates"]}[f'["{arm}"]'] == sorted(want | {best[arm]})
+    assert meta["config"]["tuning"]["check_stage"] is True
+    assert "check_stage" not in runner.experiment("toy_tuned").config()["tuning"]  # other hashes unchanged
+    # a check unit re-runs from the stored check rates, to the same rows
+    fresh, stored = runner.rerun_unit("toy_checked", meta["units"] - 1, results_dir=dirs["results_dir"])
+    assert set(fresh["stage"]) == {"check"} and len(fresh) > 0
     pd.testing.assert_frame_equal(fresh, stored)
 
 

@@ -24,7 +24,8 @@ notebooks read what they produced:
 **Protocol for a tuned experiment** (:class:`Tuning`): each arm's learning rate is tuned on
 a few *pilot* seeds over a grid of rates; then the reported runs use *fresh* seeds at each
 arm's best rate. Tuning and reporting never share a seed, so the reported numbers are not
-the lucky draws the tuning picked. Rows carry ``stage`` = ``"pilot"`` or ``"report"``.
+the lucky draws the tuning picked. Rows carry ``stage`` = ``"pilot"`` or ``"report"``, and
+``"check"`` where the tuning re-trains chosen rates on the reported seeds (:class:`Tuning`).
 
 Run it with ``make experiments`` (all) or ``make experiments ONLY=name``; the command line
 is ``python -m helpers.evidence.runner --help``.
@@ -74,6 +75,7 @@ __all__ = [
 #: to find every :class:`Experiment` they :func:`register`.
 TOPIC_MODULES = ("helpers.experiments.drift", "helpers.experiments.batch_size", "helpers.experiments.lstm_adding",
                  "helpers.experiments.rnn_regimes", "helpers.experiments.small_transformer",
+                 "helpers.experiments.deep_transformer",
                  "helpers.experiments.step_times", "helpers.experiments.placement_tuned",
                  "helpers.experiments.ln_input_output", "helpers.experiments.norm_family_cnn",
                  "helpers.experiments.interval_coverage")
@@ -103,6 +105,12 @@ class Tuning:
         score: ``score(frame) -> DataFrame`` with the arm's grid keys, ``key`` and ``score``,
             one row per (arm, rate), lower is better (aggregated over the pilot seeds).
         learned_below: a best score at or above this means "did not learn at any rate".
+        check_rates: ``check_rates(pilot) -> DataFrame`` with the arm's grid keys and ``key``, one
+            row per (arm, rate): rates to train again on the reported seeds, in a third stage
+            (``"check"``), for a property that a few pilot seeds cannot settle (for example which
+            rates around an arm's largest stable pilot rate still train on every seed). An arm's
+            best rate is never trained again there: its reported runs are those runs. ``None``
+            (the default): no such stage.
     """
 
     key: str
@@ -110,6 +118,7 @@ class Tuning:
     pilot_seeds: tuple[int, ...]
     score: Callable[[pd.DataFrame], pd.DataFrame]
     learned_below: float
+    check_rates: Callable[[pd.DataFrame], pd.DataFrame] | None = None
 
 
 @dataclass(frozen=True)
@@ -225,6 +234,8 @@ class Experiment:
         tuning = None if self.tuning is None else {
             "key": self.tuning.key, "rates": list(self.tuning.rates), "pilot_seeds": list(self.tuning.pilot_seeds),
             "learned_below": self.tuning.learned_below}
+        if self.tuning is not None and self.tuning.check_rates is not None:
+            tuning["check_stage"] = True  # only where there is one: the other experiments' hashes stay
         return {"name": self.name, "version": self.version,
                 "grid": {k: list(v) for k, v in self.grid.items()}, "seeds": list(self.seeds), "steps": self.steps,
                 "threshold": self.threshold, "stack": list(self.stack), "seeds_per_unit": self.seeds_per_unit,
@@ -278,13 +289,16 @@ def _grid_units(exp: Experiment, grid: Mapping[str, Sequence], seeds: Sequence[i
     return out
 
 
-def units(exp: Experiment, best: Mapping[tuple, float] | None = None) -> list[dict]:
+def units(exp: Experiment, best: Mapping[tuple, float] | None = None,
+          checks: Mapping[tuple, Sequence[float]] | None = None) -> list[dict]:
     """The units of ``exp``, in the order they run: ``{"stage", "params", "seeds"}`` each.
 
     A fixed-grid experiment has only ``"report"`` units. A tuned one has ``"pilot"`` units
     (every rate, pilot seeds) and, once ``best`` (``{arm: rate}``, an arm being a tuple of
     the grid's values in ``grid`` order) is known, ``"report"`` units: each arm at its rate,
-    fresh seeds, arms not stacked (each has its own rate).
+    fresh seeds, arms not stacked (each has its own rate). Where the tuning has ``check_rates``
+    and ``checks`` (``{arm: rates}``, from them) is known, ``"check"`` units follow: each arm at
+    its check rates other than its best, stacked, on the reported seeds.
     """
     if exp.tuning is None:
         return _grid_units(exp, exp.grid, exp.seeds, exp.stack, "report")
@@ -297,7 +311,13 @@ def units(exp: Experiment, best: Mapping[tuple, float] | None = None) -> list[di
         one = {k: (v,) for k, v in zip(exp.grid, arm, strict=True)}
         for u in _grid_units(exp, {**one, key: (best[arm],)}, exp.seeds, (), "report"):
             report.append(u)
-    return pilot + report
+    check = []
+    for arm in itertools.product(*exp.grid.values()) if checks is not None else ():
+        rates = tuple(r for r in checks.get(arm, ()) if r != best[arm])
+        if rates:
+            one = {k: (v,) for k, v in zip(exp.grid, arm, strict=True)}
+            check.extend(_grid_units(exp, {**one, key: rates}, exp.seeds, (key,), "check"))
+    return pilot + report + check
 
 
 def _unit_id(exp: Experiment, unit: dict) -> str:
@@ -419,6 +439,15 @@ def _best_rates(exp: Experiment, pilot: pd.DataFrame) -> tuple[dict, pd.DataFram
     return best, table
 
 
+def _check_rates(exp: Experiment, pilot: pd.DataFrame) -> dict[tuple, tuple[float, ...]]:
+    """``{arm: rates}``: the tuning's ``check_rates`` on the pilot rows, each arm's rates sorted."""
+    table, arm_keys = exp.tuning.check_rates(pilot), list(exp.grid)
+    out: dict[tuple, list[float]] = {}
+    for row in table.to_dict("records"):
+        out.setdefault(tuple(_plain(row[k]) for k in arm_keys), []).append(float(row[exp.tuning.key]))
+    return {arm: tuple(sorted(set(rates))) for arm, rates in out.items()}
+
+
 def _plain(v):
     return v.item() if hasattr(v, "item") else v
 
@@ -515,10 +544,18 @@ def run(name: str, *, cache_dir: Path = CACHE_DIR, results_dir: Path = RESULTS_D
 
         bar = tqdm(total=len(first) + n_report, desc=exp.name, unit="unit")
     do(first, bar)
-    best_table = None
+    best_table, checks = None, None
     if exp.tuning is not None:
-        best, best_table = _best_rates(exp, pd.concat(frames, ignore_index=True))
-        do(units(exp, best)[len(first):], bar)
+        pilot = pd.concat(frames, ignore_index=True)
+        best, best_table = _best_rates(exp, pilot)
+        so_far = units(exp, best)
+        do(so_far[len(first):], bar)
+        if exp.tuning.check_rates is not None:
+            checks = _check_rates(exp, pilot)
+            todo = units(exp, best, checks)[len(so_far):]
+            if bar is not None:
+                bar.total += len(todo)
+            do(todo, bar)
     if bar is not None:
         bar.close()
 
@@ -533,6 +570,9 @@ def run(name: str, *, cache_dir: Path = CACHE_DIR, results_dir: Path = RESULTS_D
         "dtypes": {c: str(t) for c, t in frame.dtypes.items()},
         "best_rates": None if best_table is None else json.loads(best_table.to_json(orient="records")),
     }
+    if checks is not None:
+        meta["check_rates"] = [{"arm": json.dumps([_plain(v) for v in arm]), "rates": list(rates)}
+                               for arm, rates in checks.items()]
     table = _write_frame(frame, results_dir, exp.name)
     # verdicts from the table as stored (read back), so that anyone recomputes the same words
     meta["verdicts"] = exp.summarize(_read_back(table, meta)) if exp.summarize is not None else {}
@@ -676,7 +716,10 @@ def rerun_unit(name: str, unit_index: int | None = None, steps: int | None = Non
     if exp.tuning is not None:
         best = {tuple(json.loads(r["arm"])): min(exp.tuning.rates) if r["best_lr"] is None else r["best_lr"]
                 for r in stored.meta["best_rates"]}
-    every = units(exp, best)
+    checks = None
+    if "check_rates" in stored.meta:
+        checks = {tuple(json.loads(r["arm"])): tuple(r["rates"]) for r in stored.meta["check_rates"]}
+    every = units(exp, best, checks)
     unit_index %= len(every)  # a negative index counts from the end
     unit, fixed = every[unit_index], dict(exp.fixed)
     for key, fn in (change or {}).items():

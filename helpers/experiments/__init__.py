@@ -9,7 +9,9 @@ runs them and the notebooks read what they stored.
 - :mod:`~helpers.experiments.placement_tuned`: the norm before or after the activation, and
   Pre-LN vs Post-LN gradient norms, ``xiong_grad_norms`` (deep dive 12).
 - :mod:`~helpers.experiments.rnn_regimes`, :mod:`~helpers.experiments.lstm_adding`,
-  :mod:`~helpers.experiments.small_transformer` and :mod:`~helpers.experiments.step_times`:
+  :mod:`~helpers.experiments.small_transformer`, :mod:`~helpers.experiments.deep_transformer` (a
+  deeper Transformer on a harder copy task, where the placements part ways) and
+  :mod:`~helpers.experiments.step_times`:
   does LayerNorm speed up training (deep dive 13), over :mod:`~helpers.experiments.rnn_models` (the
   adding task, stacked tanh RNNs, per-model Adam, paired verdicts) and read as one table by
   :mod:`~helpers.experiments.training_speed_table`.

@@ -58,6 +58,7 @@ __all__ = [
     "COMPARISONS",
     "DYT_ALPHAS",
     "EVAL_EVERY",
+    "LEVELS",
     "HELDOUT_SEED",
     "HELDOUT_SIZE",
     "NORM_FREE_ARMS",
@@ -75,8 +76,10 @@ __all__ = [
     "WARMUP",
     "NORMS",
     "Arm",
+    "Levels",
     "StackedDecoder",
     "copy_floor",
+    "copy_levels",
     "copy_runs",
     "copy_task",
     "heldout_batch",
@@ -174,6 +177,23 @@ FLOOR = copy_floor(N_COPY, VOCAB)
 #: ... and "reached", fixed before any run: halfway between them (2.033). A model below it has
 #: closed at least half of the gap the copy allows: it *learns* the task.
 THRESHOLD = threshold_level(learned_nothing=NO_COPY, floor=FLOOR, fraction=0.5)
+
+
+class Levels(NamedTuple):
+    """What the summaries of one copy-task experiment measure against: the no-copy level, the floor,
+    the threshold halfway between them (:func:`copy_levels`) and the evaluation interval (steps)."""
+
+    no_copy: float
+    floor: float
+    threshold: float
+    eval_every: int
+
+
+def copy_levels(n: int, vocab: int, eval_every: int) -> Levels:
+    """The :class:`Levels` of :func:`copy_task` with ``n`` and ``vocab``, evaluated every
+    ``eval_every`` steps: :func:`no_copy_level`, :func:`copy_floor` and halfway between them."""
+    no_copy, floor = no_copy_level(n, vocab), copy_floor(n, vocab)
+    return Levels(no_copy, floor, threshold_level(learned_nothing=no_copy, floor=floor, fraction=0.5), eval_every)
 
 
 # ------------------------------------------------------------------ the model
@@ -445,7 +465,7 @@ def _train_step(model, gens, seed_of, lr: torch.Tensor, step: int, moments: dict
 
 def trained_decoder(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: int = 200, n: int = N_COPY,
                     vocab: int = VOCAB, width: int = 32, blocks: int = 4, heads: int = 2, batch: int = 32,
-                    clip: float = 1.0, warmup: int = 0, eval_every: int = 20,
+                    clip: float = 1.0, warmup: int = 0, eval_every: int = 20, heldout_size: int = HELDOUT_SIZE,
                     progress: bool = False) -> tuple[StackedDecoder, pd.DataFrame]:
     """Train a :class:`StackedDecoder` of arm ``variant`` on :func:`copy_task`: Adam, one rate of
     ``lrs`` per model, as :func:`copy_runs` says; returns the trained model and the table
@@ -457,7 +477,7 @@ def trained_decoder(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: 
     gens, model, seed_of, lr_of = _setup(seeds, lrs, variant, n, vocab, width, blocks, heads)
     lr = torch.tensor(lrs)[lr_of]
     ramp = warmup if ARMS[variant].warmup else 0
-    heldout = heldout_batch(n, vocab)
+    heldout = heldout_batch(n, vocab, heldout_size)
     losses, evals, moments = [], {}, {}
     steps_iter = range(steps + 1)
     if progress:
@@ -491,7 +511,8 @@ def trained_decoder(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: 
 
 def copy_runs(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: int = 200, n: int = N_COPY,
               vocab: int = VOCAB, width: int = 32, blocks: int = 4, heads: int = 2, batch: int = 32,
-              clip: float = 1.0, warmup: int = 0, eval_every: int = 20, progress: bool = False) -> pd.DataFrame:
+              clip: float = 1.0, warmup: int = 0, eval_every: int = 20, heldout_size: int = HELDOUT_SIZE,
+              progress: bool = False) -> pd.DataFrame:
     """Train a :class:`StackedDecoder` of arm ``variant`` on :func:`copy_task`: Adam, one rate of
     ``lrs`` per model.
 
@@ -500,8 +521,9 @@ def copy_runs(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: int = 
     (:func:`helpers.experiments.lstm_adding.clip_per_model`, every arm alike), then one Adam step (torch's defaults)
     at each model's rate times :func:`warmup_factor` (``warmup`` steps for the arms whose
     :data:`ARMS` entry warms up, none for the others). At step 0, every ``eval_every`` steps and
-    after the last update (``step == steps``), the loss on the fixed :func:`heldout_batch` too,
-    measured before that step's update; evaluating draws no random numbers.
+    after the last update (``step == steps``), the loss on the fixed :func:`heldout_batch` too
+    (``heldout_size`` sequences), measured before that step's update; evaluating draws no random
+    numbers.
 
     Returns:
         One row per (step, model), ``step`` in ``0 .. steps``: ``step``, ``seed``, ``variant``,
@@ -511,7 +533,7 @@ def copy_runs(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: int = 
     """
     return trained_decoder(seeds, lrs, variant=variant, steps=steps, n=n, vocab=vocab, width=width, blocks=blocks,
                            heads=heads, batch=batch, clip=clip, warmup=warmup, eval_every=eval_every,
-                           progress=progress)[1]
+                           heldout_size=heldout_size, progress=progress)[1]
 
 
 def step_seconds(arm: str, *, repeats: int = 5, steps: int = 20, n: int = N_COPY, vocab: int = VOCAB,
@@ -544,14 +566,14 @@ def step_seconds(arm: str, *, repeats: int = 5, steps: int = 20, n: int = N_COPY
 # ------------------------------------------------------------------ summaries
 
 
-def pilot_scores(frame: pd.DataFrame) -> pd.DataFrame:
-    """The tuning's score: per (variant, lr), the restricted mean steps to :data:`THRESHOLD` over
-    the seeds in ``frame``, a run that never gets there counting as the step cap (the last step of
-    ``frame``). Lower is better; the cap itself means that no seed got there."""
+def pilot_scores(frame: pd.DataFrame, threshold: float = THRESHOLD) -> pd.DataFrame:
+    """The tuning's score: per (variant, lr), the restricted mean steps to ``threshold`` (default
+    :data:`THRESHOLD`) over the seeds in ``frame``, a run that never gets there counting as the step
+    cap (the last step of ``frame``). Lower is better; the cap itself means that no seed got there."""
     from helpers.evidence.statistics import time_to_threshold
 
     cap = int(frame["step"].max())
-    reached = lstm_steps_to_threshold(frame, THRESHOLD)
+    reached = lstm_steps_to_threshold(frame, threshold)
     rows = [{"variant": v, "lr": lr, "score": time_to_threshold(run["steps"], cap).restricted_mean}
             for (v, lr), run in reached.groupby(["variant", "lr"], sort=False)]
     return pd.DataFrame(rows, columns=["variant", "lr", "score"])
@@ -563,17 +585,19 @@ def _finals(frame: pd.DataFrame, cap: int) -> pd.DataFrame:
     return last.assign(final=last["eval_loss"].fillna(math.inf))
 
 
-def _gap_closed(final: pd.Series) -> pd.Series:
-    """The fraction of the gap from :data:`NO_COPY` to :data:`FLOOR` that a final loss closes; a
-    loss at or above the no-copy level (a diverged run too) closes none."""
-    return (NO_COPY - final.clip(upper=NO_COPY)) / (NO_COPY - FLOOR)
+def _gap_closed(final: pd.Series, levels: Levels | None = None) -> pd.Series:
+    """The fraction of the gap from the no-copy level to the floor (``levels``, default
+    :data:`LEVELS`) that a final loss closes; a loss at or above the no-copy level (a diverged run
+    too) closes none."""
+    no_copy, floor = (levels or LEVELS)[:2]
+    return (no_copy - final.clip(upper=no_copy)) / (no_copy - floor)
 
 
 def _pct(x: float) -> str:
     return f"{round(x * 100) + 0}%"  # + 0: no "-0%"
 
 
-def _largest_stable(pilot: pd.DataFrame, arm: str, cap: int) -> str:
+def _largest_stable(pilot: pd.DataFrame, arm: str, cap: int) -> str:  # the pilot's: small_transformer
     """The largest pilot rate at which every pilot seed of ``arm`` still learns the task: ends with
     a held-out loss below :data:`THRESHOLD` (a run that diverged, or that reached the threshold and
     fell back, does not), in words, with what happened at the next rate up."""
@@ -600,12 +624,14 @@ def _largest_stable(pilot: pd.DataFrame, arm: str, cap: int) -> str:
     return said + f"; at {above:g}, {failed} of {len(at)} end at or above it{why}"
 
 
-def _learns(finals: pd.DataFrame) -> str:
-    """Whether an arm's reported runs close at least half the gap between :data:`NO_COPY` and
-    :data:`FLOOR`: the mean fraction closed over seeds with its interval, in words."""
+def _learns(finals: pd.DataFrame, levels: Levels | None = None) -> str:
+    """Whether an arm's reported runs close at least half the gap between the no-copy level and the
+    floor (``levels``, default :data:`LEVELS`): the mean fraction closed over seeds with its
+    interval, in words."""
     from helpers.evidence.statistics import one_sample_ci
 
-    closed = _gap_closed(finals["final"])
+    NO_COPY, FLOOR, THRESHOLD, _ = levels or LEVELS  # noqa: N806 (the module's names, another task's values)
+    closed = _gap_closed(finals["final"], levels)
     ci = one_sample_ci(closed.to_numpy(), bounds=(0.0, 1.0))  # no run closes more than the whole gap
     below = int((finals["final"] < THRESHOLD).sum())
     lr = ", ".join(f"{r:g}" for r in sorted(finals["lr"].unique()))
@@ -621,17 +647,19 @@ def _learns(finals: pd.DataFrame) -> str:
 
 
 def _paired_verdicts(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, a: str, b: str,
-                     claim: str | None) -> dict[str, str]:
+                     claim: str | None, levels: Levels | None = None) -> dict[str, str]:
     """Arm ``a`` against arm ``b``, paired by seed: steps to the threshold (a run that never gets there
     counting as ``cap``) and the final held-out loss's excess over the :data:`FLOOR` (capped at
     :data:`NO_COPY`: a diverged run learned nothing), each a relative difference with its interval, in
     words (:func:`helpers.experiments.rnn_models.normed_vs_plain`). A difference in steps below
     :data:`EVAL_EVERY` is flagged; where nothing is claimed (``claim`` None: each arm is said to
-    match the other), "the same" may be said within :data:`MATCH_MARGIN`."""
+    match the other), "the same" may be said within :data:`MATCH_MARGIN`. ``levels``: the task's
+    (default :data:`LEVELS`)."""
+    levels = levels or LEVELS
     margin = MATCH_MARGIN if claim is None else None
     return normed_vs_plain(reached, finals, cap, a=a, b=b, final="final held-out loss", claim=claim,
-                           nothing=NO_COPY, nothing_name="the no-copy level", noun="arm", floor=FLOOR,
-                           eval_every=EVAL_EVERY, steps_margin=margin, loss_margin=margin)
+                           nothing=levels.no_copy, nothing_name="the no-copy level", noun="arm", floor=levels.floor,
+                           eval_every=levels.eval_every, steps_margin=margin, loss_margin=margin)
 
 
 #: The paired comparisons of the verdicts: (A, B, the claim about A). LN is claimed to speed
@@ -700,6 +728,9 @@ MATCH_MARGIN = EQUIVALENCE_MARGIN
 STEPS = 400
 WARMUP = 40
 EVAL_EVERY = 5
+
+#: The levels of ``small_transformer``'s task and its evaluation interval, as the summaries read them.
+LEVELS = Levels(NO_COPY, FLOOR, THRESHOLD, EVAL_EVERY)
 
 #: The learning-rate grid of the tuning (Adam), neighbours at most a factor 10/3 apart.
 RATES = (3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1)
