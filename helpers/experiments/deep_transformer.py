@@ -75,6 +75,7 @@ from helpers.evidence.statistics import time_to_threshold
 from helpers.experiments import small_transformer as st
 from helpers.experiments.lstm_adding import (
     best_rate_words,
+    report_rate_words,
     keep_rows,
     lstm_steps_to_threshold,
     time_words,
@@ -254,6 +255,8 @@ def deep_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     Per arm:
 
     - ``"best rate, <arm>"``: its best rate on the pilot grid, and whether it is inside the grid;
+    - ``"best rate on the report seeds, <arm>"``: whether that rate trains on the reported seeds
+      (:func:`helpers.experiments.lstm_adding.report_rate_words`);
     - ``"largest stable rate, <arm>"``: the largest rate at which every one of the 10 reported seeds
       ends below :data:`THRESHOLD`, among the 3 checked around its pilot boundary (and its best
       rate), with each rate's count of seeds;
@@ -273,6 +276,9 @@ def deep_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     arms = [a for a in ARMS if a in set(frame["variant"])]
     scores = deep_pilot_scores(pilot).rename(columns={"variant": "arm"})
     out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, cap, pilot).items()}
+    tuned = frame[frame["stage"].isin(("pilot", "report"))]
+    out.update({f"best rate on the report seeds, {arm}": words
+                for arm, words in report_rate_words(tuned, cap, threshold=THRESHOLD).items()})
     checked = frame[frame["stage"].isin(("report", "check"))]
     for arm in arms:
         out[f"largest stable rate, {arm}"] = _stable_words(checked[checked["variant"] == arm], cap,

@@ -587,10 +587,11 @@ def _finals(frame: pd.DataFrame, cap: int) -> pd.DataFrame:
 
 def _gap_closed(final: pd.Series, levels: Levels | None = None) -> pd.Series:
     """The fraction of the gap from the no-copy level to the floor (``levels``, default
-    :data:`LEVELS`) that a final loss closes; a loss at or above the no-copy level (a diverged run
-    too) closes none."""
+    :data:`LEVELS`) that a final loss closes, in [0, 1]: a loss at or above the no-copy level (a
+    diverged run too) closes none, and one at or below the floor all of it (the floor is an
+    expected loss, and a held-out loss over a few dozen sequences can dip under it by chance)."""
     no_copy, floor = (levels or LEVELS)[:2]
-    return (no_copy - final.clip(upper=no_copy)) / (no_copy - floor)
+    return (no_copy - final.clip(lower=floor, upper=no_copy)) / (no_copy - floor)
 
 
 def _pct(x: float) -> str:
