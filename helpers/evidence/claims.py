@@ -258,9 +258,9 @@ CORE_CLAIMS = (
           "lstm_adding", "steps", "LN-LSTM", "13_does_it_speed_up_training.ipynb"),
     Claim(Text("With LN, a small RNN needs fewer steps", "加了层归一化，小型 RNN 需要的训练步数更少"),
           "rnn_regimes", "steps, T 10, hidden 64", "LayerNorm", "13_does_it_speed_up_training.ipynb"),
-    # The Transformer rows read the 6-block regime, sized so that the arms can be told apart
-    Claim(Text("With Pre-LN, a 6-block Transformer needs fewer steps than with no norm",
-               "用 Pre-LN 的 6 层 Transformer 比不加归一化时需要的训练步数更少"),
+    # The Transformer rows read the six-block regime (deep_transformer), sized so that the arms can be told apart
+    Claim(Text("With Pre-LN, a six-block Transformer needs fewer steps than with no norm",
+               "用 Pre-LN 的六层 Transformer 比不加归一化时需要的训练步数更少"),
           "deep_transformer", "steps, Pre-LN vs no norm", "Pre-LN", "13_does_it_speed_up_training.ipynb"),
     # Per unit, each in its own spread: the spread of LN's whole output is fixed by LN itself, so a
     # measure of it would favour LN by construction.
