@@ -233,7 +233,7 @@ runner.print_verdicts("interval_coverage", "in use", "methods that reach 93%")
 # %%
 runner.print_verdicts("small_transformer", "steps, Pre-LN + warm-up vs Pre-LN", "final loss, Pre-LN vs no norm",
                       "steps, Pre-LN vs no norm")
-runner.print_verdicts("norm_family_cnn", "error, batch 2: InstanceNorm vs BatchNorm")
+runner.print_verdicts("norm_family_cnn", "error, batch 32: GroupNorm vs InstanceNorm")
 runner.print_verdicts("placement_tuned", "final loss, tanh, LN -> act vs no norm")
 runner.print_verdicts("small_transformer", "steps, DyT, alpha0 0.5 vs Pre-LN")
 
