@@ -896,13 +896,15 @@ runner.register(runner.Experiment(
                          learned_below=CHANCE_ERROR),
     # 24 units: each (norm, batch size) tuned on 5 rates over 3 pilot seeds (the 15 models of a pilot unit
     # in one stack: the same numbers as one at a time, to the last bit), then 10 fresh seeds at its best
-    # rate. Estimated from the single-rate runs below: reported units about 1,100 s, pilots less than
-    # the 4,200 s they would take one rate at a time (batch 2 the most: 18,432 steps).
-    budget_s=6500,
+    # rate. The stored run took 5,297 s of unit time on an Intel Xeon with the load average at 2.5 to 3.5
+    # on its 2 cores: pilot units 116 to 425 s (BN the slowest: its float32 statistics are computed in
+    # float64), reported units 81 to 415 s. A pilot unit costs about what its 15 models cost one by one:
+    # at these sizes the arithmetic, not the per-step overhead, dominates, so the stack saves little.
+    budget_s=5500,
     # The reproducibility check re-trains unit 17, GroupNorm's reported runs at batch 32 (10 seeds), the
     # calmest: across the kernel paths (`python -m helpers.evidence.reproduction`) its minibatch losses
-    # agreed (in version 1, the same runs) to 3.6e-7 over the first 4 steps, 1.6e-5 over 8 and 6.4e-4
-    # over 15: a last-bit difference that grows about 100-fold in 10 steps at these rates (BN's unit
+    # agree to 6.4e-6 over the first 6 steps, 1.6e-5 over 8 and 6.4e-4 over 15 (measured again in
+    # version 2, on an Intel Xeon, against rows made there): a last-bit difference that grows about 100-fold in 10 steps at these rates (BN's unit
     # grows faster: 1.9e-3 relative after 20 steps on torch's plain path). Hence its first 8 steps,
     # within 10 times 1.6e-5. Every unit's test error agrees exactly; an error moves by whole test
     # images (1/2048 each), so its bound is 10 of them.
