@@ -75,9 +75,9 @@ from helpers.evidence.statistics import time_to_threshold
 from helpers.experiments import small_transformer as st
 from helpers.experiments.lstm_adding import (
     best_rate_words,
-    report_rate_words,
     keep_rows,
     lstm_steps_to_threshold,
+    report_rate_words,
     time_words,
 )
 from helpers.experiments.small_transformer import copy_levels
