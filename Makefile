@@ -68,20 +68,27 @@ lint: $(STAMP)
 # reduction order). Stored outputs that pass both are the same on other CPUs too.
 PORTABLE_ENV := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE OMP_NUM_THREADS=1
 
-# One pytest run (settings in pyproject.toml), ordered quick to slow by tests/conftest.py:
-# unit and hygiene tests, every notebook under strict nbval, `make lab`'s server, every
-# notebook in a fresh Colab, then every notebook's widgets in headless Chromium.
-# Alongside it, from the start, strict nbval once more under PORTABLE_ENV: it runs on one thread,
-# mostly while the first run's own single-threaded tests leave the second core idle; its report
-# is printed when both are done. Each stage's time is printed.
+# Three pytest runs at once (settings in pyproject.toml), each ordered quick to slow by
+# tests/conftest.py, each printing its stages' times and its slowest tests:
+# - in front: unit, property and hygiene tests, then every notebook under strict nbval;
+# - alongside, from the start: `make lab`'s server, every notebook in a fresh Colab, then every
+#   notebook's widgets in headless Chromium (the tests marked slow or browser: much of their time
+#   is spent waiting on servers, kernels and the browser, which leaves room on the cores);
+# - alongside, from the start: strict nbval once more under PORTABLE_ENV, on one thread.
+# Together they run every test once; the two background reports are printed when all are done.
 test: $(STAMP) $(COLAB_STAMP)
 	$(VENV)/bin/ruff check helpers tests notebooks
-	@log=$$(mktemp); start=$$(date +%s); \
+	@log=$$(mktemp); slog=$$(mktemp); start=$$(date +%s); \
 	( $(PORTABLE_ENV) $(PY) -m pytest notebooks -p no:cacheprovider > $$log 2>&1; echo $$? >> $$log.rc; \
 	  echo "make test: nbval under $(PORTABLE_ENV) took $$(( $$(date +%s) - start )) s" >> $$log ) & \
-	$(PY) -m pytest; rc=$$?; echo "make test: pytest took $$(( $$(date +%s) - start )) s"; \
-	wait; echo "--- strict nbval under $(PORTABLE_ENV):"; cat $$log; prc=$$(cat $$log.rc); rm -f $$log $$log.rc; \
-	echo "make test: both done after $$(( $$(date +%s) - start )) s"; [ $$rc -eq 0 ] && [ $$prc -eq 0 ]
+	( $(PY) -m pytest -m "slow or browser" -p no:cacheprovider > $$slog 2>&1; echo $$? >> $$slog.rc; \
+	  echo "make test: servers, Colab and the browser took $$(( $$(date +%s) - start )) s" >> $$slog ) & \
+	$(PY) -m pytest -m "not slow and not browser"; rc=$$?; \
+	echo "make test: unit tests and nbval took $$(( $$(date +%s) - start )) s"; \
+	wait; echo "--- servers, the Colab versions and the browser:"; cat $$slog; src=$$(cat $$slog.rc); \
+	echo "--- strict nbval under $(PORTABLE_ENV):"; cat $$log; prc=$$(cat $$log.rc); \
+	rm -f $$log $$log.rc $$slog $$slog.rc; \
+	echo "make test: all done after $$(( $$(date +%s) - start )) s"; [ $$rc -eq 0 ] && [ $$src -eq 0 ] && [ $$prc -eq 0 ]
 
 # Unit, property and hygiene tests only: no kernels, servers or browsers.
 test-fast: $(STAMP)

@@ -225,9 +225,10 @@ def lab_server(tmp_path_factory):
 
 
 # --- Order: quick to slow ---------------------------------------------------------
-# One `pytest` runs everything (pyproject.toml): unit and hygiene tests first, then every
+# A `pytest` run (pyproject.toml) orders what it selects: unit and hygiene tests first, then every
 # notebook under nbval (marked `notebook`), then slow tests (servers, the Colab-versions
 # environment), then the browser. The sort is stable, so each notebook's cells stay in order.
+# (`make test` splits them over three runs at once: the Makefile says how.)
 STAGES = ("unit, property and hygiene tests", "notebooks under strict nbval", "servers and the Colab versions",
           "the browser")
 
@@ -250,7 +251,8 @@ def pytest_collection_modifyitems(config, items):
 
 # --- Time per stage, printed at the end -------------------------------------------
 # The tests run one after another, so a stage's time is the sum of its tests' setup, call and
-# teardown times (module fixtures included, in the test that first needs them). Registered as a
+# teardown times (module fixtures included, in the test that first needs them); a stage is listed
+# with the tests that ran in it (a run with `-m` lists only the stages it selected). Registered as a
 # plugin, since a conftest's own per-test hooks see only the tests below its folder (not notebooks/).
 _STAGE_OF = pytest.StashKey[dict]()
 
@@ -258,14 +260,16 @@ _STAGE_OF = pytest.StashKey[dict]()
 class _StageTimes:
     def __init__(self, config):
         self.config, self.seconds = config, [0.0] * len(STAGES)
+        self.counts = collections.Counter()
 
     def pytest_runtest_logreport(self, report):
         stage = self.config.stash.get(_STAGE_OF, {}).get(report.nodeid)
         if stage is not None:
             self.seconds[stage] += report.duration
+            self.counts[stage] += report.when == "setup"  # each test that ran, once
 
     def pytest_terminal_summary(self, terminalreporter):
-        counts = collections.Counter(self.config.stash.get(_STAGE_OF, {}).values())
+        counts = self.counts
         if counts:
             terminalreporter.section("time per stage")
             for i, name in enumerate(STAGES):
