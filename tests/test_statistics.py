@@ -17,6 +17,7 @@ from helpers.evidence.statistics import (
     TimeToThreshold,
     best_rate_check,
     best_rates,
+    grid_resolution,
     grid_step,
     median_order_ranks,
     one_sample_ci,
@@ -336,6 +337,12 @@ def test_grid_step_reads_the_nearer_neighbour_of_the_best_rate_in_any_order():
     assert grid_step([], []) == math.inf  # an arm nothing was tuned for
     # the best rate as best_rates picks it: on a tie, the smaller rate
     assert grid_step([0.01, 0.03, 0.1], [2.0, 1.0, 1.0]) == 0.0
+
+
+def test_grid_resolution_takes_the_coarser_finite_step_in_words():
+    said = grid_resolution({"LN": 0.03, "no norm": 0.08, "BN": math.inf}, lambda arm, step: f"{arm}'s loss by {step:.0%}")
+    assert said == (0.08, "one step of the tuning grid (a neighbouring rate moves no norm's loss by 8%)")
+    assert grid_resolution({"LN": math.inf}, lambda arm, step: "") is None
 
 
 def test_grid_step_rejects_mismatched_shapes():

@@ -61,6 +61,7 @@ __all__ = [
     "TimeToThreshold",
     "best_rate_check",
     "best_rates",
+    "grid_resolution",
     "grid_step",
     "median_order_ranks",
     "one_sample_ci",
@@ -659,6 +660,25 @@ def grid_step(rates, scores, *, relative: bool = True) -> float:
     changes = [abs(values[j] - values[i]) / (abs(values[i]) if relative else 1.0)
                for j in (i - 1, i + 1) if 0 <= j < values.size and finite[j]]
     return min(changes, default=math.inf)
+
+
+def grid_resolution(steps, moves) -> tuple[float, str] | None:
+    """The coarser tuning grid of the arms a comparison pairs, as :func:`verdict`'s ``resolution``.
+
+    Args:
+        steps: ``{arm: step}``, each arm's :func:`grid_step` (``inf`` where it has none).
+        moves: ``moves(arm, step) -> str``, what one step moves, in words (e.g. ``"LN's pilot loss
+            by 3.1%"``).
+
+    Returns:
+        ``(step, "one step of the tuning grid (a neighbouring rate moves ...)")`` for the arm with the
+        largest finite step; ``None`` where no arm has one.
+    """
+    finite = {arm: step for arm, step in steps.items() if math.isfinite(step)}
+    if not finite:
+        return None
+    arm = max(finite, key=finite.get)
+    return finite[arm], f"one step of the tuning grid (a neighbouring rate moves {moves(arm, finite[arm])})"
 
 
 def best_rate_check(runs: pd.DataFrame, *, learned_below: float, arm: str = "arm", lr: str = "lr",

@@ -383,14 +383,11 @@ def pilot_accuracy_steps(frame: pd.DataFrame) -> dict[tuple[str, int], float]:
 
 def _grid_resolution(steps: dict, batch: int, arms) -> tuple[float, str] | None:
     """The coarser grid step (:func:`pilot_accuracy_steps`) of the norms behind ``arms`` at ``batch``,
-    as ``verdict``'s ``resolution``; ``None`` where neither has one."""
-    found = {ARMS[arm][0]: steps.get((ARMS[arm][0], int(batch)), math.inf) for arm in arms}
-    found = {norm: step for norm, step in found.items() if math.isfinite(step)}
-    if not found:
-        return None
-    norm = max(found, key=found.get)
-    return found[norm], (f"one step of the tuning grid (a neighbouring rate moves {norm}'s pilot accuracy at "
-                         f"batch {batch} by {found[norm]:.1f} points)")
+    as ``verdict``'s ``resolution`` (:func:`helpers.evidence.statistics.grid_resolution`)."""
+    from helpers.evidence.statistics import grid_resolution
+
+    return grid_resolution({ARMS[arm][0]: steps.get((ARMS[arm][0], int(batch)), math.inf) for arm in arms},
+                           lambda norm, step: f"{norm}'s pilot accuracy at batch {batch} by {step:.1f} points")
 
 
 def accuracy_gaps(frame: pd.DataFrame, *, pairs=GAP_PAIRS) -> pd.DataFrame:

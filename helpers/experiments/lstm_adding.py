@@ -446,16 +446,12 @@ def grid_resolution(scores: pd.DataFrame, arms) -> tuple[float, str] | None:
     ``arm``, ``lr``, ``score``, :func:`pilot_scores`), as ``(relative step, words)`` for
     :func:`helpers.evidence.statistics.verdict`'s ``resolution``; ``None`` where no arm has a finite
     step."""
+    from helpers.evidence.statistics import grid_resolution as coarser
     from helpers.evidence.statistics import grid_step
 
     steps = {arm: grid_step(scores.loc[scores["arm"] == arm, "lr"], scores.loc[scores["arm"] == arm, "score"])
-             for arm in arms if (scores["arm"] == arm).any()}
-    steps = {arm: step for arm, step in steps.items() if math.isfinite(step)}
-    if not steps:
-        return None
-    arm = max(steps, key=steps.get)
-    return steps[arm], (f"one step of the tuning grid (a neighbouring rate moves {arm}'s pilot restricted mean "
-                        f"steps by {steps[arm]:.0%})")
+             for arm in arms}
+    return coarser(steps, lambda arm, step: f"{arm}'s pilot restricted mean steps by {step:.0%}")
 
 
 def report_rate_words(frame: pd.DataFrame, cap: int, arm_of=None, threshold: float = THRESHOLD) -> dict[str, str]:

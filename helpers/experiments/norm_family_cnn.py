@@ -57,7 +57,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from helpers.evidence import runner
-from helpers.evidence.statistics import EQUIVALENCE_MARGIN
+from helpers.evidence.statistics import EQUIVALENCE_MARGIN, grid_resolution
 from helpers.experiments.placement_tuned import cosine_factor
 from helpers.modules import BatchNorm2d, GroupNorm, InstanceNorm2d
 
@@ -735,11 +735,8 @@ def comparisons(frame: pd.DataFrame) -> pd.DataFrame:
         """The coarser grid step of the compared arms ``[(norm, batch), ...]``, in words."""
         if scores is None:
             return None
-        steps = {arm: grid_step(scores, *arm) for arm in arms}
-        (norm, b), step = max(steps.items(), key=lambda kv: kv[1])
-        if not math.isfinite(step):
-            return None
-        return step, f"one step of the tuning grid (a neighbouring rate moves {norm}'s pilot error at batch {b} by {step:.1%})"
+        return grid_resolution({arm: grid_step(scores, *arm) for arm in arms},
+                               lambda arm, step: f"{arm[0]}'s pilot error at batch {arm[1]} by {step:.1%}")
 
     def add(kind, measure, b, norm, a_name, b_name, claim, x, y, seeds, arms=()):
         # "the same" only where two norms, or one norm at two batch sizes, may be claimed to match

@@ -547,7 +547,7 @@ def _compare(finals: pd.DataFrame, activation: str, a: str, b: str, quantity: st
     :func:`helpers.evidence.statistics.verdict`'s words (the claim: ``a`` ends lower). With the pilot
     ``scores``, a difference smaller than one step of the tuning grid (:func:`_grid_step`, the larger
     of the two arms') is flagged. Returns the words and the number of seeds."""
-    from helpers.evidence.statistics import paired_difference_ci, verdict
+    from helpers.evidence.statistics import grid_resolution, paired_difference_ci, verdict
 
     at = finals[finals["activation"] == activation]
     table = at.pivot_table(index="seed", columns="arrangement", values="final", dropna=False)
@@ -555,13 +555,9 @@ def _compare(finals: pd.DataFrame, activation: str, a: str, b: str, quantity: st
         table = table.loc[sorted(seeds)]
     if len(table) < 2:
         return f"not testable on {len(table)} seed(s): an interval needs at least 2", len(table)
-    resolution = None
-    if scores is not None:
-        steps = {arm: _grid_step(scores, activation, arm) for arm in (a, b)}
-        arm = max(steps, key=steps.get)
-        if math.isfinite(steps[arm]):
-            resolution = (steps[arm], f"one step of the tuning grid (a neighbouring rate moves {arm}'s pilot "
-                                      f"loss by {steps[arm]:.1%})")
+    resolution = None if scores is None else grid_resolution(
+        {arm: _grid_step(scores, activation, arm) for arm in (a, b)},
+        lambda arm, step: f"{arm}'s pilot loss by {step:.1%}")
     ci = paired_difference_ci(_capped(table[a]), _capped(table[b]), relative=True, seeds=table.index)
     return verdict(ci, a=a, b=b, quantity=quantity, claim="fewer", verb="ends with",
                    words=("lower", "higher"), resolution=resolution), len(table)
