@@ -35,27 +35,25 @@ OpenMP one: a second OpenMP runtime beside PyTorch's keeps its idle threads spin
 32 s after one call of this kernel on the ``omp`` layer, 0.6 s on ``workqueue``). An explicit
 ``NUMBA_THREADING_LAYER`` in the environment still wins.
 
-Where Numba is not installed, :func:`available` is ``False`` and
+Numba is imported at the first launch, not with the package. Where it is not installed,
+:func:`available` is ``False`` and
 :mod:`helpers.compiled` runs its split backward instead.
 """
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import torch
 from torch import Tensor
 
-try:
-    import numba
-except ImportError:  # numba is in requirements.txt; this is for other environments
-    numba = None
-else:
-    import os
+#: Whether Numba is installed (it is in requirements.txt; this is for other environments). Numba
+#: itself is imported with the kernels (:mod:`helpers._one_pass_kernels`) at their first launch.
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
-    if "NUMBA_THREADING_LAYER" not in os.environ:  # read when the first parallel kernel launches
-        numba.config.THREADING_LAYER = "workqueue"
-
-__all__ = ["DTYPES", "available", "blocks_for", "describe", "layer_norm_backward", "rms_norm_backward"]
+__all__ = ["DTYPES", "HAVE_NUMBA", "available", "blocks_for", "describe", "kernels", "layer_norm_backward",
+           "rms_norm_backward"]
 
 #: The dtypes the kernels take (Numba has no bfloat16 or float16 arithmetic).
 DTYPES = (torch.float32, torch.float64)
@@ -63,14 +61,15 @@ DTYPES = (torch.float32, torch.float64)
 
 def available(dtype: torch.dtype = torch.float32) -> bool:
     """Whether the one-pass kernels can run here for inputs of ``dtype``."""
-    return numba is not None and dtype in DTYPES
+    return HAVE_NUMBA and dtype in DTYPES
 
 
 def describe() -> str:
     """Which Numba and which of its threading layers run the kernels here (for benchmark records)."""
-    if numba is None:
+    if not HAVE_NUMBA:
         return "unavailable (no Numba)"
     layer_norm_backward(torch.zeros(1, 1), torch.zeros(1, 1), None, torch.zeros(1), torch.ones(1))  # starts the threads
+    numba = kernels().numba
     return f"Numba {numba.__version__}, {numba.threading_layer()} threading layer"
 
 
@@ -80,49 +79,6 @@ def blocks_for(rows: int, threads: int) -> int:
     return max(1, min(rows, 4 * threads))
 
 
-if numba is not None:
-    _FASTMATH = {"reassoc", "contract"}
-
-    @numba.njit(parallel=True, fastmath=_FASTMATH, cache=True)
-    def _layer_norm_kernel(x, dy, w, mean, rstd, inv_n, dx, partials, block_rows):
-        m, n = x.shape
-        for block in numba.prange(partials.shape[0]):
-            dgamma, dbeta = partials[block, 0], partials[block, 1]
-            dgamma[:] = 0
-            dbeta[:] = 0
-            for i in range(block * block_rows, min((block + 1) * block_rows, m)):
-                mu, r = mean[i], rstd[i]
-                sum_g = inv_n * 0  # zero in the input's dtype: the sums stay in it, as torch's kernel's do
-                sum_g_x_hat = inv_n * 0
-                for j in range(n):
-                    g = dy[i, j] * w[j]
-                    sum_g += g
-                    sum_g_x_hat += g * ((x[i, j] - mu) * r)
-                a, c = sum_g * inv_n, sum_g_x_hat * inv_n
-                for j in range(n):
-                    x_hat = (x[i, j] - mu) * r
-                    dx[i, j] = r * (dy[i, j] * w[j] - a - x_hat * c)
-                    dgamma[j] += dy[i, j] * x_hat
-                    dbeta[j] += dy[i, j]
-
-    @numba.njit(parallel=True, fastmath=_FASTMATH, cache=True)
-    def _rms_norm_kernel(x, dy, w, rstd, inv_n, dx, partials, block_rows):
-        m, n = x.shape
-        for block in numba.prange(partials.shape[0]):
-            dgamma = partials[block, 0]
-            dgamma[:] = 0
-            for i in range(block * block_rows, min((block + 1) * block_rows, m)):
-                r = rstd[i]
-                sum_g_x_hat = inv_n * 0
-                for j in range(n):
-                    sum_g_x_hat += dy[i, j] * w[j] * (x[i, j] * r)
-                c = sum_g_x_hat * inv_n
-                for j in range(n):
-                    x_hat = x[i, j] * r
-                    dx[i, j] = r * (dy[i, j] * w[j] - x_hat * c)
-                    dgamma[j] += dy[i, j] * x_hat
-
-
 def _arrays(x: Tensor, dy: Tensor, weight: Tensor | None, *stats: Tensor):
     """NumPy views of contiguous copies (no copy where already contiguous), ``weight`` ones where None."""
     n = x.shape[1]
@@ -130,7 +86,17 @@ def _arrays(x: Tensor, dy: Tensor, weight: Tensor | None, *stats: Tensor):
     return [t.detach().contiguous().numpy() for t in (x, dy, w, *(s.reshape(-1) for s in stats))]
 
 
-def _launch(kernel, rows: int, n: int, dtype: torch.dtype, arrays: list, parts: int) -> tuple[Tensor, Tensor]:
+def kernels():
+    """The module that holds the Numba kernels, ``layer_norm_kernel`` and ``rms_norm_kernel``
+    (:mod:`helpers._one_pass_kernels`), imported with Numba at the first call."""
+    from helpers import _one_pass_kernels
+
+    return _one_pass_kernels
+
+
+def _launch(name: str, rows: int, n: int, dtype: torch.dtype, arrays: list, parts: int) -> tuple[Tensor, Tensor]:
+    module = kernels()
+    kernel, numba = getattr(module, name), module.numba
     threads = min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)
     numba.set_num_threads(threads)
     blocks = blocks_for(rows, threads)
@@ -151,7 +117,7 @@ def layer_norm_backward(x: Tensor, dy: Tensor, weight: Tensor | None, mean: Tens
     results in ``x``'s dtype; :math:`d\gamma` and :math:`d\beta` have shape ``(N,)``.
     """
     rows, n = x.shape
-    dx, sums = _launch(_layer_norm_kernel, rows, n, x.dtype, _arrays(x, dy, weight, mean, rstd), 2)
+    dx, sums = _launch("layer_norm_kernel", rows, n, x.dtype, _arrays(x, dy, weight, mean, rstd), 2)
     return dx, sums[0], sums[1]
 
 
@@ -159,5 +125,5 @@ def rms_norm_backward(x: Tensor, dy: Tensor, weight: Tensor | None, rstd: Tensor
     r"""(dx, :math:`d\gamma`) of RMSNorm over the rows of a 2-D ``x``, in one pass; as
     :func:`layer_norm_backward` without the mean and :math:`d\beta`."""
     rows, n = x.shape
-    dx, sums = _launch(_rms_norm_kernel, rows, n, x.dtype, _arrays(x, dy, weight, rstd), 1)
+    dx, sums = _launch("rms_norm_kernel", rows, n, x.dtype, _arrays(x, dy, weight, rstd), 1)
     return dx, sums[0]

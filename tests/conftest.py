@@ -59,7 +59,9 @@ def assert_within_ulps():
 
 # --- JupyterLab started exactly as `make lab` starts it ---------------------------
 # Shared by tests/test_lab_server.py and tests/browser/. The server runs `make lab`
-# with LAB_PORT=<a free port>, LAB_FLAGS=--no-browser and JUPYTER_TOKEN=<random>, in
+# with LAB_PORT=<a free port>, LAB_FLAGS="--no-browser --expose-app-in-browser" (the browser test
+# opens and closes notebooks through Lab's own commands, `window.jupyterapp`, in one page) and
+# JUPYTER_TOKEN=<random>, in
 # throwaway HOME / JUPYTER_* / IPYTHONDIR folders, with autosave off and checkpoints
 # kept in that throwaway home, so that running the notebooks in a browser never writes
 # to notebooks/.
@@ -196,7 +198,7 @@ def start_lab_server(workdir: Path) -> LabServer:
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             ["make", "--no-print-directory", "-o", ".venv/.built", "lab",
-             f"LAB_PORT={port}", "LAB_FLAGS=--no-browser"],
+             f"LAB_PORT={port}", "LAB_FLAGS=--no-browser --expose-app-in-browser"],
             cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True)
     server = LabServer(port, token, proc, log_path, home)

@@ -1,7 +1,7 @@
 """`make lab` serves the notebooks on loopback only, and only to whoever has the token.
 
 The server is the one `make lab` starts (the `lab_server` fixture in conftest.py runs it
-through make, with LAB_FLAGS=--no-browser, a free LAB_PORT and a random JUPYTER_TOKEN).
+through make, with LAB_FLAGS="--no-browser --expose-app-in-browser", a free LAB_PORT and a random JUPYTER_TOKEN).
 """
 
 from __future__ import annotations

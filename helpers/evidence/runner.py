@@ -162,7 +162,9 @@ class Experiment:
             last-bit difference on another CPU stays a last-bit difference.
         repro_steps: how many first steps the reproducibility test re-trains (at most
             :data:`REPRO_STEPS`, which every stored run keeps): fewer where a last-bit difference
-            grows too fast in every unit for :data:`REPRO_STEPS` steps to stay comparable.
+            grows too fast in every unit for :data:`REPRO_STEPS` steps to stay comparable. An
+            experiment with ``timed_columns`` and no ``step`` column is re-run whole, with
+            ``repro_steps`` as its step cap.
         repro_measured, repro_measured_by_column: the largest absolute difference measured
             between re-trainings of ``repro_unit`` on every kernel path one machine reaches and
             the stored rows (``python -m
@@ -706,7 +708,7 @@ def rerun_unit(name: str, unit_index: int | None = None, steps: int | None = Non
 
     For the reproducibility test: on the machine that made the results (same :func:`fingerprint`)
     the two agree exactly; elsewhere to rounding. An experiment without a ``step`` column is
-    re-run whole. ``change`` (``{parameter: function of its value}``, a unit's parameter or a
+    re-run whole (a timed one with ``steps`` as its step cap). ``change`` (``{parameter: function of its value}``, a unit's parameter or a
     ``fixed`` one) plants a change, to show that the test catches it.
     """
     exp, stored = experiment(name), load(name, results_dir)
@@ -738,7 +740,9 @@ def rerun_unit(name: str, unit_index: int | None = None, steps: int | None = Non
         fresh = _train_unit(exp, unit, steps=steps, fixed=fixed)
         fresh, old = fresh[fresh["step"] < steps], old[old["step"] < steps]
     else:
-        fresh = _train_unit(exp, unit, fixed=fixed)
+        # Re-run whole. A timed experiment's runs are its step cap long: re-timed at ``steps``, its
+        # bookkeeping is compared exactly and its times checked positive, in a fraction of the time.
+        fresh = _train_unit(exp, unit, steps=steps if exp.timed_columns else None, fixed=fixed)
     return fresh.astype(old.dtypes.to_dict()).reset_index(drop=True), old.reset_index(drop=True)
 
 

@@ -31,7 +31,9 @@ number a notebook reports comes with the uncertainty those seeds leave:
 
 The t-intervals come from SciPy (``scipy.stats.ttest_rel``, ``scipy.stats.ttest_1samp``), the
 median's ranks from ``scipy.stats.binom`` and the survival curve from ``scipy.stats.ecdf`` on
-``scipy.stats.CensoredData``; these helpers check the inputs, handle the samples those functions
+``scipy.stats.CensoredData``, each imported where it is used (SciPy's statistics take about 0.7 s
+to import, which a notebook that only reads stored verdicts never needs); these helpers check the
+inputs, handle the samples those functions
 cannot (every seed equal) and put the results into words.
 
 >>> ci = one_sample_ci([181, 175, 190, 168, 203, 177, 185, 172, 195, 180])
@@ -51,7 +53,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 __all__ = [
     "EQUIVALENCE_MARGIN",
@@ -175,6 +176,7 @@ def _t_interval(x: np.ndarray, confidence: float, degenerate_note: str) -> Inter
     mean = float(np.mean(x))
     if np.ptp(x) <= _DEGENERATE_RTOL * max(1.0, abs(mean)):
         return Interval(mean, mean, mean, x.size, confidence, degenerate_note)
+    from scipy import stats
     ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence)
     return Interval(mean, float(ci.low), float(ci.high), x.size, confidence)
 
@@ -192,6 +194,7 @@ def median_order_ranks(n: int, confidence: float = 0.95) -> tuple[int, int] | No
         >>> median_order_ranks(10), median_order_ranks(5)
         ((2, 9), None)
     """
+    from scipy import stats
     ranks = [r for r in range(1, n // 2 + 1) if 1 - 2 * stats.binom.cdf(r - 1, n, 0.5) >= confidence]
     return (max(ranks), n + 1 - max(ranks)) if ranks else None
 
@@ -359,6 +362,7 @@ def paired_difference_ci(a, b, *, relative: bool = False, confidence: float = 0.
         out = Interval(mean, mean, mean, x.size, confidence, f"{note}: no spread between seeds")
     else:
         # ttest_1samp on the differences is ttest_rel(a, b), here also for the log-ratios.
+        from scipy import stats
         ci = stats.ttest_1samp(d, 0.0).confidence_interval(confidence)
         ci_low, ci_high = float(ci.low), float(ci.high)
         out = Interval(mean, ci_low, ci_high, x.size, confidence)
@@ -406,6 +410,7 @@ def _leave_one_out(d: np.ndarray, confidence: float) -> list[int]:
         return []
     others = np.broadcast_to(d, (n, n))[~np.eye(n, dtype=bool)].reshape(n, n - 1)  # row i: d without d[i]
     means = others.mean(axis=1)
+    from scipy import stats
     half = stats.t.ppf((1 + confidence) / 2, n - 2) * others.std(axis=1, ddof=1) / math.sqrt(n - 1)
     flat = np.ptp(others, axis=1) <= _DEGENERATE_RTOL * np.maximum(1.0, np.abs(means))
     half = np.where(flat, 0.0, half)
@@ -496,6 +501,7 @@ def time_to_threshold(steps, cap: int) -> TimeToThreshold:
         raise ValueError(f"{fn}(): argument 'steps' must hold steps in [0, cap={cap}] or NaN for "
                          f"runs that never reached the threshold, got {bad.tolist()}")
     n, reached = x.size, done.size
+    from scipy import stats
     data = stats.CensoredData(uncensored=done, right=np.full(n - reached, float(cap)))
     sf = stats.ecdf(data).sf
     # The curve's steps: S drops to probabilities[i] at quantiles[i]; S = 1 before the first.

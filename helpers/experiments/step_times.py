@@ -80,23 +80,28 @@ def _trainer(arm: str):
 
 
 def time_arms(*, rotation: int, arms: tuple, seeds, steps: int) -> pd.DataFrame:
-    """One round: wall-clock seconds of a :data:`SHORT` and a :data:`LONG` training run of one model
-    of each of ``arms``, one arm after another, in their order rotated by ``rotation`` (round ``r``
-    of the stored experiment starts at arm ``r``), each arm its short run then its long one. The
-    1-minute load average (:func:`os.getloadavg`) is read before each arm's pair of runs. Each arm
-    first trains 2 steps untimed (the first call allocates).
+    """One round: wall-clock seconds of a short and a long training run of one model of each of
+    ``arms``, one arm after another, in their order rotated by ``rotation`` (round ``r`` of the
+    stored experiment starts at arm ``r``), each arm its short run then its long one. The 1-minute
+    load average (:func:`os.getloadavg`) is read before each arm's pair of runs. Each arm first
+    trains 2 steps untimed (the first call allocates).
 
-    ``steps`` is the runner's step cap, unused: the timed lengths are :data:`SHORT` and :data:`LONG`.
+    ``steps`` is the runner's step cap, the long run's length: :data:`LONG` in the stored
+    experiment, whose short runs are :data:`SHORT` steps. A cap under ``2 * SHORT`` (the
+    reproducibility test re-times a round at the experiment's ``repro_steps``) makes the short
+    run ``steps // 2`` steps.
 
     Returns:
         One row per arm: ``arm``, ``seed`` (the runner's; the model's is 0), ``round`` (``rotation``),
         ``position`` (its place in this round's order), ``load_1m``, ``seconds_short`` and
-        ``seconds_long``. :func:`round_seconds` turns the rounds into seconds per step.
+        ``seconds_long``. :func:`round_seconds` turns the stored rounds into seconds per step.
     """
-    del steps
     arms = list(arms)
     if not arms:
         raise ValueError("time_arms(): argument 'arms' must name at least one arm, got none")
+    if steps < 2:
+        raise ValueError(f"time_arms(): argument 'steps' must be at least 2 (a short and a longer run), got {steps}")
+    short = SHORT if steps >= 2 * SHORT else steps // 2
     k = rotation % len(arms)
     order = arms[k:] + arms[:k]
     trainers = {a: _trainer(a) for a in order}
@@ -106,9 +111,9 @@ def time_arms(*, rotation: int, arms: tuple, seeds, steps: int) -> pd.DataFrame:
     for position, a in enumerate(order):
         load = os.getloadavg()[0]
         t0 = time.perf_counter()
-        trainers[a](SHORT)
+        trainers[a](short)
         t1 = time.perf_counter()
-        trainers[a](LONG)
+        trainers[a](steps)
         t2 = time.perf_counter()
         rows.append({"arm": a, "seed": seeds[0], "round": rotation, "position": position, "load_1m": load,
                      "seconds_short": t1 - t0, "seconds_long": t2 - t1})
@@ -266,6 +271,7 @@ runner.register(runner.Experiment(
     grid={"rotation": tuple(range(ROUNDS))}, seeds=(0,), steps=LONG, fixed={"arms": TIMED},
     summarize=step_time_verdicts, budget_s=400, version=4,
     timed_columns=("seconds_short", "seconds_long", "load_1m"),
+    repro_steps=2,  # re-timed with runs of 1 and 2 steps: only the bookkeeping and the times' signs are compared
     # what is not a time is bookkeeping (seed, round, position): equal on every kernel path, so
     # compared exactly
     repro_rtol=0.0, repro_atol=0.0, repro_measured=0.0))

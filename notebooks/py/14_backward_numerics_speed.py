@@ -715,7 +715,7 @@ assert len(passes["LayerNormFunction"]) == 12 and passes["torch (F.layer_norm)"]
 # split graph):
 
 # %%
-print(inspect.getsource(one_pass._layer_norm_kernel.py_func))
+print(inspect.getsource(one_pass.kernels().layer_norm_kernel.py_func))
 
 # %% [markdown]
 # The backward alone, from the same run (the three compiled backwards, and PyTorch's kernel
