@@ -466,10 +466,16 @@ def _train_and_cache(exp: Experiment, unit: dict, path: Path) -> dict:
 
 
 def _worker(name: str, modules: Sequence[str], unit: dict, path: str) -> None:
-    """A worker process's job (:func:`run` with ``jobs > 1``): find ``name`` (importing ``modules``
-    too), train ``unit``, cache it. Nothing is returned: the parent reads the cache."""
-    _discover(modules)
-    _train_and_cache(experiment(name), unit, Path(path))
+    """A worker process's job (:func:`run` with ``jobs > 1``): find ``name``, train ``unit``, cache it.
+    Nothing is returned: the parent reads the cache.
+
+    ``modules`` lead with the module of the experiment's ``train`` (where every experiment here is
+    declared): importing it alone spares a worker importing every other experiment (and SciPy); the
+    others are searched only where it declares no ``name``.
+    """
+    for module in modules:
+        importlib.import_module(module)
+    _train_and_cache(EXPERIMENTS[name] if name in EXPERIMENTS else experiment(name), unit, Path(path))
 
 
 def _train_in_parallel(exp: Experiment, todo: list[dict], cache_dir: Path, jobs: int, modules: Sequence[str],
@@ -490,7 +496,7 @@ def _train_in_parallel(exp: Experiment, todo: list[dict], cache_dir: Path, jobs:
         return 0
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=min(jobs, len(missing)), mp_context=ctx) as pool:
-        futures = [pool.submit(_worker, exp.name, tuple(modules), u, str(_cache_path(exp, u, cache_dir)))
+        futures = [pool.submit(_worker, exp.name, (exp.train.__module__, *modules), u, str(_cache_path(exp, u, cache_dir)))
                    for u in missing]
         for future in as_completed(futures):
             future.result()  # a unit that failed stops the run, with its error

@@ -120,9 +120,10 @@ _JS_STATE = """() => {
   const prompts = [...panel.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
       .map(p => p.textContent.trim());
   const indicator = panel.querySelector('.jp-Notebook-ExecutionIndicator');
-  // What the code cells output (not the markdown, which may quote an error message).
+  // What the code cells output (not the markdown, which may quote an error message); textContent,
+  // not innerText, which would lay out the whole notebook at every poll.
   const text = [...panel.querySelectorAll('.jp-CodeCell .jp-OutputArea')]
-      .map(o => o.innerText).join('\\n');
+      .map(o => o.textContent).join('\\n');
   return {prompts, status: indicator ? indicator.getAttribute('data-status') : null, text};
 }"""
 
