@@ -95,7 +95,7 @@ test: $(STAMP) $(COLAB_STAMP)
 
 # Unit, property and hygiene tests only: no kernels, servers or browsers.
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow and not browser and not notebook"
+	$(PY) -m pytest tests -m "not slow and not browser"
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
