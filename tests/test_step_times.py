@@ -18,9 +18,12 @@ def test_the_arms_are_timed_round_robin_each_round_starting_one_arm_later():
     assert len(frame) == 9 and list(frame["round"]) == [0, 0, 0, 1, 1, 1, 2, 2, 2]
     order = frame.groupby("round")["arm"].apply(list).tolist()
     assert order == [list(arms), [*arms[1:], arms[0]], [arms[2], *arms[:2]]]
-    assert (frame["load_1m"] >= 0).all() and (frame["seconds_long"] > frame["seconds_short"]).all()
+    # times only positive: on shared cores a 5-step run can take longer than a 25-step one
+    assert (frame["load_1m"] >= 0).all() and (frame[["seconds_short", "seconds_long"]] > 0).all().all()
     per = stt.round_seconds(frame)
-    assert sorted(per.columns) == sorted(arms) and per.shape == (3, 3) and (per > 0).all().all()
+    assert sorted(per.columns) == sorted(arms) and per.shape == (3, 3)
+    first = frame[(frame["round"] == 0) & (frame["arm"] == arms[0])].iloc[0]
+    assert per.loc[0, arms[0]] == (first["seconds_long"] - first["seconds_short"]) / (stt.LONG - stt.SHORT)
     pd.testing.assert_series_equal(stt.seconds_per_step(frame), per.median())
     with pytest.raises(ValueError, match="'arms' must name at least one arm"):
         stt.time_arms(rotation=0, arms=(), seeds=(0,), steps=stt.LONG)
