@@ -714,8 +714,9 @@ def rerun_unit(name: str, unit_index: int | None = None, steps: int | None = Non
 
     For the reproducibility test: on the machine that made the results (same :func:`fingerprint`)
     the two agree exactly; elsewhere to rounding. An experiment without a ``step`` column is
-    re-run whole (a timed one with ``steps`` as its step cap). ``change`` (``{parameter: function of its value}``, a unit's parameter or a
-    ``fixed`` one) plants a change, to show that the test catches it.
+    re-run whole (a timed one with ``steps`` as its step cap). ``change`` (``{parameter: function
+    of its value}``, a unit's parameter or a ``fixed`` one) plants a change, to show that the test
+    catches it.
     """
     exp, stored = experiment(name), load(name, results_dir)
     steps = exp.repro_steps if steps is None else steps
