@@ -16,9 +16,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import queue
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -39,6 +42,7 @@ sys.path.insert(0, str(ROOT / "helpers"))
 import bootstrap  # noqa: E402  (helpers/bootstrap.py alone: the first cell and its settings)
 
 sys.path.pop(0)
+from run_notebook import REPORT_MARK  # noqa: E402  (this folder is on sys.path: pytest's rootdir-relative import)
 
 
 def _git(*args, cwd):
@@ -107,13 +111,62 @@ def _python(colab, code: str) -> str:
     return result.stdout
 
 
-def _run_notebook(colab, notebook: Path) -> dict:
-    result = subprocess.run([str(colab["python"]), str(RUNNER), str(notebook), "--timeout", "300"],
-                            capture_output=True, text=True, timeout=900, cwd="/", env=colab["env"])
-    assert result.returncode == 0, (
-        f"{notebook.name} failed in a fresh Colab:\n{result.stdout[-6000:]}\n{result.stderr[-3000:]}")
-    report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert report["problems"] == []
+class NotebookRunner:
+    """One run_notebook.py process in the fresh Colab (--serve), which runs each notebook it is sent
+    in its own empty folder, throwaway user folders and a fresh kernel, and answers with a report.
+    Started once for the module: its imports (nbclient, nbformat) cost about 2 s a process."""
+
+    def __init__(self, colab: dict, stderr_path: Path):
+        self.stderr_path = stderr_path
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        with open(stderr_path, "w") as stderr:
+            self.process = subprocess.Popen(
+                [str(colab["python"]), str(RUNNER), "--serve", "--timeout", "300"], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=stderr, text=True, cwd="/", env=colab["env"])
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put(None)  # the process ended
+
+    def run(self, notebook: Path, timeout_s: float = 900) -> dict:
+        self.process.stdin.write(f"{notebook}\n")
+        self.process.stdin.flush()
+        printed, deadline = [], time.monotonic() + timeout_s
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"{notebook.name}: no report after {timeout_s} s:\n"
+                                     f"{''.join(printed)[-6000:]}") from None
+            if line is None:
+                stderr = self.stderr_path.read_text(errors="replace")[-3000:]
+                raise AssertionError(f"the Colab runner ended while running {notebook.name}:\n"
+                                     f"{''.join(printed)[-6000:]}\n{stderr}")
+            if line.startswith(REPORT_MARK):
+                return json.loads(line[len(REPORT_MARK):])
+            printed.append(line)
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def runner(colab, tmp_path_factory):
+    notebook_runner = NotebookRunner(colab, tmp_path_factory.mktemp("colab-runner") / "stderr.txt")
+    yield notebook_runner
+    notebook_runner.close()
+
+
+def _run_notebook(runner: NotebookRunner, notebook: Path) -> dict:
+    report = runner.run(notebook)
+    assert report["problems"] == [], f"{notebook.name} failed in a fresh Colab:\n" + "\n".join(report["problems"])
     assert report["files_left_in_workdir"] == [], "the notebook wrote files next to itself"
     return report
 
@@ -131,8 +184,8 @@ def test_a_fresh_colab_has_colabs_versions_and_no_helpers(colab):
     assert versions == {**COLAB_VERSIONS, "helpers": False}
 
 
-def test_the_first_cell_installs_the_package_from_the_repository(colab):
-    report = _run_notebook(colab, FIRST)
+def test_the_first_cell_installs_the_package_from_the_repository(colab, runner):
+    report = _run_notebook(runner, FIRST)
     installed = Path(report["probe"]["helpers"]).parent
     assert installed.is_relative_to(colab["venv"]), f"helpers came from {installed}, not the fresh install"
     direct_url = json.loads(_python(colab, "import importlib.metadata as m; "
@@ -147,8 +200,8 @@ def test_the_first_cell_installs_the_package_from_the_repository(colab):
 
 @pytest.mark.parametrize("notebook", [p for p in NOTEBOOKS + NOTEBOOKS_ZH if p != FIRST],
                          ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
-def test_notebook_runs_alone_in_colab(colab, notebook):
-    _run_notebook(colab, notebook)
+def test_notebook_runs_alone_in_colab(runner, notebook):
+    _run_notebook(runner, notebook)
 
 
 def test_colab_links_are_made_from_the_one_repository_url():
