@@ -82,12 +82,14 @@ PORTABLE_ENV := ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE OMP_NUM_THREADS=
 # while, so that the kernels' idle threads do not take the cores from the other runs (measured: 3
 # nbval runs at once used 10% less CPU time). It changes only how idle threads wait, never which
 # thread sums what: every result is the same.
+# PYTHONDONTWRITEBYTECODE is unset, where a machine sets it: the 50-odd Pythons of a run (kernels,
+# workers) then compile `helpers` once, not each, and pytest keeps its rewritten test modules.
 SERVER_TESTS := tests/test_lab_server.py tests/browser
 COLAB_TESTS  := tests/colab
 PYTEST := $(PY) -m pytest -p no:cacheprovider
 test: $(STAMP) $(COLAB_STAMP)
 	$(VENV)/bin/ruff check helpers tests notebooks
-	@OMP_WAIT_POLICY=PASSIVE tests/run_at_once.sh \
+	@env -u PYTHONDONTWRITEBYTECODE OMP_WAIT_POLICY=PASSIVE tests/run_at_once.sh \
 	  "unit tests" '$(PY) -m pytest tests -m "not slow and not browser"' \
 	  "nbval, the server, then the browser" '$(PYTEST) notebooks $(SERVER_TESTS)' \
 	  "the Colab versions, then nbval under $(PORTABLE_ENV)" \

@@ -128,12 +128,15 @@ def test_a_cache_entry_made_for_another_config_is_refused(dirs):
     assert any("made for config 0123456789abcdef" in m for m in messages)
 
 
-def test_an_unknown_name_lists_the_known_ones(dirs):
+def test_an_unknown_name_lists_the_known_ones(dirs, capsys):
     with pytest.raises(ValueError, match=r"unknown experiment 'nope'; the known ones are: .*toy.*toy_tuned"):
         runner.run("nope", **{k: v for k, v in dirs.items() if k != "log"})
-    out = subprocess.run([sys.executable, "-m", "helpers.evidence.runner", "--only", "nope"], cwd=ROOT,
-                         capture_output=True, text=True)
-    assert out.returncode == 2 and "unknown experiment 'nope'" in out.stderr and "the known ones are" in out.stderr
+    # The command line's own path (`python -m helpers.evidence.runner` exits with what main() returns;
+    # test_a_killed_run_resumes... runs it as a command), here without a second Python importing
+    # every experiment module.
+    assert runner.main(["--only", "nope"]) == 2
+    stderr = capsys.readouterr().err
+    assert "unknown experiment 'nope'" in stderr and "the known ones are" in stderr
 
 
 def test_a_declaration_with_shared_pilot_seeds_or_an_unknown_stack_is_refused():

@@ -15,7 +15,6 @@ each notebook is checked unchanged on disk afterwards: running it here never rew
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -98,20 +97,29 @@ _JS_TAG_CONTROLS = """([controls, undriven]) => {
   return {found, skipped};
 }"""
 
+# What a cell's output area shows (its HTML, images included, without the controls), as a digest
+# made in the page: 53 bits of cyrb53 and the length. Only the digest crosses to Python, not the
+# area's images at every poll. Returned with the kernel's status, for one round trip a poll.
 _JS_SHOWN = """([cellIndex, controls]) => {
   const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  const indicator = panel.querySelector('.jp-Notebook-ExecutionIndicator');
+  const status = indicator ? indicator.getAttribute('data-status') : null;
   const cell = panel.querySelectorAll('.jp-Cell')[cellIndex];
   const area = cell.querySelector('.jp-Cell-outputArea, .jp-OutputArea');
-  if (!area) return '';
+  if (!area) return [status, ''];
   const clone = area.cloneNode(true);
   clone.querySelectorAll(Object.values(controls).join(',')).forEach(e => e.remove());
-  return clone.innerHTML;
-}"""
-
-_JS_STATUS = """() => {
-  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
-  const indicator = panel && panel.querySelector('.jp-Notebook-ExecutionIndicator');
-  return indicator ? indicator.getAttribute('data-status') : null;
+  const html = clone.innerHTML;
+  let h1 = 0xdeadbeef, h2 = 0x41c6ce57;
+  for (let i = 0; i < html.length; i++) {
+    const c = html.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  const digest = (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16).padStart(14, '0');
+  return [status, html.length + ':' + digest];
 }"""
 
 _JS_STATE = """() => {
@@ -194,10 +202,6 @@ def notebook_unchanged(request):
     assert not changed, f"JupyterLab wrote to {changed} while the browser test ran it"
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
 def _wait(predicate, timeout_s: float, what: str, interval: float = 0.25):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -259,12 +263,12 @@ def _menu(page, menu: str, item: str) -> None:
 
 def _settle(page, cell: int, timeout_s: float = CHANGE_TIMEOUT_S) -> str:
     """Wait for the kernel to be idle and the cell's display to stop changing (the same over
-    SETTLE_S); return it."""
+    SETTLE_S); return its digest."""
     last = None
     stable = 0
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        status, shown = page.evaluate(_JS_STATUS), page.evaluate(_JS_SHOWN, [cell, CONTROLS])
+        status, shown = page.evaluate(_JS_SHOWN, [cell, CONTROLS])
         stable = stable + 1 if (shown == last and status == "idle") else 0
         if stable >= 3:
             return shown
@@ -381,12 +385,12 @@ def test_widgets_respond_in_jupyterlab(lab_server, lab_page, notebook_unchanged,
                 before = _settle(page, control["cell"])
             action = _drive(page, control)
             changed = _wait_quiet(
-                lambda c=control, b=before: page.evaluate(_JS_SHOWN, [c["cell"], CONTROLS]) != b,
+                lambda c=control, b=before: page.evaluate(_JS_SHOWN, [c["cell"], CONTROLS])[1] != b,
                 CHANGE_TIMEOUT_S)
             after = _settle(page, control["cell"])
             last = (control["cell"], after)
             record = (f"cell {control['cell']} {control['kind']} {control['label']!r}: {action}; "
-                      f"shown {_digest(before)} -> {_digest(after)}")
+                      f"shown {before} -> {after}")
             logged = _log_count(page)
             if logged > seen_in_log:
                 record += f"; {logged - seen_in_log} new message(s) in the log console"
