@@ -144,7 +144,8 @@ def run(notebook: Path, timeout: int) -> dict:
 
 
 def serve(timeout: int) -> int:
-    """Run each notebook named on a line of stdin; print each report on one line after REPORT_MARK."""
+    """Run each notebook named on a line of stdin; print each report on one line after REPORT_MARK,
+    with the line it answers as "request"."""
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -154,7 +155,7 @@ def serve(timeout: int) -> int:
         except Exception as error:  # reported, so that the notebooks after this one still run
             report = {"notebook": notebook.name, "problems": [f"{type(error).__name__}: {error}"],
                       "probe": None, "files_left_in_workdir": []}
-        print(REPORT_MARK + json.dumps(report), flush=True)
+        print(REPORT_MARK + json.dumps({**report, "request": line.strip()}), flush=True)
     return 0
 
 

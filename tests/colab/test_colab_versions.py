@@ -145,7 +145,10 @@ class NotebookRunner:
                 raise AssertionError(f"the Colab runner ended while running {notebook.name}:\n"
                                      f"{''.join(printed)[-6000:]}\n{stderr}")
             if line.startswith(REPORT_MARK):
-                return json.loads(line[len(REPORT_MARK):])
+                report = json.loads(line[len(REPORT_MARK):])
+                if report["request"] == str(notebook):
+                    return report
+                line = f"(a late report, for {report['request']})\n"  # a notebook that timed out here
             printed.append(line)
 
     def close(self) -> None:
