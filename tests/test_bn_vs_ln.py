@@ -302,17 +302,17 @@ def test_accuracy_gaps_pair_seeds_and_let_the_interval_pick_the_words():
     # every seed 10 points lower: a paired difference without spread, despite the spread over seeds
     assert lower["estimate"] == pytest.approx(-10) and lower["high"] == pytest.approx(-10)
     assert lower["outcome"] == "a lower" and lower["n_seeds"] == 5
-    assert lower["words"] == "BatchNorm has 10.0 points lower test accuracy than LayerNorm (95% CI 10.0 to 10.0)"
+    assert lower["verdict"].words == "BatchNorm has 10.0 points lower test accuracy than LayerNorm (95% CI 10.0 to 10.0)"
     assert gaps.loc[("BatchNorm, precise statistics", "LayerNorm"), "estimate"] == pytest.approx(-10)
     same = gaps.loc[("LayerNorm", "no norm")]
     assert same["outcome"] == "no difference detectable" and same["estimate"] == 0  # identical arms
     noisy = batch_size.accuracy_gaps(_gap_frame([a + d for a, d in zip(ln, [0.01, -0.01, 0.02, -0.02, 0.0], strict=True)], ln))
     row = noisy.set_index(["a", "b"]).loc[("BatchNorm", "LayerNorm")]
     assert row["low"] < 0 < row["high"] and row["outcome"] == "no difference detectable"
-    assert row["words"].startswith("no difference detectable with 5 seeds: BatchNorm vs LayerNorm, +0.0 (95% CI")
+    assert row["verdict"].words.startswith("no difference detectable with 5 seeds: BatchNorm vs LayerNorm, +0.0 (95% CI")
     above = batch_size.accuracy_gaps(_gap_frame([a + 0.1 + d for a, d in zip(ln, [0.01, -0.01, 0.02, -0.02, 0], strict=True)], ln))
     row = above.set_index(["a", "b"]).loc[("BatchNorm", "LayerNorm")]
-    assert row["outcome"] == "a higher" and row["words"].startswith("BatchNorm has 10.0 points higher test accuracy than LayerNorm (95% CI")
+    assert row["outcome"] == "a higher" and row["verdict"].words.startswith("BatchNorm has 10.0 points higher test accuracy than LayerNorm (95% CI")
     assert 8 < row["low"] < 10 < row["high"] < 12
 
 
@@ -332,11 +332,11 @@ def test_a_gap_smaller_than_one_step_of_the_tuning_grid_is_flagged():
     fine = _pilot_rows("BatchNorm", [0.40, 0.69, 0.70, 0.695, 0.3], [1.0, 0.8, 0.5, 0.7, float("nan")])
     assert batch_size.pilot_accuracy_steps(pd.DataFrame(coarse)) == {("BatchNorm", 2): pytest.approx(12.0)}
     flagged = batch_size.accuracy_gaps(pd.concat([pd.DataFrame(coarse), report])).set_index(["a", "b"])
-    assert flagged.loc[("BatchNorm", "LayerNorm"), "words"].endswith(
+    assert flagged.loc[("BatchNorm", "LayerNorm"), "verdict"].words.endswith(
         "smaller than one step of the tuning grid (a neighbouring rate moves BatchNorm's pilot accuracy at batch 2 "
         "by 12.0 points)")
     kept = batch_size.accuracy_gaps(pd.concat([pd.DataFrame(fine), report])).set_index(["a", "b"])
-    assert "tuning grid" not in kept.loc[("BatchNorm", "LayerNorm"), "words"]
+    assert "tuning grid" not in kept.loc[("BatchNorm", "LayerNorm"), "verdict"].words
     assert batch_size.pilot_accuracy_steps(report) == {}  # no pilot rows: nothing to flag against
 
 
@@ -350,7 +350,7 @@ def test_the_stored_batch_size_experiment_is_the_notebooks_and_its_verdicts_foll
     assert len(final) == len(exp.seeds) * len(batch_size.BATCH_SIZES) * 3
     assert (final["samples_seen"] == batch_size.BATCH_SIZE_SAMPLES).all()
     assert final.groupby(["batch_size", "norm"]).size().eq(len(exp.seeds)).all()
-    assert stored.verdicts == exp.summarize(stored.frame)
+    assert stored.meta["verdicts"] == runner.summary(exp, stored.frame)
     for row in stored.meta["best_rates"]:  # each norm's best rate strictly inside the grid
         assert min(batch_size.BATCH_SIZE_RATES) < row["best_lr"] < max(batch_size.BATCH_SIZE_RATES)
     report = stored.frame[stored.frame["stage"] == "report"]

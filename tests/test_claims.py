@@ -1,9 +1,12 @@
-"""Claims against the stored verdicts: every claim classifies from its stored verdict (never
-silently), the words decide the outcome for each kind of claim, the deep dives' ledgers carry that
-outcome, and a changed stored verdict changes the core path's card. A check computed in a notebook
-gives its outcome from its own result, and a claim with no evidence is "not tested"."""
+"""Claims against the stored verdicts: every claim classifies from its stored verdict's record (never
+silently), the record's numbers decide the outcome for each kind of claim (its words never do), the
+deep dives' ledgers carry that outcome, and a changed stored verdict changes the core path's card. A
+check computed in a notebook gives its outcome from its own result, and a claim with no evidence is
+"not tested"."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -15,7 +18,6 @@ from helpers.evidence.claims import (
     OUTCOMES,
     Check,
     Claim,
-    better_arm,
     checked,
     claims_ledger,
     evidence_card,
@@ -23,6 +25,7 @@ from helpers.evidence.claims import (
     outcome,
     sentence,
 )
+from helpers.evidence.verdicts import Verdict
 
 STATISTICS_WORDS = ("CI", "interval", "bootstrap", "seed", "censor", "%")
 
@@ -36,28 +39,15 @@ def test_every_core_claim_classifies_from_a_stored_verdict(claim):
     assert not any(word in said for word in STATISTICS_WORDS)
 
 
-@pytest.mark.parametrize("words, lower_is_better, arm", [
-    ("LN-LSTM needs 88% fewer steps to the threshold than LSTM (95% CI 85% to 90%)", True, "LN-LSTM"),
-    ("the opposite of the claim: LayerNorm needs 40% more steps to the threshold than no norm (95% CI 20% to 56%)",
-     True, "no norm"),
-    ("BatchNorm has 35.7 points lower test accuracy than LayerNorm (95% CI 34.0 to 37.8)", False, "LayerNorm"),
-    ("LayerNorm's activation input drifts 92% less in its spread than no norm's (95% CI 89% to 95%), over 17",
-     True, "LayerNorm's activation input"),
-    ("at batch 2, GroupNorm has 22% lower test error than BatchNorm (95% CI 19% to 27%); means", True, "GroupNorm"),
-    ("no difference detectable with 10 seeds: Pre-RMSNorm vs Pre-LN, -3% (95% CI -10% to 6%)", True, None),
-])
-def test_better_arm_reads_the_verdicts_words(words, lower_is_better, arm):
-    assert better_arm(words, lower_is_better) == arm
-
-
 def test_an_unreadable_verdict_or_an_unnamed_arm_raises(monkeypatch):
-    with pytest.raises(ValueError, match="cannot read"):
-        better_arm("median 40 steps, 10/10 reached at lr 0.01")
     claim = Claim("x", "small_transformer", "steps, Pre-LN vs no norm", "Post-LN", "12_where_the_norm_goes.ipynb")
-    with pytest.raises(ValueError, match="does not name"):
+    with pytest.raises(ValueError, match="does not compare"):
         outcome(claim)
     claim = Claim("x", "step_times", "time per step, Transformer, Pre-LN", "Pre-LN", "12_where_the_norm_goes.ipynb")
-    with pytest.raises(ValueError, match="cannot read"):  # "Pre-LN takes 1.22x the time per step of no norm"
+    with pytest.raises(ValueError, match="is a note, not a comparison"):  # "Pre-LN takes 1.22x the time per step"
+        outcome(claim)
+    claim = Claim("x", "small_transformer", "steps, Pre-LN vs no norm", kind="answer")
+    with pytest.raises(ValueError, match="is a comparison, not an answer"):
         outcome(claim)
 
 
@@ -67,34 +57,65 @@ def test_a_missing_result_is_not_tested():
 
 
 class _Stored:
-    def __init__(self, verdicts):
-        self.verdicts = verdicts
+    """A stand-in for a stored result that holds ``records``."""
+
+    def __init__(self, records):
+        self.records = records
+        self.verdicts = {key: record.words for key, record in records.items()}
+
+
+def _flipped(record: Verdict, claim: Claim) -> Verdict:
+    """``record`` with its interval moved so that ``claim``'s outcome changes, its words unchanged
+    but for the numbers: no difference where the claim was supported, else a difference for it."""
+    if record.kind == "answer":
+        return replace(record, answer={"yes": None, "no": "yes", None: "no"}[record.answer])
+    favours_a = claim.favours == record.a
+    if outcome(claim) == "supported":
+        return replace(record, estimate=0.01, low=-0.02, high=0.04)
+    # a difference for the favoured arm: "a has less" (positive relative, negative absolute) where
+    # less is better and the claim favours a
+    sign = (1 if record.relative else -1) * (1 if favours_a == record.lower_is_better else -1)
+    return replace(record, estimate=sign * 0.2, low=sign * 0.1, high=sign * 0.3, margin=None)
 
 
 @pytest.mark.parametrize("claim", CORE_CLAIMS, ids=[c.key for c in CORE_CLAIMS])
 def test_changing_one_stored_verdict_changes_its_sentence_on_the_card(monkeypatch, claim):
     before_card, before = evidence_card(), sentence(claim)
     real_load = runner.load
-    other = "no norm" if claim.favours != "no norm" else "LayerNorm"
-    flipped = {  # a verdict with the other outcome, in the words verdict() writes
-        "supported": f"no difference detectable with 10 seeds: {claim.favours} vs {other}, +1% (95% CI -2% to 4%)",
-        "undecided": f"{claim.favours} needs 20% {'fewer' if claim.lower_is_better else 'more'} steps than "
-                     f"{other} (95% CI 10% to 30%)",
-        "refuted": f"{claim.favours} needs 20% {'fewer' if claim.lower_is_better else 'more'} steps than "
-                   f"{other} (95% CI 10% to 30%)",
-    }[outcome(claim)]
+    record = real_load(claim.experiment).records[claim.key]
+    flipped = _flipped(record, claim)
 
     def load(name, *args, **kwargs):
         stored = real_load(name, *args, **kwargs)
         if name != claim.experiment:
             return stored
-        return _Stored({**stored.verdicts, claim.key: flipped})
+        return _Stored({**stored.records, claim.key: flipped})
 
     monkeypatch.setattr(claims.runner, "load", load)
     after = sentence(claim)
     assert after != before and after.startswith(claim.text)
     card = evidence_card()
     assert card != before_card and after.replace("'", "&#x27;") in card
+
+
+@pytest.mark.parametrize("claim", CORE_CLAIMS, ids=[c.key for c in CORE_CLAIMS])
+def test_changing_a_verdicts_words_keeps_its_outcome_and_its_interval_decides_it(monkeypatch, claim):
+    """No outcome is read from prose: new words on the same numbers keep the outcome; new numbers
+    under the same words change it."""
+    real_load = runner.load
+    record = real_load(claim.experiment).records[claim.key]
+    before = outcome(claim)
+
+    def planted(new):
+        monkeypatch.setattr(claims.runner, "load", lambda name, *a, **k: _Stored({claim.key: new}))
+        return outcome(claim)
+
+    reworded = (replace(record, text="anything at all") if record.kind == "answer" else
+                replace(record, measure="widgets", verb="wants", comparatives=("lower", "higher"),
+                        prefix="in other words, ", suffix="; and so on"))
+    assert reworded.words != record.words
+    assert planted(reworded) == before
+    assert planted(_flipped(record, claim)) != before
 
 
 def test_the_card_links_each_claim_to_its_deep_dive():
@@ -104,18 +125,18 @@ def test_the_card_links_each_claim_to_its_deep_dive():
         assert claim.deep_dive[:2] in {"10", "11", "12", "13", "14", "15", "16"}
 
 
-class _Words:
-    """A stand-in for runner.load whose every experiment stores ``{"k": words}``."""
-
-    def __init__(self, words):
-        self.verdicts = {"k": words}
-
-
-def _outcome_of(monkeypatch, words, **claim):
-    monkeypatch.setattr(claims.runner, "load", lambda name, *a, **k: _Words(words))
+def _outcome_of(monkeypatch, record, **claim):
+    monkeypatch.setattr(claims.runner, "load", lambda name, *a, **k: _Stored({"k": record}))
     return outcome(Claim("claim", "any", "k", **claim))
 
 
+def _ab(estimate, low, high, margin=0.1, measure="steps", verb="needs", claim="fewer", **more):
+    """A relative comparison of A with B (``1 - a / b``: positive where A has less)."""
+    return Verdict.comparison(a="A", b="B", measure=measure, estimate=estimate, low=low, high=high, n=10,
+                              margin=margin, verb=verb, claim=claim, **more)
+
+
+# The same names as the words each record writes (what a ledger prints).
 SAME = "the same steps within ±10%: A vs B, +2% (95% CI -3% to 6%)"
 NONE = "no difference detectable with 10 seeds: A vs B, -2% (95% CI -12% to 5%); not within the ±10% margin"
 A_BEYOND = "A needs 30% fewer steps than B (95% CI 20% to 40%); beyond the ±10% margin"
@@ -124,6 +145,22 @@ B_BEYOND = "the opposite of the claim: A needs 30% more steps than B (95% CI 20%
 B_NEAR = "B ends with 8% lower loss than A (95% CI 5% to 12%); not within the ±10% margin"
 A_NO_MARGIN = "A needs 3% fewer steps than B (95% CI 1% to 5%)"
 B_NO_MARGIN = "B needs 3% fewer steps than A (95% CI 1% to 5%)"
+RECORDS = {
+    SAME: _ab(-0.02, -0.06, 0.03),
+    NONE: _ab(0.02, -0.05, 0.12),
+    A_BEYOND: _ab(0.30, 0.20, 0.40),
+    A_NEAR: _ab(0.08, 0.05, 0.12),
+    B_BEYOND: _ab(-0.30, -0.40, -0.20),
+    B_NEAR: replace(_ab(0.08, 0.05, 0.12, measure="loss", verb="ends with", comparatives=("lower", "higher")),
+                    a="B", b="A"),
+    A_NO_MARGIN: _ab(0.03, 0.01, 0.05, margin=None),
+    B_NO_MARGIN: replace(_ab(0.03, 0.01, 0.05, margin=None), a="B", b="A"),
+}
+
+
+def test_the_planted_records_write_the_words_they_stand_for():
+    for words, record in RECORDS.items():
+        assert record.words == words
 
 
 @pytest.mark.parametrize("words, kind, expected", [
@@ -142,43 +179,63 @@ B_NO_MARGIN = "B needs 3% fewer steps than A (95% CI 1% to 5%)"
     (B_NO_MARGIN, "at least as good", "refuted"),
 ])
 def test_each_kind_of_claim_reads_the_interval_against_its_direction(monkeypatch, words, kind, expected):
-    assert _outcome_of(monkeypatch, words, favours="A", kind=kind) == expected
+    assert _outcome_of(monkeypatch, RECORDS[words], favours="A", kind=kind) == expected
+
+
+def test_higher_is_better_favours_the_arm_with_more():
+    accuracy = Verdict.comparison(a="BatchNorm", b="LayerNorm", measure="test accuracy", relative=False,
+                                  estimate=-36.0, low=-39.0, high=-33.1, n=10, claim=None, lower_is_better=False,
+                                  verb="has", comparatives=("points lower", "points higher"), fmt=".1f")
+    assert accuracy.words == "BatchNorm has 36.0 points lower test accuracy than LayerNorm (95% CI 33.1 to 39.0)"
+    assert accuracy.favoured == "LayerNorm" and replace(accuracy, lower_is_better=True).favoured == "BatchNorm"
 
 
 ONE_SEED = "; rests on one seed: without seed 7 the interval includes 0"
 SEVERAL = "; rests on single seeds: without any one of seeds 1, 4 or 8 the interval includes 0"
 FRAGILE = "; fragile: an interval end rounds to 0 with 10 seeds"
+_FLAGGED = {ONE_SEED: {"rests_on": ("seed 7",)}, SEVERAL: {"rests_on": ("seed 1", "seed 4", "seed 8")},
+            FRAGILE + ONE_SEED: {"rests_on": ("seed 7",), "low": 0.004}}
 
 
 @pytest.mark.parametrize("words", [A_BEYOND, A_NEAR, A_NO_MARGIN, B_BEYOND, B_NEAR, B_NO_MARGIN])
 @pytest.mark.parametrize("flag", [ONE_SEED, SEVERAL, FRAGILE + ONE_SEED])
 @pytest.mark.parametrize("kind", ["better", "same", "at least as good"])
 def test_a_verdict_flagged_as_resting_on_a_seed_keeps_its_outcome(monkeypatch, words, flag, kind):
-    assert _outcome_of(monkeypatch, words + flag, favours="A", kind=kind) == \
-        _outcome_of(monkeypatch, words, favours="A", kind=kind)
+    record = RECORDS[words]
+    fields = dict(_FLAGGED[flag])
+    if "low" in fields and record.low < 0:  # the end nearer 0 of an interval below it
+        fields.pop("low")
+        fields["high"] = -0.004
+    flagged = replace(record, **fields)
+    assert flag.split("; ")[-1] in flagged.words
+    # the same numbers, without the seeds named: a flag is words beside the interval
+    assert _outcome_of(monkeypatch, flagged, favours="A", kind=kind) == \
+        _outcome_of(monkeypatch, replace(flagged, rests_on=()), favours="A", kind=kind)
 
 
 def test_every_stored_verdict_that_rests_on_a_seed_still_reads():
     stored = sorted(path.name.removesuffix(".json") for path in runner.RESULTS_DIR.glob("*.json"))
-    flagged = {(name, key): words for name in stored
-               for key, words in runner.load(name).verdicts.items() if "; rests on " in words}
+    flagged = {(name, key): record for name in stored
+               for key, record in runner.load(name).records.items()
+               if "rests on seeds" in dict(record.flags)}
     assert flagged  # the stored results hold some
-    for (name, key), words in flagged.items():
-        unflagged = words.split("; rests on ")[0]
-        assert better_arm(words) == better_arm(unflagged), (name, key)
+    for (name, key), record in flagged.items():
+        assert "; rests on " in record.words
+        assert record.favoured == replace(record, rests_on=()).favoured, (name, key)
 
 
 def test_answers_levels_and_empty_comparisons(monkeypatch):
-    assert _outcome_of(monkeypatch, "yes, at lr 0.01: it closes 99% of the gap", kind="answer") == "supported"
-    assert _outcome_of(monkeypatch, "no, at lr 0.01: it closes 9% of the gap", kind="answer") == "refuted"
-    assert _outcome_of(monkeypatch, "undecided with 10 seeds at lr 0.01", kind="answer") == "undecided"
-    slope = "Post-LN: slope 0.17 (95% CI 0.13 to 0.22) ...: not consistent with 0 (the interval lies above it)"
-    assert _outcome_of(monkeypatch, slope, kind="answer", supports="^$", refutes="not consistent with 0") == "refuted"
-    assert _outcome_of(monkeypatch, "no: of the 7 LNs after block 1, 0 S-shaped", kind="answer", supports=r"^no\b",
-                       refutes=r"^yes\b") == "supported"
-    assert _outcome_of(monkeypatch, "0.03 on 3 pilot seeds: the largest rate", kind="level") == "undecided"
-    assert _outcome_of(monkeypatch, "no run of either arm reaches the threshold within 400 steps",
-                       favours="A") == "undecided"
+    assert _outcome_of(monkeypatch, Verdict.yes_no("yes", "yes, at lr 0.01: it closes 99% of the gap"),
+                       kind="answer") == "supported"
+    assert _outcome_of(monkeypatch, Verdict.yes_no("no", "no, at lr 0.01: it closes 9% of the gap"),
+                       kind="answer") == "refuted"
+    assert _outcome_of(monkeypatch, Verdict.yes_no(None, "undecided with 10 seeds at lr 0.01"),
+                       kind="answer") == "undecided"
+    no = Verdict.yes_no("no", "no: of the 7 LNs after block 1, 0 S-shaped")
+    assert _outcome_of(monkeypatch, no, kind="answer", expects="no") == "supported"
+    assert _outcome_of(monkeypatch, Verdict.note("0.03 on 3 pilot seeds: the largest rate"), kind="level") == "undecided"
+    nothing = Verdict.no_interval("A", "B", "steps", "no run of either arm reaches the threshold within 400 steps")
+    assert _outcome_of(monkeypatch, nothing, favours="A") == "undecided"
 
 
 def test_a_claim_must_say_what_it_favours():
@@ -186,6 +243,8 @@ def test_a_claim_must_say_what_it_favours():
         Claim("x", "e", "k", "A", kind="roughly")
     with pytest.raises(ValueError, match="needs the arm it favours"):
         Claim("x", "e", "k", kind="same")
+    with pytest.raises(ValueError, match="'expects' must be 'yes' or 'no'"):
+        Claim("x", "e", "k", kind="answer", expects="maybe")
 
 
 def test_the_ledger_gives_each_claim_its_outcome_and_the_stored_words():
@@ -245,10 +304,8 @@ def test_the_evidence_ledger_reads_each_kind_of_evidence():
 def test_a_changed_result_changes_the_evidence_ledgers_word(monkeypatch):
     claim = Claim("x", "small_transformer", "steps, Pre-LN vs no norm", "Pre-LN")
     before = evidence_ledger([("c", claim, "s")])["outcome"].iloc[0]
-    words = {"supported": "no difference detectable with 10 seeds: Pre-LN vs no norm, +1% (95% CI -2% to 4%)",
-             "refuted": "Pre-LN needs 20% fewer steps to the threshold than no norm (95% CI 10% to 30%)",
-             "undecided": "Pre-LN needs 20% fewer steps to the threshold than no norm (95% CI 10% to 30%)"}[before]
-    monkeypatch.setattr(claims.runner, "load", lambda name, *a, **k: _Words(words))
+    record = _flipped(runner.load("small_transformer").records[claim.key], claim)
+    monkeypatch.setattr(claims.runner, "load", lambda name, *a, **k: _Stored({"k": record}))
     after = evidence_ledger([("c", Claim("x", "any", "k", "Pre-LN"), "s")])["outcome"].iloc[0]
     assert after != before
     measured = torch.tensor([0.5, 2.0])

@@ -151,7 +151,7 @@ def test_the_stored_result_is_the_declared_experiment_and_its_verdicts_recompute
     exp = runner.experiment("deep_transformer")
     assert stored.meta["config_hash"] == exp.config_hash()
     assert stored.meta["config"] == runner._jsonable(exp.config())
-    assert stored.meta["verdicts"] == dt.deep_transformer_verdicts(stored.frame)
+    assert stored.meta["verdicts"] == runner.summary(runner.experiment("deep_transformer"), stored.frame)
 
 
 def test_the_stored_stages_hold_the_seeds_and_rates_the_protocol_says(stored):

@@ -384,7 +384,7 @@ def test_drift_intervals_pair_the_sites_by_seed(stored):
 
 def test_drift_verdicts_name_the_diverged_seeds_and_follow_the_intervals(stored):
     frame = stored.frame[stored.frame["seed"] < 6]
-    words = drift_verdicts(frame)
+    words = {key: str(said) for key, said in drift_verdicts(frame).items()}
     diverged = drift_by_seed(frame).xs(("no norm", SITES[0]), level=("model", "site"))["largest std change"].isna()
     seeds = diverged.index[diverged].tolist()
     assert words["diverged"].startswith(f"no norm: {len(seeds)} of 6 seeds diverged (seeds {', '.join(map(str, seeds))})")
@@ -397,8 +397,8 @@ def test_drift_verdicts_name_the_diverged_seeds_and_follow_the_intervals(stored)
                          site=four["site"].map({SITES[0]: SITES[1], SITES[1]: SITES[0]}))
     swapped.loc[(swapped["model"] == "LayerNorm") & (swapped["site"] == SITES[1]), "site"] = SITES[0]
     swapped = pd.concat([swapped, swapped[swapped["model"] == "LayerNorm"].assign(site=SITES[1])])
-    assert drift_verdicts(swapped)["activation input: largest std change"].startswith("the opposite of the claim")
-    assert stored.verdicts == drift_verdicts(stored.frame)
+    assert str(drift_verdicts(swapped)["activation input: largest std change"]).startswith("the opposite of the claim")
+    assert stored.meta["verdicts"] == runner.summary(runner.experiment("drift"), stored.frame)
 
 
 # ---------------------------------------------------------------- gamma and beta learn

@@ -17,6 +17,12 @@ from helpers.evidence import runner, statistics
 from helpers.experiments import lstm_adding
 
 
+def _words(verdicts):
+    """The verdicts' records, in words."""
+    return {key: str(said) for key, said in verdicts.items()}
+
+
+
 def _gens(*seeds):
     return [torch.Generator().manual_seed(s) for s in seeds]
 
@@ -303,7 +309,7 @@ def _synthetic_runs(first_below: dict[str, int], cap: int = 40) -> pd.DataFrame:
 
 
 def test_the_verdicts_compare_each_ln_arm_with_the_lstm_and_with_each_other():
-    verdicts = lstm_adding.lstm_verdicts(_synthetic_runs({"LSTM": 30, "LN-LSTM": 10, "LN-LSTM without input LN": 20}))
+    verdicts = _words(lstm_adding.lstm_verdicts(_synthetic_runs({"LSTM": 30, "LN-LSTM": 10, "LN-LSTM without input LN": 20})))
     variants = lstm_adding.VARIANTS
     assert set(verdicts) == {*(f"best rate, {v}" for v in variants), *(f"time, {v}" for v in variants),
                              *(f"best rate on the report seeds, {v}" for v in variants),
@@ -317,7 +323,7 @@ def test_the_verdicts_compare_each_ln_arm_with_the_lstm_and_with_each_other():
     assert verdicts["steps, LN-LSTM without input LN vs LSTM"].startswith("LN-LSTM without input LN needs")
     assert "fewer steps" in verdicts["steps, LN-LSTM vs LN-LSTM without input LN"]
     # the claim of the ablation comparison is nothing: the other way round is no "opposite"
-    reverse = lstm_adding.lstm_verdicts(_synthetic_runs({"LSTM": 30, "LN-LSTM": 20, "LN-LSTM without input LN": 10}))
+    reverse = _words(lstm_adding.lstm_verdicts(_synthetic_runs({"LSTM": 30, "LN-LSTM": 20, "LN-LSTM without input LN": 10})))
     assert reverse["steps, LN-LSTM vs LN-LSTM without input LN"].startswith("LN-LSTM needs")
     assert "more steps" in reverse["steps, LN-LSTM vs LN-LSTM without input LN"]
     assert reverse["steps"].startswith("LN-LSTM needs") and "fewer" in reverse["steps"]
@@ -328,11 +334,11 @@ def test_the_verdicts_compare_each_ln_arm_with_the_lstm_and_with_each_other():
 def test_a_report_seed_stuck_at_the_best_rate_is_said_plainly():
     frame = _synthetic_runs({"LSTM": 30, "LN-LSTM": 10, "LN-LSTM without input LN": 20})
     key = "best rate on the report seeds, LN-LSTM"
-    assert lstm_adding.lstm_verdicts(frame)[key].startswith("holds: 0 of 10 report seeds did not reach the threshold "
+    assert _words(lstm_adding.lstm_verdicts(frame))[key].startswith("holds: 0 of 10 report seeds did not reach the threshold "
                                                              "before step 40 at 0.01; ")
     # plant one report seed that never gets below the threshold
     stuck = (frame["stage"] == "report") & (frame["variant"] == "LN-LSTM") & (frame["seed"] == 4)
-    said = lstm_adding.lstm_verdicts(frame.assign(eval_loss=frame["eval_loss"].where(~stuck, 0.2)))[key]
+    said = _words(lstm_adding.lstm_verdicts(frame.assign(eval_loss=frame["eval_loss"].where(~stuck, 0.2))))[key]
     assert said == ("does not hold: 1 of 10 report seeds did not reach the threshold before step 40 at 0.01; of the "
                     "pilot runs at the neighbouring rates, 0 of 3 did at 0.003 and 0 of 3 at 0.03")
 

@@ -16,6 +16,12 @@ from helpers.evidence import runner
 from helpers.experiments import norm_family_cnn as nf
 
 
+def _words(verdicts):
+    """The verdicts' records, in words."""
+    return {key: str(said) for key, said in verdicts.items()}
+
+
+
 def _gens(*seeds):
     return [torch.Generator().manual_seed(s) for s in seeds]
 
@@ -360,7 +366,7 @@ def test_final_errors_is_one_tidy_row_per_run():
 
 def test_verdicts_follow_the_intervals():
     frame = _final_frame(WU_HE)
-    verdicts = nf.norm_family_verdicts(frame)
+    verdicts = _words(nf.norm_family_verdicts(frame))
     finals = nf.final_errors(frame)
     gn, bn = (finals[(finals["norm"] == n) & (finals["batch_size"] == 2)]["error"].mean()
               for n in ("GroupNorm", "BatchNorm"))
@@ -384,7 +390,7 @@ def test_verdicts_follow_the_intervals():
 
 def test_a_result_against_the_claim_is_called_the_opposite():
     flipped = {**WU_HE, "GroupNorm": {2: 0.45, 8: 0.241, 32: 0.241}}
-    said = nf.norm_family_verdicts(_final_frame(flipped))["error, batch 2: GroupNorm vs BatchNorm"]
+    said = _words(nf.norm_family_verdicts(_final_frame(flipped)))["error, batch 2: GroupNorm vs BatchNorm"]
     assert said.startswith("at batch 2, the opposite of the claim: GroupNorm has ")
 
 
@@ -423,7 +429,7 @@ def test_each_batch_size_is_tuned_on_its_own_scaled_grid():
     scores = nf.pilot_scores(frame[frame["stage"] == "pilot"])
     assert len(scores) == len(nf.NORMS) * len(nf.BATCH_SIZES) * len(nf.RATES)
     assert set(scores["lr"]) == set(nf.RATES)  # the scaled rates map back onto the grid exactly
-    verdicts = nf.norm_family_verdicts(frame)
+    verdicts = _words(nf.norm_family_verdicts(frame))
     assert verdicts["best rate, GroupNorm, batch 32"].startswith("0.1 (0.1 scaled from batch 32 to 32), inside the grid (0.01 to 1)")
     assert verdicts["best rate, GroupNorm, batch 2"].startswith("0.00625 (0.1 scaled from batch 32 to 2), inside the grid (0.000625 to 0.0625)")
     assert "on the grid's edge" in verdicts["best rate, InstanceNorm, batch 8"]
@@ -442,10 +448,10 @@ def test_grid_rate_inverts_the_scaling_and_grid_step_reads_the_neighbours():
 def test_a_difference_below_the_grid_step_is_flagged():
     close = {**WU_HE, "GroupNorm": {2: 0.245, 8: 0.241, 32: 0.241}, "LayerNorm": {2: 0.25, 8: 0.253, 32: 0.253}}
     coarse = pd.concat([_pilot_frame({n: 0.1 for n in nf.NORMS}, width=1.0), _final_frame(close)], ignore_index=True)
-    said = nf.norm_family_verdicts(coarse)["error, batch 2: GroupNorm vs LayerNorm"]
+    said = _words(nf.norm_family_verdicts(coarse))["error, batch 2: GroupNorm vs LayerNorm"]
     assert "smaller than one step of the tuning grid" in said
     fine = pd.concat([_pilot_frame({n: 0.1 for n in nf.NORMS}, width=0.001), _final_frame(close)], ignore_index=True)
-    assert "tuning grid" not in nf.norm_family_verdicts(fine)["error, batch 2: GroupNorm vs LayerNorm"]
+    assert "tuning grid" not in _words(nf.norm_family_verdicts(fine))["error, batch 2: GroupNorm vs LayerNorm"]
 
 
 # ------------------------------------------------------------------ the declaration
@@ -454,12 +460,12 @@ def test_a_difference_below_the_grid_step_is_flagged():
 def test_a_report_seed_stuck_at_chance_at_the_best_rate_is_said_plainly():
     frame = pd.concat([_pilot_frame({n: 0.1 for n in nf.NORMS}), _final_frame(WU_HE)], ignore_index=True)
     key = "best rate on the report seeds, GroupNorm, batch 2"
-    assert nf.norm_family_verdicts(frame)[key] == (
+    assert _words(nf.norm_family_verdicts(frame))[key] == (
         "holds: 0 of 10 report seeds ended with an error at or above chance (83.3%) at 0.00625; of the pilot runs "
         "at the neighbouring rates, 0 of 3 did at 0.001875 and 0 of 3 at 0.01875")
     stuck = (frame["stage"] == "report") & (frame["norm"] == "GroupNorm") & (frame["batch_size"] == 2) \
         & (frame["seed"] == 5)
-    said = nf.norm_family_verdicts(frame.assign(eval_error=frame["eval_error"].where(~stuck, nf.CHANCE_ERROR)))[key]
+    said = _words(nf.norm_family_verdicts(frame.assign(eval_error=frame["eval_error"].where(~stuck, nf.CHANCE_ERROR))))[key]
     assert said.startswith("does not hold: 1 of 10 report seeds ended with an error at or above chance (83.3%) "
                            "at 0.00625; ")
 

@@ -17,6 +17,12 @@ from helpers.experiments import placement_tuned as pe
 from helpers.experiments import small_transformer as st
 
 
+def _words(verdicts):
+    """The verdicts' records, in words."""
+    return {key: str(said) for key, said in verdicts.items()}
+
+
+
 def _gens(*seeds):
     return [torch.Generator().manual_seed(s) for s in seeds]
 
@@ -350,31 +356,31 @@ def test_the_verdicts_follow_the_paired_intervals():
     b = 0.4 + 0.05 * rng.random(10)
     a = 0.5 * b * (1 + 0.01 * rng.random(10))
     conv = [True] * 7 + [False] * 3
-    out = pe.placement_verdicts(_fake_frame(a, b, b, converged_b=conv))
+    out = _words(pe.placement_verdicts(_fake_frame(a, b, b, converged_b=conv)))
     assert out["best rate, tanh, LN -> act"].startswith("0.001, inside the grid (0.0001 to 0.03)")
     ci = statistics.paired_difference_ci(a, b, relative=True)
     # the pilot's neighbouring rates score 0.8 against the best rate's 0.5: one step of the grid moves
     # a pilot loss by 60%, more than the 50% between the arms, so the words flag it
     grid = (0.6, "one step of the tuning grid (a neighbouring rate moves LN -> act's pilot loss by 60.0%)")
     expected = statistics.verdict(ci, a="LN -> act", b="act -> LN", quantity="final loss", claim="fewer",
-                                 verb="ends with", words=("lower", "higher"), resolution=grid)
+                                 verb="ends with", words=("lower", "higher"), resolution=grid).words
     assert out["final loss, tanh, LN -> act vs act -> LN"] == expected
     assert expected.startswith("LN -> act ends with 50% lower final loss")
     assert expected.endswith("; smaller than " + grid[1])
     ci7 = statistics.paired_difference_ci(a[:7], b[:7], relative=True)
     words = statistics.verdict(ci7, a="LN -> act", b="act -> LN", quantity="loss at convergence",
-                              claim="fewer", verb="ends with", words=("lower", "higher"), resolution=grid)
+                              claim="fewer", verb="ends with", words=("lower", "higher"), resolution=grid).words
     assert out["at convergence, tanh, LN -> act vs act -> LN"] == f"{words}; on the 7 of 10 seeds where both runs converged"
     assert out["runs, tanh, act -> LN"].startswith("at lr 0.001: 7/10 converged")
     # with fewer seeds than MIN_CONVERGED_SEEDS where both converged, no interval: it says so
     few = [True] * (pe.MIN_CONVERGED_SEEDS - 1) + [False] * (11 - pe.MIN_CONVERGED_SEEDS)
-    out = pe.placement_verdicts(_fake_frame(a, b, b, converged_b=few))
+    out = _words(pe.placement_verdicts(_fake_frame(a, b, b, converged_b=few)))
     assert out["at convergence, tanh, LN -> act vs act -> LN"].startswith(
         f"not testable: both runs converged on only {pe.MIN_CONVERGED_SEEDS - 1} of 10 seeds")
     # the opposite way round, and a diverged run counted as having learned nothing
     worse = b * 1.5
     worse[0] = math.inf
-    out = pe.placement_verdicts(_fake_frame(worse, b, b))
+    out = _words(pe.placement_verdicts(_fake_frame(worse, b, b)))
     assert out["final loss, tanh, LN -> act vs act -> LN"].startswith("the opposite of the claim")
     capped = np.minimum(worse, pe.NOTHING)
     ci = statistics.paired_difference_ci(capped, b, relative=True)
@@ -466,7 +472,7 @@ def test_xiong_verdicts_say_which_prediction_the_interval_holds():
     for form, slope in (("Pre-LN", -0.5), ("Post-LN", 0.2)):
         t = _synthetic(slope)
         frames.append(t.assign(form=form, block=t["blocks"], weight="W_2", stream_ms=t["blocks"].astype(float)))
-    out = pe.xiong_verdicts(pd.concat(frames, ignore_index=True))
+    out = _words(pe.xiong_verdicts(pd.concat(frames, ignore_index=True)))
     assert "consistent with -1/2" in out["slope, Pre-LN, W_2"] and "not" not in out["slope, Pre-LN, W_2"]
     assert "not consistent with 0 (the interval lies above it)" in out["slope, Post-LN, W_2"]
     assert out["slope, Pre-LN, W_2"].startswith(f"Pre-LN: slope {pe.depth_slope(frames[0]).format('.2f')}")

@@ -164,17 +164,17 @@ def test_normed_vs_plain_pairs_by_seed_counts_censored_runs_as_the_cap_and_caps_
     ln_final, plain_final = [0.01, 0.02, 0.015, 0.01, 0.012, 0.02], [0.05, np.inf, 0.3, 0.06, 0.04, 0.08]
     reached = _arm_table("steps", ln_steps, plain_steps, noisy=[np.nan] * 6)  # the noisy arm is left out
     finals = _arm_table("final", ln_final, plain_final, noisy=[np.inf] * 6)
-    out = rm.normed_vs_plain(reached, finals, cap=100)
+    out = {key: str(said) for key, said in rm.normed_vs_plain(reached, finals, cap=100).items()}
     assert list(out) == ["steps", "final loss"]
     # the run that never got there counts as the cap, the diverged and the worse-than-the-mean
     # runs as having learned nothing
     capped = np.array([40.0, 100.0, 50.0, 45.0, 38.0, 60.0])
     learned = np.array([0.05, rm.LEARNED_NOTHING, rm.LEARNED_NOTHING, 0.06, 0.04, 0.08])
     assert out["steps"] == verdict(paired_difference_ci(np.array(ln_steps), capped, relative=True),
-                                   a="LayerNorm", b="no norm", quantity="steps to the threshold")
+                                   a="LayerNorm", b="no norm", quantity="steps to the threshold").words
     assert out["final loss"] == verdict(paired_difference_ci(np.array(ln_final), learned, relative=True),
                                         a="LayerNorm", b="no norm", quantity="final loss", verb="ends with",
-                                        words=("lower", "higher"))
+                                        words=("lower", "higher")).words
     assert out["steps"].startswith("LayerNorm needs") and "fewer steps to the threshold than no norm" in out["steps"]
     assert out["final loss"].startswith("LayerNorm ends with") and "lower final loss" in out["final loss"]
 
@@ -182,6 +182,7 @@ def test_normed_vs_plain_pairs_by_seed_counts_censored_runs_as_the_cap_and_caps_
     renamed = rm.normed_vs_plain(reached.replace({"LayerNorm": "LN-LSTM", "no norm": "LSTM"}),
                                  finals.replace({"LayerNorm": "LN-LSTM", "no norm": "LSTM"}), cap=100,
                                  a="LN-LSTM", b="LSTM", final="final held-out loss")
+    renamed = {key: str(said) for key, said in renamed.items()}
     assert renamed["steps"] == out["steps"].replace("LayerNorm", "LN-LSTM").replace("no norm", "LSTM")
     assert "LN-LSTM ends with" in renamed["final loss"] and "lower final held-out loss than LSTM" in renamed["final loss"]
 
@@ -190,8 +191,10 @@ def test_normed_vs_plain_says_so_when_neither_arm_gets_anywhere():
     nowhere = [np.nan] * 4
     out = rm.normed_vs_plain(_arm_table("steps", nowhere, nowhere), _arm_table("final", [0.2, np.inf, 0.17, 0.5],
                              [np.inf, 0.3, 0.2, 1.0]), cap=300)
-    assert out == {"steps": "no run of either variant reaches the threshold within 300 steps",
-                   "final loss": "no run of either variant ends below the learned-nothing level (0.167)"}
+    assert {key: said.words for key, said in out.items()} == {
+        "steps": "no run of either variant reaches the threshold within 300 steps",
+        "final loss": "no run of either variant ends below the learned-nothing level (0.167)"}
+    assert all(said.outcome == "undecided" and said.favoured is None for said in out.values())
 
 
 def test_exercises_accept_the_reference_and_name_the_mistakes():

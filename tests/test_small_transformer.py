@@ -388,12 +388,14 @@ def test_the_largest_stable_rate_and_learns_follow_their_definitions():
     assert st._largest_stable(pilot, "Pre-LN", 30).startswith("0.003 on 3 pilot seeds")
     assert "1 of them with a non-finite loss" in words
     finals = pd.DataFrame({"final": [st.FLOOR] * 9 + [math.inf], "lr": 1e-2, "variant": "Pre-LN"})
-    assert st._learns(finals).startswith("yes, at lr 0.01") and "9/10 seeds end below" in st._learns(finals)
+    assert st._learns(finals).words.startswith("yes, at lr 0.01") and "9/10 seeds end below" in st._learns(finals).words
+    assert st._learns(finals).answer == "yes"
     gap = st.NO_COPY - st.FLOOR
     finals = pd.DataFrame({"final": st.NO_COPY - gap * np.linspace(0.05, 0.2, 10), "lr": 1e-2})
-    assert st._learns(finals).startswith("no, at lr 0.01")  # about 12% of the gap
+    assert st._learns(finals).words.startswith("no, at lr 0.01") and st._learns(finals).answer == "no"  # about 12%
     finals = pd.DataFrame({"final": st.NO_COPY - gap * np.linspace(0.1, 0.9, 10), "lr": 1e-2})
-    assert st._learns(finals).startswith("undecided with 10 seeds")  # about half, give or take
+    assert st._learns(finals).words.startswith("undecided with 10 seeds")  # about half, give or take
+    assert st._learns(finals).answer is None
 
 
 def test_the_experiment_is_declared_as_tuned_with_small_units():

@@ -13,7 +13,6 @@ from scipy import stats
 from helpers.evidence.statistics import (
     EQUIVALENCE_MARGIN,
     Interval,
-    Reading,
     TimeToThreshold,
     best_rate_check,
     best_rates,
@@ -22,11 +21,16 @@ from helpers.evidence.statistics import (
     median_order_ranks,
     one_sample_ci,
     paired_difference_ci,
-    reading,
     threshold_level,
     time_to_threshold,
     verdict,
 )
+
+
+def said_by(interval, **how) -> str:
+    """:func:`verdict`'s record for ``interval``, in words."""
+    return verdict(interval, **how).words
+
 
 #: Steps to threshold of 10 seeds, skewed right as such samples are.
 STEPS = [181, 175, 190, 168, 203, 177, 185, 172, 195, 240]
@@ -408,63 +412,63 @@ def test_best_rates_rejects_missing_columns_and_repeated_rates():
 
 def test_verdict_relative_three_cases():
     ln, none = "LayerNorm", "no norm"
-    assert (verdict(Interval(0.31, 0.18, 0.41, 10), a=ln, b=none)
+    assert (said_by(Interval(0.31, 0.18, 0.41, 10), a=ln, b=none)
             == "LayerNorm needs 31% fewer steps than no norm (95% CI 18% to 41%)")
-    assert (verdict(Interval(0.12, -0.05, 0.30, 10), a=ln, b=none)
+    assert (said_by(Interval(0.12, -0.05, 0.30, 10), a=ln, b=none)
             == "no difference detectable with 10 seeds: LayerNorm vs no norm, -12% (95% CI -30% to 5%)")
-    assert (verdict(Interval(-0.12, -0.20, -0.04, 10), a=ln, b=none)
+    assert (said_by(Interval(-0.12, -0.20, -0.04, 10), a=ln, b=none)
             == "the opposite of the claim: LayerNorm needs 12% more steps than no norm (95% CI 4% to 20%)")
 
 
 def test_verdict_claim_more_and_options():
     up = Interval(-0.25, -0.40, -0.10, 10, confidence=0.9)
-    assert (verdict(up, a="A", b="B", quantity="loss spikes", claim="more")
+    assert (said_by(up, a="A", b="B", quantity="loss spikes", claim="more")
             == "A needs 25% more loss spikes than B (90% CI 10% to 40%)")
     down = Interval(0.25, 0.10, 0.40, 12)
-    assert (verdict(down, a="A", b="B", claim="more")
+    assert (said_by(down, a="A", b="B", claim="more")
             == "the opposite of the claim: A needs 25% fewer steps than B (95% CI 10% to 40%)")
-    assert verdict(Interval(0.0, -0.1, 0.1, 12), a="A", b="B", n_seeds=20).startswith(
+    assert said_by(Interval(0.0, -0.1, 0.1, 12), a="A", b="B", n_seeds=20).startswith(
         "no difference detectable with 20 seeds: A vs B, +0% ")
 
 
 def test_verdict_absolute_three_cases():
     # statistic(a - b): positive when A needs more.
-    assert (verdict(Interval(-48.41, -60.42, -39.17, 10), a="A", b="B", relative=False)
+    assert (said_by(Interval(-48.41, -60.42, -39.17, 10), a="A", b="B", relative=False)
             == "A needs 48.4 fewer steps than B (95% CI 39.2 to 60.4)")
-    assert (verdict(Interval(3.21, -1.5, 8.0, 10), a="A", b="B", relative=False)
+    assert (said_by(Interval(3.21, -1.5, 8.0, 10), a="A", b="B", relative=False)
             == "no difference detectable with 10 seeds: A vs B, +3.21 (95% CI -1.5 to 8)")
-    assert (verdict(Interval(12.0, 4.0, 20.0, 10), a="A", b="B", relative=False)
+    assert (said_by(Interval(12.0, 4.0, 20.0, 10), a="A", b="B", relative=False)
             == "the opposite of the claim: A needs 12 more steps than B (95% CI 4 to 20)")
 
 
 def test_verdict_follows_a_real_paired_interval():
     b = np.array(STEPS, dtype=float)
     a = 0.7 * b + np.random.default_rng(0).normal(0, 3, size=10)
-    words = verdict(paired_difference_ci(a, b, relative=True), a="LN", b="none")
+    words = said_by(paired_difference_ci(a, b, relative=True), a="LN", b="none")
     assert words.startswith("LN needs 3") and "fewer steps than none (95% CI" in words
 
 
 def test_verdict_argument_errors():
     with pytest.raises(ValueError, match=r"'claim'.*'fewer', 'more' or None.*'faster'"):
-        verdict(Interval(0.3, 0.1, 0.5, 10), a="A", b="B", claim="faster")
+        said_by(Interval(0.3, 0.1, 0.5, 10), a="A", b="B", claim="faster")
     with pytest.raises(ValueError, match=r"'margin'.*positive.*-0.1"):
-        verdict(Interval(0.3, 0.1, 0.5, 10), a="A", b="B", margin=-0.1)
+        said_by(Interval(0.3, 0.1, 0.5, 10), a="A", b="B", margin=-0.1)
     with pytest.raises(ValueError, match=r"'interval'.*Interval.*tuple"):
         verdict((0.3, 0.1, 0.5), a="A", b="B")
 
 
 def test_verdict_says_it_in_the_words_it_is_given():
     lower = Interval(estimate=0.4, low=0.25, high=0.5, n=10)  # A's loss 40% below B's
-    assert verdict(lower, a="LN", b="no norm", quantity="final loss", verb="ends with",
+    assert said_by(lower, a="LN", b="no norm", quantity="final loss", verb="ends with",
                    words=("lower", "higher")) == "LN ends with 40% lower final loss than no norm (95% CI 25% to 50%)"
 
 
 def test_verdict_without_a_claim_says_only_which_way_and_formats_as_asked():
     above = Interval(estimate=0.6, low=0.1, high=1.3, n=20)  # absolute: A has more
-    assert verdict(above, a="BN", b="LN", quantity="accuracy", claim=None, relative=False, verb="has",
+    assert said_by(above, a="BN", b="LN", quantity="accuracy", claim=None, relative=False, verb="has",
                    words=("points lower", "points higher"), fmt=".1f") == \
         "BN has 0.6 points higher accuracy than LN (95% CI 0.1 to 1.3)"
-    assert verdict(above, a="BN", b="LN", claim="fewer", relative=False, fmt=".2f").startswith(
+    assert said_by(above, a="BN", b="LN", claim="fewer", relative=False, fmt=".2f").startswith(
         "the opposite of the claim: BN needs 0.60 more steps")
 
 
@@ -473,20 +477,20 @@ def test_verdict_without_a_claim_says_only_which_way_and_formats_as_asked():
 
 def test_the_same_only_when_the_whole_interval_lies_inside_the_margin():
     inside = Interval(-0.02, -0.06, 0.03, 10)  # A needs 2% more steps than B, -3% to +6% in "more" terms
-    assert verdict(inside, a="A", b="B", margin=0.1) == "the same steps within ±10%: A vs B, +2% (95% CI -3% to 6%)"
+    assert said_by(inside, a="A", b="B", margin=0.1) == "the same steps within ±10%: A vs B, +2% (95% CI -3% to 6%)"
     # without a margin the same interval is only "no difference detectable"
-    assert verdict(inside, a="A", b="B").startswith("no difference detectable with 10 seeds")
+    assert said_by(inside, a="A", b="B").startswith("no difference detectable with 10 seeds")
     # an interval that holds 0 but reaches beyond the margin
     wide = Interval(0.02, -0.05, 0.12, 10)
-    assert verdict(wide, a="A", b="B", margin=0.1) == (
+    assert said_by(wide, a="A", b="B", margin=0.1) == (
         "no difference detectable with 10 seeds: A vs B, -2% (95% CI -12% to 5%); not within the ±10% margin")
     # a detected difference wholly beyond the margin, and one that is not
-    assert verdict(Interval(0.3, 0.2, 0.4, 10), a="A", b="B", margin=0.1).endswith("; beyond the ±10% margin")
-    assert verdict(Interval(0.1, 0.05, 0.15, 10), a="A", b="B", margin=0.1).endswith("; not within the ±10% margin")
+    assert said_by(Interval(0.3, 0.2, 0.4, 10), a="A", b="B", margin=0.1).endswith("; beyond the ±10% margin")
+    assert said_by(Interval(0.1, 0.05, 0.15, 10), a="A", b="B", margin=0.1).endswith("; not within the ±10% margin")
     # an interval touching the margin is not inside it
-    assert not verdict(Interval(0.0, -0.1, 0.05, 10), a="A", b="B", margin=0.1).startswith("the same")
+    assert not said_by(Interval(0.0, -0.1, 0.05, 10), a="A", b="B", margin=0.1).startswith("the same")
     # absolute: the margin in the interval's units
-    assert verdict(Interval(0.2, -0.5, 0.8, 10), a="A", b="B", relative=False, margin=1.0, fmt=".1f",
+    assert said_by(Interval(0.2, -0.5, 0.8, 10), a="A", b="B", relative=False, margin=1.0, fmt=".1f",
                    quantity="accuracy", claim=None).startswith("the same accuracy within ±1.0: A vs B, +0.2 ")
     assert EQUIVALENCE_MARGIN == 0.1
 
@@ -494,62 +498,34 @@ def test_the_same_only_when_the_whole_interval_lies_inside_the_margin():
 def test_a_difference_below_the_resolution_is_flagged():
     small = Interval(0.04, 0.02, 0.06, 10)  # A 4% faster; one evaluation is 10% of B's steps
     flag = "smaller than the evaluation interval (5 steps)"
-    assert verdict(small, a="A", b="B", resolution=(0.1, "the evaluation interval (5 steps)")).endswith(flag)
-    assert flag not in verdict(Interval(0.3, 0.2, 0.4, 10), a="A", b="B", resolution=(0.1, "x"))
+    assert said_by(small, a="A", b="B", resolution=(0.1, "the evaluation interval (5 steps)")).endswith(flag)
+    assert flag not in said_by(Interval(0.3, 0.2, 0.4, 10), a="A", b="B", resolution=(0.1, "x"))
     # no difference detected: nothing to flag
-    assert "smaller" not in verdict(Interval(0.04, -0.02, 0.06, 10), a="A", b="B", resolution=(0.1, "x"))
+    assert "smaller" not in said_by(Interval(0.04, -0.02, 0.06, 10), a="A", b="B", resolution=(0.1, "x"))
 
 
 def test_an_interval_end_that_rounds_to_0_is_flagged_fragile_with_its_seed_count():
-    assert verdict(Interval(0.01, 0.004, 0.02, 10), a="A", b="B") == (
+    assert said_by(Interval(0.01, 0.004, 0.02, 10), a="A", b="B") == (
         "A needs 1% fewer steps than B (95% CI 0% to 2%); fragile: an interval end rounds to 0 with 10 seeds")
-    assert verdict(Interval(-0.01, -0.02, -0.004, 8), a="A", b="B").endswith("rounds to 0 with 8 seeds")
-    assert "fragile" not in verdict(Interval(0.1, 0.006, 0.2, 10), a="A", b="B")  # 1%
-    assert verdict(Interval(0.5, 0.04, 1.0, 10), a="A", b="B", relative=False, fmt=".1f").endswith(
+    assert said_by(Interval(-0.01, -0.02, -0.004, 8), a="A", b="B").endswith("rounds to 0 with 8 seeds")
+    assert "fragile" not in said_by(Interval(0.1, 0.006, 0.2, 10), a="A", b="B")  # 1%
+    assert said_by(Interval(0.5, 0.04, 1.0, 10), a="A", b="B", relative=False, fmt=".1f").endswith(
         "fragile: an interval end rounds to 0 with 10 seeds")
 
 
-@pytest.mark.parametrize("words, lower_is_better, expected", [
-    ("LN-LSTM needs 88% fewer steps to the threshold than LSTM (95% CI 85% to 90%)", True,
-     Reading("LN-LSTM", False, False, False)),
-    ("the opposite of the claim: LayerNorm needs 40% more steps to the threshold than no norm (95% CI 20% to 56%)",
-     True, Reading("no norm", False, False, False)),
-    ("BatchNorm has 35.7 points lower test accuracy than LayerNorm (95% CI 34.0 to 37.8)", False,
-     Reading("LayerNorm", False, False, False)),
-    ("LayerNorm's activation input drifts 92% less in its spread than no norm's (95% CI 89% to 95%), over 17", True,
-     Reading("LayerNorm's activation input", False, False, False)),
-    ("at batch 2, GroupNorm has 22% lower test error than BatchNorm (95% CI 19% to 27%); means", True,
-     Reading("GroupNorm", False, False, False)),
-    ("no difference detectable with 10 seeds: Pre-RMSNorm vs Pre-LN, -3% (95% CI -10% to 6%)", True,
-     Reading(None, False, False, False)),
-    ("no difference detectable with 10 seeds: A vs B, -2% (95% CI -12% to 5%); not within the ±10% margin", True,
-     Reading(None, False, False, True)),
-    ("the same steps within ±10%: A vs B, +2% (95% CI -3% to 6%)", True, Reading(None, True, False, True)),
-    ("A needs 30% fewer steps than B (95% CI 20% to 40%); beyond the ±10% margin", True,
-     Reading("A", False, True, True)),
-    ("A needs 8% fewer steps than B (95% CI 5% to 12%); not within the ±10% margin; fragile: x", True,
-     Reading("A", False, False, True)),
-    ("no run of either arm reaches the threshold within 400 steps", True, Reading(None, False, False, False)),
-])
-def test_reading_reads_what_verdict_writes(words, lower_is_better, expected):
-    assert reading(words, lower_is_better) == expected
-
-
-def test_reading_round_trips_every_verdict_shape():
+def test_the_record_holds_the_interval_and_its_words_follow_it():
     for interval in (Interval(0.3, 0.2, 0.4, 10), Interval(-0.3, -0.4, -0.2, 10), Interval(0.0, -0.1, 0.1, 10),
                      Interval(0.01, -0.03, 0.05, 10), Interval(0.01, 0.004, 0.02, 10)):
         for margin in (None, 0.1):
-            words = verdict(interval, a="A", b="B", margin=margin, resolution=(0.05, "x"))
-            said = reading(words)
+            record = verdict(interval, a="A", b="B", margin=margin, resolution=(0.05, "x"))
+            assert (record.estimate, record.low, record.high, record.n) == (interval.estimate, interval.low,
+                                                                           interval.high, interval.n)
             inside = margin is not None and -margin < interval.low and interval.high < margin
-            assert said.same == inside
+            assert record.same == inside == record.words.startswith("the same ")
             if not inside and (interval.low > 0 or interval.high < 0):
-                assert said.better == ("A" if interval.low > 0 else "B")
-
-
-def test_reading_refuses_what_is_not_a_comparison():
-    with pytest.raises(ValueError, match="cannot read"):
-        reading("median 40 steps, 10/10 reached at lr 0.01")
+                assert record.favoured == ("A" if interval.low > 0 else "B")
+            elif not inside:
+                assert record.favoured is None and record.words.startswith("no difference detectable")
 
 
 # ----------------------------------------------------------------------------- leave one seed out
@@ -575,7 +551,7 @@ def test_a_difference_one_seed_decides_is_caught_and_named():
     without = stats.ttest_1samp(np.delete(gap, 7), 0.0).confidence_interval()
     assert without.low <= 0 <= without.high  # and not without seed 7
     assert ci.rests_on == ("seed 7",)
-    words = verdict(ci, a="A", b="B", relative=False, claim="more")
+    words = said_by(ci, a="A", b="B", relative=False, claim="more")
     assert words.startswith("A needs ") and " more steps than B (95% CI " in words
     assert words.endswith("; rests on one seed: without seed 7 the interval includes 0")
 
@@ -586,14 +562,14 @@ def test_a_robust_difference_is_not_flagged():
     ci = paired_difference_ci(b + gap, b, seeds=range(10))
     assert ci.low > 0 and ci.rests_on == ()
     assert _reference_rests_on(gap) == []
-    assert "rests on" not in verdict(ci, a="A", b="B", relative=False, claim="more")
+    assert "rests on" not in said_by(ci, a="A", b="B", relative=False, claim="more")
 
 
 def test_nothing_detected_is_never_flagged_as_resting_on_a_seed():
     b = np.array([10.0, 11, 12, 13, 14, 15])
     ci = paired_difference_ci(b + np.array([1.0, -1, 2, -2, 0.5, -0.5]), b, seeds=range(6))
     assert ci.low < 0 < ci.high and ci.rests_on == ()
-    assert verdict(ci, a="A", b="B", relative=False).startswith("no difference detectable")
+    assert said_by(ci, a="A", b="B", relative=False).startswith("no difference detectable")
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -617,7 +593,7 @@ def test_several_deciding_seeds_are_all_named_and_pairs_without_seeds_by_positio
     expected = _reference_rests_on(gap)
     assert expected == [1, 2, 3]
     assert ci.rests_on == tuple(f"pair {i + 1}" for i in expected)
-    words = verdict(ci, a="A", b="B", relative=False, claim="more")
+    words = said_by(ci, a="A", b="B", relative=False, claim="more")
     listed = ", ".join(str(i + 1) for i in expected[:-1]) + f" or {expected[-1] + 1}"
     assert words.endswith(f"; rests on single seeds: without any one of pairs {listed} the interval includes 0")
 
@@ -645,24 +621,25 @@ def test_paired_difference_ci_checks_its_seeds(seeds, match):
         paired_difference_ci([1.0, 2.0, 3.0], [1.5, 2.5, 3.5], seeds=seeds)
 
 
-def test_the_flag_sits_beside_the_other_flags_and_reading_still_reads_the_words():
+def test_the_flag_sits_beside_the_other_flags_and_reading_still_reads_the_words():  # the record, not the words
     ci = Interval(-0.02, -0.03, -0.004, 10, rests_on=("seed 3",))
-    words = verdict(ci, a="LN -> act", b="no norm", quantity="final loss", verb="ends with",
+    words = said_by(ci, a="LN -> act", b="no norm", quantity="final loss", verb="ends with",
                     words=("lower", "higher"), resolution=(0.05, "one step of the tuning grid"))
     assert words == ("the opposite of the claim: LN -> act ends with 2% higher final loss than no norm "
                      "(95% CI 0% to 3%); smaller than one step of the tuning grid; fragile: an interval end rounds "
                      "to 0 with 10 seeds; rests on one seed: without seed 3 the interval includes 0")
-    assert reading(words) == Reading("no norm", False, False, False)
-    margin = verdict(Interval(0.3, 0.2, 0.4, 10, rests_on=("seed 1", "seed 4")), a="A", b="B", margin=0.1)
+    assert verdict(ci, a="LN -> act", b="no norm", resolution=(0.05, "x")).favoured == "no norm"
+    margin = said_by(Interval(0.3, 0.2, 0.4, 10, rests_on=("seed 1", "seed 4")), a="A", b="B", margin=0.1)
     assert margin.endswith("; beyond the ±10% margin; rests on single seeds: without any one of seeds 1 or 4 "
                            "the interval includes 0")
-    assert reading(margin) == Reading("A", False, True, True)
+    record = verdict(Interval(0.3, 0.2, 0.4, 10, rests_on=("seed 1", "seed 4")), a="A", b="B", margin=0.1)
+    assert (record.favoured, record.same, record.beyond_margin) == ("A", False, True)
     # labels of no one kind are listed as they are
-    assert verdict(Interval(0.3, 0.2, 0.4, 10, rests_on=("A7", "seed 2")), a="A", b="B").endswith(
+    assert said_by(Interval(0.3, 0.2, 0.4, 10, rests_on=("A7", "seed 2")), a="A", b="B").endswith(
         "; rests on single seeds: without any one of A7 or seed 2 the interval includes 0")
     # the same within the margin, or nothing detected: no leave-one-out flag, whatever rests_on says
-    assert "rests on" not in verdict(Interval(0.02, -0.03, 0.05, 10, rests_on=("seed 1",)), a="A", b="B")
-    same = verdict(Interval(0.03, 0.01, 0.05, 10, rests_on=("seed 1",)), a="A", b="B", margin=0.1)
+    assert "rests on" not in said_by(Interval(0.02, -0.03, 0.05, 10, rests_on=("seed 1",)), a="A", b="B")
+    same = said_by(Interval(0.03, 0.01, 0.05, 10, rests_on=("seed 1",)), a="A", b="B", margin=0.1)
     assert same.startswith("the same steps within ±10%") and "rests on" not in same
 
 

@@ -1,15 +1,15 @@
 """The lesson's claims against the stored verdicts: one plain outcome per claim, the ledgers, and the card.
 
 A :class:`Claim` names the stored verdict that speaks to it (experiment and key), what it claims
-(that one arm comes out better, that two are the same, that one is at least as good, or an answer
-the verdict's words give) and which arm it favours. :func:`outcome` reads that verdict's words, the
-words :func:`helpers.evidence.statistics.verdict` writes ("A needs 31% fewer steps than B (95% CI
-...)", "no difference detectable with N seeds: ...", "the opposite of the claim: ...", "the same
-... within ±10%: ..."), with :func:`helpers.evidence.statistics.reading`, and returns
-``"supported"``, ``"refuted"`` or ``"undecided"`` (``"not tested"`` when no stored result holds the
-key). A verdict it cannot read raises: no claim is ever classified silently. It is the one place
-where a claim meets its verdict: the deep dives' ledgers (:func:`claims_ledger`) and the core
-path's card (:func:`evidence_card`) both call it.
+(that one arm comes out better, that two are the same, that one is at least as good, or the answer
+to a yes / no question) and which arm it favours. :func:`outcome` takes that verdict's record
+(:class:`helpers.evidence.verdicts.Verdict`): which arm its interval favours, whether the interval
+lies within or beyond the equivalence margin, or the answer the experiment computed; it never reads
+the words. It returns ``"supported"``, ``"refuted"`` or ``"undecided"`` (``"not tested"`` when no
+stored result holds the key). A record of the wrong kind, or one that does not name the arm the
+claim favours, raises: no claim is ever classified silently. It is the one place where a claim
+meets its verdict: the deep dives' ledgers (:func:`claims_ledger`) and the core path's card
+(:func:`evidence_card`) both call it.
 
 Deep dives whose claims rest on computations in the notebook itself (an identity checked against
 torch, a measured error against its bound) rather than on a stored experiment use
@@ -28,17 +28,16 @@ from __future__ import annotations
 
 import html
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pandas as pd
 
 from helpers.evidence import runner
-from helpers.evidence.statistics import reading
+from helpers.evidence.verdicts import Verdict
 from helpers.language import Text, get_language, say
 
-__all__ = ["CORE_CLAIMS", "KINDS", "OUTCOMES", "Check", "Claim", "better_arm", "checked", "claims_ledger",
+__all__ = ["CORE_CLAIMS", "KINDS", "OUTCOMES", "Check", "Claim", "checked", "claims_ledger",
            "evidence_card", "evidence_ledger", "outcome", "sentence"]
 
 OUTCOMES = ("supported", "refuted", "undecided", "not tested")
@@ -59,13 +58,12 @@ class Claim:
         favours: the arm the claim says comes out better (for ``"same"``: one of the two arms), as
             the verdict names it; ignored for ``"answer"`` and ``"level"``.
         deep_dive: the notebook that shows the evidence, e.g. ``"13_does_it_speed_up_training.ipynb"``.
-        lower_is_better: whether less of the verdict's quantity is better (steps, loss, error,
-            drift: True; accuracy: False).
         kind: what is claimed, one of :data:`KINDS`:
 
-            - ``"better"`` (the default): ``favours`` comes out better. Supported when the interval
-              lies on its side of 0, refuted when it lies on the other side or within the
-              equivalence margin, undecided when it holds 0.
+            - ``"better"`` (the default): ``favours`` comes out better (by the measure's own
+              direction, which the record states). Supported when the interval lies on its side of
+              0, refuted when it lies on the other side or within the equivalence margin, undecided
+              when it holds 0.
             - ``"same"``: the two arms are the same. Supported only when the whole interval lies
               within the equivalence margin fixed before the run; refuted when a difference is
               detected and the interval lies wholly beyond the margin (or no margin was declared);
@@ -73,12 +71,11 @@ class Claim:
             - ``"at least as good"``: ``favours`` is better or the same: supported when it comes out
               better or the two are the same within the margin; refuted as for ``"same"`` when the
               other arm comes out better; undecided otherwise.
-            - ``"answer"``: the verdict answers the claim in its own words: supported where they
-              match the regular expression ``supports``, refuted where they match ``refutes``
-              (tried first), undecided otherwise.
+            - ``"answer"``: the record answers a yes / no question: supported where its answer is
+              ``expects``, refuted where it is the other, undecided where it has none.
             - ``"level"``: the verdict states a level without an interval (e.g. on 3 pilot seeds):
               undecided, whatever it says.
-        supports, refutes: the regular expressions of an ``"answer"`` claim (``re.search``).
+        expects: the answer an ``"answer"`` claim expects, ``"yes"`` (the default) or ``"no"``.
     """
 
     text: str
@@ -86,10 +83,8 @@ class Claim:
     key: str
     favours: str = ""
     deep_dive: str = ""
-    lower_is_better: bool = True
     kind: str = "better"
-    supports: str = r"^yes\b"
-    refutes: str = r"^no\b"
+    expects: str = "yes"
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -97,63 +92,61 @@ class Claim:
         if self.kind in ("better", "same", "at least as good") and not self.favours:
             raise ValueError(f"Claim(): a {self.kind!r} claim needs the arm it favours (argument 'favours'); "
                              f"{self.text!r} has none")
+        if self.expects not in ("yes", "no"):
+            raise ValueError(f"Claim(): argument 'expects' must be 'yes' or 'no', got {self.expects!r}")
 
 
-def better_arm(words: str, lower_is_better: bool = True) -> str | None:
-    """The arm a verdict's words say comes out better; None when they find no difference (or the
-    same within the margin). Raises ValueError when the words are not a comparison."""
-    return reading(words, lower_is_better).better
-
-
-def _verdict_words(claim: Claim) -> str | None:
-    """The stored words for ``claim``, or None when no stored result holds them."""
+def _record(claim: Claim) -> Verdict | None:
+    """The stored record for ``claim``, or None when no stored result holds it."""
     try:
-        verdicts = runner.load(claim.experiment).verdicts
+        return runner.load(claim.experiment).records.get(claim.key)
     except FileNotFoundError:
         return None
-    return verdicts.get(claim.key)
 
 
 def outcome(claim: Claim) -> str:
     """``"supported"``, ``"refuted"``, ``"undecided"`` or ``"not tested"``: ``claim`` against its
-    stored verdict (see :class:`Claim` for each kind). Raises ValueError when a comparison's verdict
-    does not name the arm the claim favours, or cannot be read."""
-    words = _verdict_words(claim)
-    if words is None:
-        return "not tested"
-    return _outcome(claim, words)
+    stored verdict (see :class:`Claim` for each kind). Raises ValueError when the record is not of
+    the kind the claim needs, or does not name the arm the claim favours."""
+    record = _record(claim)
+    return "not tested" if record is None else decide(claim, record)
 
 
-def _outcome(claim: Claim, words: str) -> str:
+def decide(claim: Claim, record: Verdict) -> str:
+    """``claim``'s outcome on ``record``, from the record's numbers alone (never its words)."""
     if claim.kind == "level":
         return "undecided"
     if claim.kind == "answer":
-        if re.search(claim.refutes, words):
-            return "refuted"
-        return "supported" if re.search(claim.supports, words) else "undecided"
-    said = reading(words, claim.lower_is_better)
-    if said.better is None and not said.same:
-        return "undecided"  # no difference detectable, or no run of either arm got anywhere
-    if claim.favours not in words:
+        if record.kind != "answer":
+            raise ValueError(f"outcome(): {claim.experiment}: {claim.key!r} is a {record.kind}, not an answer")
+        if record.answer is None:
+            return "undecided"
+        return "supported" if record.answer == claim.expects else "refuted"
+    if record.kind != "comparison":
+        raise ValueError(f"outcome(): {claim.experiment}: {claim.key!r} is a {record.kind}, not a comparison: "
+                         f"{record.words!r}")
+    if claim.favours not in (record.a, record.b):
         raise ValueError(f"outcome(): the claim favours {claim.favours!r}, which the verdict for "
-                         f"{claim.experiment}: {claim.key!r} does not name: {words!r}")
+                         f"{claim.experiment}: {claim.key!r} does not compare: {record.a!r} vs {record.b!r}")
+    if record.favoured is None and not record.same:
+        return "undecided"  # no difference detectable, or no interval (no run of either arm got anywhere)
     if claim.kind == "better":
-        return "supported" if said.better == claim.favours else "refuted"
-    if said.same or (claim.kind == "at least as good" and said.better == claim.favours):
+        return "supported" if record.favoured == claim.favours else "refuted"
+    if record.same or (claim.kind == "at least as good" and record.favoured == claim.favours):
         return "supported"
     # a difference, against the claim of sameness: refuted only where it lies wholly beyond the margin
-    return "refuted" if said.beyond_margin or not said.margin else "undecided"
+    return "refuted" if record.beyond_margin or record.margin is None else "undecided"
 
 
 def _stored(claim: Claim) -> tuple[str, str]:
     """``claim``'s outcome and its stored verdict's words. Raises KeyError when no stored result
     holds the key (a ledger row is never silently "not tested" by a typo)."""
-    words = _verdict_words(claim)
-    if words is None:
+    record = _record(claim)
+    if record is None:
         verdicts = runner.load(claim.experiment).verdicts
         raise KeyError(f"experiment {claim.experiment!r} stores no verdict {claim.key!r}; it stores "
                        f"{len(verdicts)}, e.g. {sorted(verdicts)[:3]}")
-    return _outcome(claim, words), words
+    return decide(claim, record), record.words
 
 
 def claims_ledger(rows: Iterable[Claim | tuple]) -> pd.DataFrame:
@@ -269,8 +262,7 @@ CORE_CLAIMS = (
           "drift", "activation input: largest unit mean drift", "LayerNorm's activation input",
           "13_does_it_speed_up_training.ipynb"),
     Claim(Text("At tiny batches, LN does better than BN", "批量极小时，层归一化比批量归一化效果更好"),
-          "batch_size", "batch 2: BatchNorm vs LayerNorm", "LayerNorm", "11_batchnorm_in_depth.ipynb",
-          lower_is_better=False),
+          "batch_size", "batch 2: BatchNorm vs LayerNorm", "LayerNorm", "11_batchnorm_in_depth.ipynb"),
     Claim(Text("LN before tanh ends lower than LN after it", "LN 放在 tanh 之前，最终损失比放在之后更低"),
           "placement_tuned", "final loss, tanh, LN -> act vs act -> LN", "LN -> act", "12_where_the_norm_goes.ipynb"),
     Claim(Text("LN before ReLU ends lower than LN after it", "LN 放在 ReLU 之前，最终损失比放在之后更低"),

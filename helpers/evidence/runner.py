@@ -56,6 +56,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from helpers.evidence.verdicts import Verdict, as_verdict
+
 __all__ = [
     "EXPERIMENTS",
     "Experiment",
@@ -67,6 +69,7 @@ __all__ = [
     "print_verdicts",
     "register",
     "resummarize",
+    "summary",
     "run",
     "units",
 ]
@@ -138,8 +141,9 @@ class Experiment:
             ``train`` as a tuple under the same name); the others are one value per unit.
         seeds_per_unit: how many seeds one unit trains together.
         fixed: more keyword arguments for ``train``, the same for every unit.
-        summarize: ``summarize(stored_frame) -> {name: words}``: the verdicts, computed from
-            the stored table.
+        summarize: ``summarize(stored_frame) -> {name: verdict}``: the verdicts, computed from
+            the stored table, each a :class:`~helpers.evidence.verdicts.Verdict` record (plain words
+            are stored as a note, which decides nothing).
         keep: ``keep(frame) -> frame``: the rows to store (subsampling long curves); it must keep
             the first :data:`REPRO_STEPS` steps of every run.
         tuning: the learning-rate protocol (:class:`Tuning`), or ``None`` for a fixed grid.
@@ -582,8 +586,8 @@ def run(name: str, *, cache_dir: Path = CACHE_DIR, results_dir: Path = RESULTS_D
         meta["check_rates"] = [{"arm": json.dumps([_plain(v) for v in arm]), "rates": list(rates)}
                                for arm, rates in checks.items()]
     table = _write_frame(frame, results_dir, exp.name)
-    # verdicts from the table as stored (read back), so that anyone recomputes the same words
-    meta["verdicts"] = exp.summarize(_read_back(table, meta)) if exp.summarize is not None else {}
+    # verdicts from the table as stored (read back), so that anyone recomputes the same records
+    meta["verdicts"] = summary(exp, _read_back(table, meta))
     _write_atomic(results_dir / f"{exp.name}.json", (json.dumps(meta, indent=1, sort_keys=True, default=str)
                                                      + "\n").encode())
     log(f"{exp.name}: {len(frames)} units ({trained} trained now, {len(frames) - trained} from the cache), "
@@ -592,6 +596,14 @@ def run(name: str, *, cache_dir: Path = CACHE_DIR, results_dir: Path = RESULTS_D
     if wall > exp.budget_s:
         warnings.warn(f"{exp.name}: {wall:.0f} s of training, over its budget of {exp.budget_s:.0f} s", stacklevel=2)
     return meta
+
+
+def summary(exp: Experiment, frame: pd.DataFrame) -> dict[str, dict]:
+    """``exp``'s verdicts on ``frame`` as stored: ``{key: record}``, each record
+    :meth:`~helpers.evidence.verdicts.Verdict.to_dict`'s."""
+    if exp.summarize is None:
+        return {}
+    return {key: as_verdict(value).to_dict() for key, value in exp.summarize(frame).items()}
 
 
 def _unit_fingerprints(exp: Experiment, cache_dir: Path) -> dict:
@@ -637,8 +649,14 @@ class StoredResult:
     meta: dict
 
     @property
+    def records(self) -> dict[str, Verdict]:
+        """The stored verdicts, ``{key: record}``."""
+        return {key: Verdict.from_dict(data) for key, data in self.meta.get("verdicts", {}).items()}
+
+    @property
     def verdicts(self) -> dict[str, str]:
-        return self.meta.get("verdicts", {})
+        """The stored verdicts' words, ``{key: words}``, generated from the records."""
+        return {key: record.words for key, record in self.records.items()}
 
 
 def load(name: str, results_dir: Path | None = None) -> StoredResult:
@@ -669,7 +687,8 @@ def resummarize(name: str, results_dir: Path | None = None, log: Callable[[str],
     config declared today (same hash), or the words would describe another experiment.
 
     Returns:
-        ``{key: (old words or None, new words or None)}`` for every verdict that changed.
+        ``{key: (old words or None, new words or None)}`` for every verdict whose words changed; a
+        record whose words stay but whose data changed (a field added) is rewritten too.
     """
     exp = experiment(name)
     results_dir = RESULTS_DIR if results_dir is None else results_dir
@@ -682,12 +701,17 @@ def resummarize(name: str, results_dir: Path | None = None, log: Callable[[str],
         raise ValueError(f"the stored results of {name!r} were made for config {meta['config_hash']}, not today's "
                          f"{exp.config_hash()}: retrain with `make experiments ONLY={name}`")
     old = meta.get("verdicts", {})
-    new = exp.summarize(_read_back(table, meta)) if exp.summarize is not None else {}
-    changed = {k: (old.get(k), new.get(k)) for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)}
-    if changed:
+    new = summary(exp, _read_back(table, meta))
+
+    def words(record):  # records, or the plain words of results stored before records
+        return record if record is None or isinstance(record, str) else record["words"]
+
+    changed = {k: (words(old.get(k)), words(new.get(k))) for k in sorted(set(old) | set(new))
+               if words(old.get(k)) != words(new.get(k))}
+    if new != old:
         meta["verdicts"] = new
         _write_atomic(meta_file, (json.dumps(meta, indent=1, sort_keys=True, default=str) + "\n").encode())
-    log(f"{name}: {len(changed)} of {len(new)} verdicts changed")
+    log(f"{name}: the words of {len(changed)} of {len(new)} verdicts changed")
     return changed
 
 

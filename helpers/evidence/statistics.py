@@ -18,7 +18,8 @@ number a notebook reports comes with the uncertainty those seeds leave:
   between learning nothing and the task's floor.
 - :func:`best_rates`: each arm's best learning rate on a pilot grid, with a flag where the
   grid was not wide enough to contain it.
-- :func:`verdict`: an interval in words: the claim with its interval, "no difference
+- :func:`verdict`: an interval as a stored verdict (:class:`helpers.evidence.verdicts.Verdict`), whose
+  words say the claim with its interval, "no difference
   detectable", "the opposite of the claim", or "the same ... within" an equivalence margin
   declared before the run; with flags for a difference below the measurement's resolution and
   for an interval end that rounds to 0, and for a difference that one seed decides (left out, the
@@ -26,8 +27,6 @@ number a notebook reports comes with the uncertainty those seeds leave:
 - :func:`best_rate_check`: whether each arm's best rate, picked on the pilot seeds, trains on the
   fresh report seeds: how many of them are stuck at the learned-nothing level, against the pilot
   runs at the neighbouring rates of the grid.
-- :func:`reading`: the other way round: which arm a verdict's words say comes out better, and
-  whether they put the difference inside or beyond the equivalence margin.
 
 The t-intervals come from SciPy (``scipy.stats.ttest_rel``, ``scipy.stats.ttest_1samp``), the
 median's ranks from ``scipy.stats.binom`` and the survival curve from ``scipy.stats.ecdf`` on
@@ -48,17 +47,19 @@ median 30 steps, 3/5 reached
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from helpers.evidence.verdicts import Verdict
 
 __all__ = [
     "EQUIVALENCE_MARGIN",
     "INTERVAL_METHOD",
     "Interval",
-    "Reading",
     "TimeToThreshold",
     "best_rate_check",
     "best_rates",
@@ -67,7 +68,6 @@ __all__ = [
     "median_order_ranks",
     "one_sample_ci",
     "paired_difference_ci",
-    "reading",
     "threshold_level",
     "time_to_threshold",
     "verdict",
@@ -801,8 +801,10 @@ def _check_arm(fn: str, name, group: pd.DataFrame, lr: str, stage: str, stuck: s
 def verdict(interval: Interval, *, a: str, b: str, quantity: str = "steps",
             claim: str | None = "fewer", n_seeds: int | None = None, relative: bool = True,
             verb: str = "needs", words: tuple[str, str] = ("fewer", "more"), fmt: str = ".3g",
-            margin: float | None = None, resolution: tuple[float, str] | None = None) -> str:
-    """An interval on "A versus B" in words: the claim, no difference, the opposite, or the same.
+            margin: float | None = None, resolution: tuple[float, str] | None = None,
+            lower_is_better: bool = True, prefix: str = "", suffix: str = "") -> Verdict:
+    """An interval on "A versus B" as a stored verdict: a :class:`~helpers.evidence.verdicts.Verdict`
+    record, whose words say the claim, no difference, the opposite, or the same.
 
     The words follow the interval, not the estimate:
 
@@ -851,9 +853,13 @@ def verdict(interval: Interval, *, a: str, b: str, quantity: str = "steps",
             never said.
         resolution: ``(size, what)``: a difference whose estimate is smaller than ``size`` (in
             the interval's units) is flagged as ``"smaller than {what}"``.
+        lower_is_better: whether less of ``quantity`` is better (accuracy: False): it decides which
+            arm the record favours.
+        prefix, suffix: words around the sentence and its flags (``"at batch 2, "``, ``", over the
+            17 seeds where neither run diverged"``).
 
     Returns:
-        One sentence, without a final full stop.
+        The record; its ``words`` are one sentence, without a final full stop.
     """
     fn = "verdict"
     if not isinstance(interval, Interval):
@@ -863,107 +869,12 @@ def verdict(interval: Interval, *, a: str, b: str, quantity: str = "steps",
         raise ValueError(f"{fn}(): argument 'claim' must be 'fewer', 'more' or None, got {claim!r}")
     if margin is not None and not (isinstance(margin, (int, float)) and margin > 0):
         raise ValueError(f"{fn}(): argument 'margin' must be a positive number or None, got {margin!r}")
-    # Everything below in terms of "how much more A needs than B": a - b, or a / b - 1.
-    sign = -1.0 if relative else 1.0
-    more = sign * interval.estimate
-    lo, hi = sorted((sign * interval.low, sign * interval.high))
+    from helpers.evidence.verdicts import Verdict
 
-    def num(value: float, signed: bool = False) -> str:
-        if relative:
-            pct = int(round(value * 100)) + 0  # + 0: no "-0"
-            return f"{pct:+d}%" if signed else f"{pct}%"
-        return f"{value:+{fmt}}" if signed else f"{value:{fmt}}"
-
-    n = interval.n if n_seeds is None else n_seeds
-    ci = f"({interval.confidence * 100:g}% CI"
-    within = f"the ±{num(margin)} margin" if margin is not None else ""
-    def printed(value: float) -> float:  # the number as the words print it: 0.098 is 10 (%)
-        return abs(float(num(value).rstrip("%")))
-
-    # inside: strictly, and as printed too (an end printed as "-10%" is not inside ±10%)
-    if margin is not None and -margin < lo and hi < margin and max(printed(lo), printed(hi)) < printed(margin):
-        return f"the same {quantity} within ±{num(margin)}: {a} vs {b}, {num(more, True)} {ci} {num(lo)} to {num(hi)})"
-    flags = []
-    if margin is not None:
-        flags.append(f"beyond {within}" if lo >= margin or hi <= -margin else f"not within {within}")
-    if lo <= 0 <= hi:
-        said = (f"no difference detectable with {n} seeds: {a} vs {b}, {num(more, True)} "
-                f"{ci} {num(lo)} to {num(hi)})")
-        return "; ".join([said, *flags])
-    direction = "more" if lo > 0 else "fewer"
-    if direction == "more":
-        said = f"{a} {verb} {num(more)} {words[1]} {quantity} than {b} {ci} {num(lo)} to {num(hi)})"
-    else:
-        said = f"{a} {verb} {num(-more)} {words[0]} {quantity} than {b} {ci} {num(-hi)} to {num(-lo)})"
-    if claim not in (direction, None):
-        said = f"the opposite of the claim: {said}"
-    if resolution is not None and abs(more) < resolution[0]:
-        flags.append(f"smaller than {resolution[1]}")
-    near = lo if lo > 0 else hi  # the end nearer 0
-    if printed(near) == 0:
-        flags.append(f"fragile: an interval end rounds to 0 with {n} seeds")
-    if interval.rests_on:
-        flags.append(_rests_on_words(interval.rests_on))
-    return "; ".join([said, *flags])
-
-
-def _rests_on_words(rests_on: tuple[str, ...]) -> str:
-    """The leave-one-out flag of :func:`verdict` for ``Interval.rests_on`` (non-empty), e.g.
-    ``"rests on one seed: without seed 7 the interval includes 0"``."""
-    if len(rests_on) == 1:
-        return f"rests on one seed: without {rests_on[0]} the interval includes 0"
-    parts = [name.split(" ", 1) for name in rests_on]
-    if all(len(part) == 2 for part in parts) and len({kind for kind, _ in parts}) == 1:
-        # one kind ("seed 1", "seed 5"): "seeds 1 or 5"
-        labels = [label for _, label in parts]
-        listed = f"{parts[0][0]}s {', '.join(labels[:-1])} or {labels[-1]}"
-    else:
-        listed = f"{', '.join(rests_on[:-1])} or {rests_on[-1]}"
-    return f"rests on single seeds: without any one of {listed} the interval includes 0"
-
-
-#: "A <verb> 31% fewer <quantity> than B (95% CI ...)": the subject, the comparative, the other arm.
-_COMPARISON = re.compile(
-    r"^(?P<a>.+?) (?:needs|ends with|has|takes|drifts) [\d.]+(?:%| points)? "
-    r"(?P<word>fewer|less|lower|more|higher) .*? than (?P<b>.+?)(?:'s)? \((?:95% )?CI")
-_LOWER = {"fewer", "less", "lower"}
-
-
-@dataclass(frozen=True)
-class Reading:
-    """What a comparison verdict's words say (:func:`reading`).
-
-    Attributes:
-        better: the arm that comes out better, or None when no difference is detectable or the
-            two are the same within the margin.
-        same: the whole interval lies within the equivalence margin ("the same ... within").
-        beyond_margin: a margin was declared and the whole interval lies outside it.
-        margin: whether the words name an equivalence margin at all.
-    """
-
-    better: str | None
-    same: bool
-    beyond_margin: bool
-    margin: bool
-
-
-def reading(words: str, lower_is_better: bool = True) -> Reading:
-    """Read a comparison verdict written by :func:`verdict`: which arm comes out better, and where the
-    interval lies against the equivalence margin.
-
-    Prefixes that experiments add (``"at batch 2, "``) and flags after ``"; "`` are understood.
-    Raises ValueError when the words are neither a comparison, "no difference", "the same", nor
-    "no run of either" (a comparison with nothing to compare).
-    """
-    said = re.sub(r"^at batch \d+, ", "", words.removeprefix("the opposite of the claim: "))
-    margin = " margin" in said or said.startswith("the same ")
-    beyond = re.search(r"; beyond the ±[\d.]+%? margin", said) is not None
-    if said.startswith("the same "):
-        return Reading(None, True, False, True)
-    if said.startswith(("no difference detectable", "no run of either")):
-        return Reading(None, False, False, margin)
-    match = _COMPARISON.match(said)
-    if match is None:
-        raise ValueError(f"reading(): cannot read which arm is better in {words!r}")
-    a_has_less = match["word"] in _LOWER
-    return Reading(match["a"] if a_has_less == lower_is_better else match["b"], False, beyond, margin)
+    return Verdict.comparison(
+        a=a, b=b, measure=quantity, relative=relative, estimate=float(interval.estimate),
+        low=float(interval.low), high=float(interval.high), n=interval.n if n_seeds is None else n_seeds,
+        confidence=interval.confidence, claim=claim, lower_is_better=lower_is_better, margin=margin,
+        resolution=None if resolution is None else (float(resolution[0]), resolution[1]),
+        rests_on=tuple(interval.rests_on), verb=verb, comparatives=tuple(words), fmt=fmt, prefix=prefix,
+        suffix=suffix)

@@ -402,8 +402,8 @@ def accuracy_gaps(frame: pd.DataFrame, *, pairs=GAP_PAIRS) -> pd.DataFrame:
         One row per (batch size, pair): ``batch_size``, ``a``, ``b``, ``n_seeds``,
         ``estimate``, ``low``, ``high`` (points, ``a - b``, 95 % CI), ``outcome`` (``"a lower"``,
         ``"no difference detectable"`` or ``"a higher"``: the words follow the interval, not
-        the estimate) and ``words`` (:func:`helpers.evidence.statistics.verdict`'s), e.g. ``"BatchNorm has
-        7.3 points lower test accuracy than LayerNorm (95% CI 6.0 to 8.5)"``.
+        the estimate) and ``verdict`` (:func:`helpers.evidence.statistics.verdict`'s record), whose
+        words say e.g. ``"BatchNorm has 7.3 points lower test accuracy than LayerNorm (95% CI 6.0 to 8.5)"``.
     """
     from helpers.evidence.statistics import paired_difference_ci, verdict
 
@@ -415,11 +415,11 @@ def accuracy_gaps(frame: pd.DataFrame, *, pairs=GAP_PAIRS) -> pd.DataFrame:
             ci = paired_difference_ci(per_seed[a].to_numpy() * 100, per_seed[other].to_numpy() * 100,
                                       seeds=per_seed.index.get_level_values("seed"))
             outcome = ("a lower" if ci.high < 0 else "a higher" if ci.low > 0 else "no difference detectable")
-            words = verdict(ci, a=a, b=other, quantity="test accuracy", claim=None, relative=False,
-                            verb="has", words=("points lower", "points higher"), fmt=".1f",
-                            resolution=_grid_resolution(steps, b, (a, other)))
+            said = verdict(ci, a=a, b=other, quantity="test accuracy", claim=None, relative=False,
+                           verb="has", words=("points lower", "points higher"), fmt=".1f", lower_is_better=False,
+                           resolution=_grid_resolution(steps, b, (a, other)))
             rows.append({"batch_size": int(b), "a": a, "b": other, "n_seeds": ci.n, "estimate": ci.estimate,
-                         "low": ci.low, "high": ci.high, "outcome": outcome, "words": words})
+                         "low": ci.low, "high": ci.high, "outcome": outcome, "verdict": said})
     return pd.DataFrame(rows)
 
 
@@ -459,7 +459,7 @@ def _summarize_batch_size(frame: pd.DataFrame) -> dict[str, str]:
                                             f"{pilot['seed'].nunique()} pilot seeds{where})")
         out.update({f"best rate on the report seeds, {arm}": words for arm, words in report_rate_words(frame).items()})
     for r in accuracy_gaps(frame).itertuples():
-        out[f"batch {r.batch_size}: {r.a} vs {r.b}"] = r.words
+        out[f"batch {r.batch_size}: {r.a} vs {r.b}"] = r.verdict
     return out
 
 

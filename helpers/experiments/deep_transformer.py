@@ -72,6 +72,7 @@ import pandas as pd
 
 from helpers.evidence import runner
 from helpers.evidence.statistics import time_to_threshold
+from helpers.evidence.verdicts import Verdict
 from helpers.experiments import small_transformer as st
 from helpers.experiments.lstm_adding import (
     best_rate_words,
@@ -233,11 +234,13 @@ def _stable_words(runs: pd.DataFrame, cap: int, pilot: pd.DataFrame | None = Non
             f"{len(at)} pilot seeds end below the threshold")
 
 
-def _at_rate_words(frame: pd.DataFrame, cap: int, arm: str, lr: float) -> str:
-    """How many of ``arm``'s runs at ``lr`` end below :data:`THRESHOLD`, by stage."""
+def _fails_at(frame: pd.DataFrame, cap: int, arm: str, lr: float) -> Verdict:
+    """Whether ``arm`` fails at ``lr``: how many of its runs there end below :data:`THRESHOLD`, by
+    stage. Yes where none of the reported seeds does, no where at least half of them do, undecided
+    in between (or where it was not run at ``lr``)."""
     ends = _ends_below(frame[(frame["variant"] == arm) & np.isclose(frame["lr"], lr)], cap)
     if ends.empty:
-        return f"not run at {lr:g}"
+        return Verdict.yes_no(None, f"not run at {lr:g}")
     parts = []
     for stage in ("pilot", "report", "check"):
         at = ends[ends["stage"] == stage]
@@ -245,8 +248,11 @@ def _at_rate_words(frame: pd.DataFrame, cap: int, arm: str, lr: float) -> str:
             kind = "pilot" if stage == "pilot" else "reported"
             parts.append(f"{int(at['below'].sum())}/{len(at)} {kind} seeds")
     diverged = int((~np.isfinite(ends["final"])).sum())
-    return (f"at lr {lr:g}, {' and '.join(parts)} end below the threshold ({THRESHOLD:.3f})"
-            + (f"; {diverged} of {len(ends)} runs end non-finite" if diverged else ""))
+    reported = ends[ends["stage"] != "pilot"]  # the report seeds, at their own rate or checked at this one
+    below = int(reported["below"].sum())
+    answer = None if reported.empty else "yes" if below == 0 else "no" if 2 * below >= len(reported) else None
+    return Verdict.yes_no(answer, f"at lr {lr:g}, {' and '.join(parts)} end below the threshold ({THRESHOLD:.3f})"
+                          + (f"; {diverged} of {len(ends)} runs end non-finite" if diverged else ""))
 
 
 def deep_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
@@ -264,8 +270,8 @@ def deep_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
       there); ``"steps per seed, <arm>"``: each seed's steps, the median and the restricted mean;
     - ``"learns, <arm>"``: whether it closes at least half the gap between the no-copy level and the
       floor (the mean fraction over the reported seeds, by its interval);
-    - ``"at Pre-LN's best rate, <arm>"``: how many of its seeds end below the threshold at the rate
-      Pre-LN trains best at.
+    - ``"at Pre-LN's best rate, <arm>"``: whether it fails at the rate Pre-LN trains best at: how many
+      of its seeds end below the threshold there.
 
     Paired by seed, for each of :data:`COMPARISONS`: ``"steps, A vs B"`` and ``"final loss, A vs B"``
     (the excess over the floor), 95% t-intervals over the seeds on the per-seed log-ratios, and
@@ -292,7 +298,7 @@ def deep_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         pre_best = float(report.loc[report["variant"] == "Pre-LN", "lr"].iloc[0])
         for arm in arms:
             if arm != "Pre-LN":
-                out[f"at Pre-LN's best rate, {arm}"] = _at_rate_words(frame, cap, arm, pre_best)
+                out[f"at Pre-LN's best rate, {arm}"] = _fails_at(frame, cap, arm, pre_best)
     for a, b, claim in COMPARISONS:
         if a in arms and b in arms:
             for what, words in st._paired_verdicts(reached, finals, cap, a, b, claim, LEVELS).items():

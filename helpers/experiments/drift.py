@@ -415,10 +415,10 @@ def drift_verdicts(frame: pd.DataFrame) -> dict[str, str]:
                                  f"{ln['worst token |std - 1|'].max():.3f}")
     for (comparison, column), ci in drift_intervals(by_seed).items():
         # LN's claim is about what enters the activation; for the Linear output before it, none
-        words = verdict(ci, a=f"LayerNorm's {comparison}", b="no norm's", quantity=_DRIFT_QUANTITIES[column],
-                        verb="drifts", words=("less", "more"),
-                        claim="fewer" if comparison == "activation input" else None)
-        out[f"{comparison}: {column}"] = f"{words}, over the {ci.n} seeds where neither run diverged"
+        out[f"{comparison}: {column}"] = verdict(
+            ci, a=f"LayerNorm's {comparison}", b="no norm's", quantity=_DRIFT_QUANTITIES[column], verb="drifts",
+            words=("less", "more"), claim="fewer" if comparison == "activation input" else None,
+            suffix=f", over the {ci.n} seeds where neither run diverged")
     out["unit mean drift, in spreads"] = _unit_drift_levels(by_seed.loc[kept])
     return out
 

@@ -33,6 +33,7 @@ from scipy.optimize import curve_fit
 
 from helpers.evidence import runner
 from helpers.evidence.statistics import one_sample_ci
+from helpers.evidence.verdicts import Verdict
 from helpers.experiments.small_transformer import (
     EVAL_EVERY,
     N_COPY,
@@ -208,7 +209,8 @@ def s_shape_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         words = list(deeper.values())
         answer = ("yes" if all(w == "S-shaped" for w in words) else
                   "no" if all(w == "close to a line" for w in words) else "undecided")
-        out[f"S-shaped, LNs after block 1, {moment}"] = (
+        out[f"S-shaped, LNs after block 1, {moment}"] = Verdict.yes_no(
+            None if answer == "undecided" else answer,
             f"{answer}: of the {len(words)} LNs after block 1, {words.count('S-shaped')} S-shaped, "
             f"{words.count('close to a line')} close to a line, {words.count('undecided')} undecided")
     return out

@@ -49,6 +49,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -724,7 +725,7 @@ def comparisons(frame: pd.DataFrame) -> pd.DataFrame:
         One row per comparison: ``kind``, ``measure`` (``"error"`` or ``"loss"``), ``batch_size`` (for
         ``"batch"``: A's), ``norm`` (the norm of a ``"batch"`` or ``"BN mode"`` row, else None), ``a``, ``b``
         (the names the words use), ``claim``, ``n_seeds``, ``mean_a``, ``mean_b``, ``estimate``,
-        ``low``, ``high`` and ``words`` (:func:`helpers.evidence.statistics.verdict`'s sentence).
+        ``low``, ``high`` and ``verdict`` (:func:`helpers.evidence.statistics.verdict`'s record).
     """
     finals = final_errors(frame)
     pilot = frame[frame["stage"] == "pilot"] if "stage" in frame else frame.iloc[:0]
@@ -746,7 +747,7 @@ def comparisons(frame: pd.DataFrame) -> pd.DataFrame:
         rows.append({"kind": kind, "measure": measure, "batch_size": int(b), "norm": norm, "a": a_name, "b": b_name,
                      "claim": claim,
                      "n_seeds": ci.n, "mean_a": float(np.mean(x)), "mean_b": float(np.mean(y)),
-                     "estimate": ci.estimate, "low": ci.low, "high": ci.high, "words": words})
+                     "estimate": ci.estimate, "low": ci.low, "high": ci.high, "verdict": words})
 
     for measure in ("error", "loss"):
         wide = finals.pivot_table(index="seed", columns=["norm", "batch_size"], values=measure)
@@ -832,14 +833,12 @@ def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:
             f"; means {r.mean_a:.3f} and {r.mean_b:.3f}"
         if r.kind == "norms":
             key = f"{r.measure}, batch {r.batch_size}: {r.a} vs {r.b}"
-            said = f"at batch {r.batch_size}, {r.words}"
         elif r.kind == "batch":
             key = f"{r.measure}, {r.norm}: batch {r.batch_size} vs {LR_BATCH}"
-            said = r.words
         else:
             key = f"error, BatchNorm, batch {r.batch_size}: eval vs train mode"
-            said = f"at batch {r.batch_size}, {r.words}"
-        out[key] = said + means
+        # the batch size leads where the arms' names do not say it
+        out[key] = replace(r.verdict, prefix="" if r.kind == "batch" else f"at batch {r.batch_size}, ", suffix=means)
     return out
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from helpers.evidence import runner
+from helpers.evidence.verdicts import Verdict
 from helpers.experiments.rnn_models import _adam
 from helpers.experiments.small_transformer import N_COPY, VOCAB, StackedDecoder, copy_task
 from helpers.functional import layer_norm
@@ -541,12 +543,12 @@ def _grid_step(scores: pd.DataFrame, activation: str, arrangement: str) -> float
 
 
 def _compare(finals: pd.DataFrame, activation: str, a: str, b: str, quantity: str, seeds=None,
-             scores: pd.DataFrame | None = None) -> tuple[str, int]:
+             scores: pd.DataFrame | None = None) -> tuple[Verdict, int]:
     """Arrangement ``a`` against ``b`` for one activation, paired by seed on the final loss: the relative
     difference (one minus the geometric mean of the per-seed ratios ``a / b``) with its t-interval, in
     :func:`helpers.evidence.statistics.verdict`'s words (the claim: ``a`` ends lower). With the pilot
     ``scores``, a difference smaller than one step of the tuning grid (:func:`_grid_step`, the larger
-    of the two arms') is flagged. Returns the words and the number of seeds."""
+    of the two arms') is flagged. Returns the record and the number of seeds."""
     from helpers.evidence.statistics import grid_resolution, paired_difference_ci, verdict
 
     at = finals[finals["activation"] == activation]
@@ -554,7 +556,8 @@ def _compare(finals: pd.DataFrame, activation: str, a: str, b: str, quantity: st
     if seeds is not None:
         table = table.loc[sorted(seeds)]
     if len(table) < 2:
-        return f"not testable on {len(table)} seed(s): an interval needs at least 2", len(table)
+        return Verdict.no_interval(a, b, quantity, f"not testable on {len(table)} seed(s): an interval needs at least 2"), \
+            len(table)
     resolution = None if scores is None else grid_resolution(
         {arm: _grid_step(scores, activation, arm) for arm in (a, b)},
         lambda arm, step: f"{arm}'s pilot loss by {step:.1%}")
@@ -639,15 +642,16 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         both = at.index[at["LN -> act"].astype(bool) & at["act -> LN"].astype(bool)]
         if len(both) < MIN_CONVERGED_SEEDS:
             change = finals[finals["activation"] == act].groupby("arrangement")["change"].median()
-            out[f"at convergence, {act}, LN -> act vs act -> LN"] = (
+            out[f"at convergence, {act}, LN -> act vs act -> LN"] = Verdict.no_interval(
+                "LN -> act", "act -> LN", "loss at convergence",
                 f"not testable: both runs converged on only {len(both)} of {len(at)} seeds, fewer than the "
                 f"{MIN_CONVERGED_SEEDS} an interval needs here; over the last 20% of the steps the loss still "
                 f"changed by {_pct(change['LN -> act'])} (LN -> act) and {_pct(change['act -> LN'])} (act -> LN), "
                 f"medians over seeds")
             continue
-        words, n = _compare(finals, act, "LN -> act", "act -> LN", "loss at convergence", seeds=both, scores=scores)
-        out[f"at convergence, {act}, LN -> act vs act -> LN"] = (
-            f"{words}; on the {n} of {len(at)} seeds where both runs converged")
+        said, n = _compare(finals, act, "LN -> act", "act -> LN", "loss at convergence", seeds=both, scores=scores)
+        out[f"at convergence, {act}, LN -> act vs act -> LN"] = replace(
+            said, suffix=f"; on the {n} of {len(at)} seeds where both runs converged")
     return out
 
 
@@ -772,7 +776,10 @@ def xiong_verdicts(frame: pd.DataFrame) -> dict[str, str]:
             said += _against(ci, predicted)
             if predicted != other and ci.low <= other <= ci.high:
                 said += f"; consistent with {_fraction(other)} too: these seeds cannot tell the two predictions apart"
-            out[f"slope, {form}, {weight}"] = said + " (Xiong et al. 2020, Theorem 1)"
+            # answered "no" where the interval misses the predicted slope; an interval that holds it is left
+            # undecided, as these seeds cannot tell the two predictions apart there
+            out[f"slope, {form}, {weight}"] = Verdict.yes_no(
+                None if ci.low <= predicted <= ci.high else "no", said + " (Xiong et al. 2020, Theorem 1)")
     one = frame[frame["form"] == "Pre-LN"].drop_duplicates(["blocks", "seed"])
     if not one.empty:  # (Post-LN's stream leaves its last LN: mean square 1 at every L)
         med = one.groupby("blocks")["stream_ms"].median()

@@ -36,6 +36,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from helpers.evidence.verdicts import Verdict
 from helpers.functional import layer_norm
 
 __all__ = [
@@ -302,7 +303,8 @@ def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a:
     out = {}
     sa, sb, seeds = paired(reached.assign(steps=reached["steps"].fillna(cap)), "steps", a, b)
     if (sa == cap).all() and (sb == cap).all():
-        out["steps"] = f"no run of either {noun} reaches the threshold within {cap} steps"
+        out["steps"] = Verdict.no_interval(a, b, "steps to the threshold",
+                                           f"no run of either {noun} reaches the threshold within {cap} steps")
     else:
         ci = paired_difference_ci(sa, sb, relative=True, seeds=seeds)
         # the difference in steps is about the relative one times B's typical (geometric mean) steps
@@ -314,10 +316,12 @@ def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a:
                                resolution=resolution)
     fa, fb, seeds = paired(finals.assign(final=finals["final"].clip(upper=nothing)), "final", a, b)
     if (fa == nothing).all() and (fb == nothing).all():
-        out["final loss"] = f"no run of either {noun} ends below {nothing_name} ({nothing:.3f})"
+        out["final loss"] = Verdict.no_interval(a, b, final,
+                                                f"no run of either {noun} ends below {nothing_name} ({nothing:.3f})")
     elif floor and min(fa.min(), fb.min()) <= floor:
-        out["final loss"] = (f"not compared: a run of either {noun} ends at or below the floor ({floor:.3f}), "
-                             f"so the excess over it has no ratio")
+        out["final loss"] = Verdict.no_interval(
+            a, b, final, f"not compared: a run of either {noun} ends at or below the floor ({floor:.3f}), "
+                         f"so the excess over it has no ratio")
     else:
         if floor:
             fa, fb, final = fa - floor, fb - floor, f"{final} above the floor ({floor:.3f})"

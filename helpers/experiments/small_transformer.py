@@ -42,6 +42,7 @@ from torch import nn
 
 from helpers.evidence import runner
 from helpers.evidence.statistics import EQUIVALENCE_MARGIN, threshold_level
+from helpers.evidence.verdicts import Verdict
 from helpers.experiments.lstm_adding import (
     best_rate_words,
     clip_per_model,
@@ -625,10 +626,10 @@ def _largest_stable(pilot: pd.DataFrame, arm: str, cap: int) -> str:  # the pilo
     return said + f"; at {above:g}, {failed} of {len(at)} end at or above it{why}"
 
 
-def _learns(finals: pd.DataFrame, levels: Levels | None = None) -> str:
+def _learns(finals: pd.DataFrame, levels: Levels | None = None) -> Verdict:
     """Whether an arm's reported runs close at least half the gap between the no-copy level and the
-    floor (``levels``, default :data:`LEVELS`): the mean fraction closed over seeds with its
-    interval, in words."""
+    floor (``levels``, default :data:`LEVELS`): yes where the mean fraction's interval lies at or
+    above half, no where it lies below, undecided where it straddles it."""
     from helpers.evidence.statistics import one_sample_ci
 
     NO_COPY, FLOOR, THRESHOLD, _ = levels or LEVELS  # noqa: N806 (the module's names, another task's values)
@@ -641,10 +642,11 @@ def _learns(finals: pd.DataFrame, levels: Levels | None = None) -> str:
            f"floor ({FLOOR:.3f}) on average (95% CI {_pct(ci.low)} to {_pct(ci.high)}{note})")
     seeds = f"{below}/{len(finals)} seeds end below the threshold ({THRESHOLD:.3f})"
     if ci.low >= 0.5:
-        return f"yes, at lr {lr}: {gap}, at least half; {seeds}"
+        return Verdict.yes_no("yes", f"yes, at lr {lr}: {gap}, at least half; {seeds}")
     if ci.high < 0.5:
-        return f"no, at lr {lr}: {gap}, less than half; {seeds}"
-    return f"undecided with {len(finals)} seeds at lr {lr}: {gap}, an interval that straddles half; {seeds}"
+        return Verdict.yes_no("no", f"no, at lr {lr}: {gap}, less than half; {seeds}")
+    return Verdict.yes_no(None, f"undecided with {len(finals)} seeds at lr {lr}: {gap}, an interval that straddles "
+                                f"half; {seeds}")
 
 
 def _paired_verdicts(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, a: str, b: str,

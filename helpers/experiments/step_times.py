@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.evidence import runner
+from helpers.evidence.verdicts import Verdict
 
 __all__ = ["LONG", "ROUNDS", "SHORT", "TIMED", "round_seconds", "seconds_per_step", "step_time_verdicts",
            "time_arms", "wall_clock_ci"]
@@ -177,7 +178,7 @@ def wall_clock_ci(steps_a, steps_b, log_ratio_rounds, confidence: float = 0.95):
                     confidence, f"the timing's spread over {r.size} interleaved rounds included")
 
 
-def _wall_clock(frame: pd.DataFrame, setting: str, report: pd.DataFrame, threshold: float, a: str, b: str) -> str:
+def _wall_clock(frame: pd.DataFrame, setting: str, report: pd.DataFrame, threshold: float, a: str, b: str) -> Verdict:
     """``a`` vs ``b`` on seconds to ``threshold``, paired by seed: each run's steps (the cap where it
     never got there) times its arm's seconds per step, the interval carrying the timing's spread
     over the rounds (:func:`wall_clock_ci`)."""
@@ -190,10 +191,11 @@ def _wall_clock(frame: pd.DataFrame, setting: str, report: pd.DataFrame, thresho
     steps = pd.DataFrame({v: reached[reached["variant"] == v].set_index("seed")["steps"].fillna(cap)
                           for v in (a, b)}).dropna()
     if reached["steps"].isna().all():  # all censored: the "difference" would be the time per step alone
-        return f"no run of either arm reaches the threshold within {cap} steps"
+        return Verdict.no_interval(a, b, "wall-clock time to the threshold",
+                                   f"no run of either arm reaches the threshold within {cap} steps")
     ci = wall_clock_ci(steps[a], steps[b], _log_ratio_rounds(frame, setting, a, b))
-    words = verdict(ci, a=a, b=b, quantity="wall-clock time to the threshold", words=("less", "more"))
-    return f"{words}; {ci.note}" if ci.note else words
+    return verdict(ci, a=a, b=b, quantity="wall-clock time to the threshold", words=("less", "more"),
+                   suffix=f"; {ci.note}" if ci.note else "")
 
 
 def _load_words(frame: pd.DataFrame) -> str:

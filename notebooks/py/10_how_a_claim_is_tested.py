@@ -48,7 +48,6 @@ import helpers  # noqa: E402,F401
 
 # %%
 import importlib.resources
-import json
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -60,14 +59,22 @@ from helpers.evidence.statistics import paired_difference_ci, time_to_threshold,
 from helpers.experiments import lstm_adding
 
 results = importlib.resources.files("helpers.evidence") / "results"  # every stored experiment's verdicts
-words = pd.Series([w for f in sorted(results.iterdir(), key=lambda f: f.name) if f.name.endswith(".json")
-                   for w in json.loads(f.read_text(encoding="utf-8"))["verdicts"].values()])
-kinds = pd.Series(np.select([words.str.contains("no difference detectable"),
-                             words.str.startswith("the opposite of the claim"), words.str.contains("the same .* within", regex=True),
-                             words.str.contains("95% CI")],
-                            ["no difference detectable", "the opposite of the claim", "the same, within a margin",
-                             "a difference, with its interval"],
-                            "a count, a rate or a level (no comparison)"))
+records = [record for f in sorted(results.iterdir(), key=lambda f: f.name) if f.name.endswith(".json")
+           for record in runner.load(f.name.removesuffix(".json")).records.values()]
+
+
+def sentence_kind(record):
+    """Which of the four kinds of sentence a stored verdict's record makes, from its numbers."""
+    if not record.has_interval:
+        return "a count, a rate or a level (no comparison)"
+    if record.same:
+        return "the same, within a margin"
+    if record.direction is None:
+        return "no difference detectable"
+    return "the opposite of the claim" if record.outcome == "refuted" else "a difference, with its interval"
+
+
+kinds = pd.Series([sentence_kind(record) for record in records])
 kinds.value_counts().rename("stored verdicts")
 
 # %% [markdown]
@@ -177,7 +184,7 @@ assert abs(interval.estimate - (1 - np.exp(np.log(ratios).mean()))) < 1e-12  # 1
 print(f"LN-LSTM needs {interval.estimate:.0%} fewer steps (95% CI {interval.low:.0%} to {interval.high:.0%}), "
       f"{interval.n} paired seeds")
 said = verdict(interval, a="LN-LSTM", b="LSTM", claim="fewer", quantity="steps to the threshold")
-assert said == stored.verdicts["steps"]  # the stored verdict, recomputed from the stored runs
+assert said.words == stored.verdicts["steps"]  # the stored verdict, recomputed from the stored runs
 print("stored verdict:", stored.verdicts["steps"])
 
 # %% [markdown]
@@ -239,8 +246,10 @@ runner.print_verdicts("small_transformer", "steps, DyT, alpha0 0.5 vs Pre-LN")
 
 # %% [markdown]
 # Each deep dive ends with a **claims ledger**: every claim it tests, its **outcome**, the stored
-# verdict word for word, and where it is stored. The outcome is read from the verdict by one function,
-# `helpers.evidence.claims.outcome`, against what the claim says: that one arm comes out better
+# verdict word for word, and where it is stored. A stored verdict is a record of numbers (the arms,
+# the measure, the estimate and its interval, the seeds, the margin, the flags), and its words are
+# written from that record. The outcome is computed from the numbers, never from the words, by one
+# function, `helpers.evidence.claims.outcome`, against what the claim says: that one arm comes out better
 # (*supported* when the interval lies on its side of 0, *refuted* on the other side or within the
 # margin, *undecided* when it holds 0), that two arms are the same (*supported* only inside the
 # margin, *refuted* only wholly beyond it), or that one is at least as good; *not tested* where no

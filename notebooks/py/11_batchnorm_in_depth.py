@@ -685,7 +685,7 @@ def groups_of(norm, ndim):
 
 def batch_verdict(key, favours):
     """A stored verdict of `batch_size` (test accuracy: higher is better)."""
-    return claims.Claim(key, "batch_size", key, favours, lower_is_better=False)
+    return claims.Claim(key, "batch_size", key, favours)
 
 
 STORED = "§4, stored experiment `batch_size`"

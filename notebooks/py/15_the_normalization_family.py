@@ -573,7 +573,7 @@ LEDGER = [  # (claim, experiment, verdict, the arm the claim favours), or a Clai
     Claim("A trained LN's input-output map is S-shaped (the LNs after block 1)", "ln_input_output",
           "S-shaped, LNs after block 1, trained", kind="answer"),
     Claim("... and not at initialisation", "ln_input_output", "S-shaped, LNs after block 1, init", kind="answer",
-          supports=r"^no\b", refutes=r"^yes\b"),
+          expects="no"),
 ]
 ledger = claims.claims_ledger(LEDGER)
 with pd.option_context("display.max_colwidth", None):
