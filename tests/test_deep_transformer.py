@@ -129,7 +129,7 @@ def test_per_seed_words_give_each_seeds_steps_the_median_and_the_restricted_mean
 def test_the_experiment_is_declared_as_the_design_says():
     exp = runner.experiment("deep_transformer")
     assert exp.notebook == "13_does_it_speed_up_training" and exp.train.__module__ == dt.__name__
-    assert dt.__name__ in runner.TOPIC_MODULES
+    assert dt.__name__ in runner.experiment_modules()
     rates = np.array(sorted(exp.tuning.rates))
     assert len(rates) == 6 and (rates[1:] / rates[:-1] <= 10 / 3 * (1 + 1e-9)).all()
     assert exp.tuning.pilot_seeds == dt.PILOT_SEEDS and len(exp.tuning.pilot_seeds) == 3

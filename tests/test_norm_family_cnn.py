@@ -471,7 +471,7 @@ def test_a_report_seed_stuck_at_chance_at_the_best_rate_is_said_plainly():
 
 
 def test_the_experiment_is_declared_as_the_protocol_says():
-    assert "helpers.experiments.norm_family_cnn" in runner.TOPIC_MODULES
+    assert "helpers.experiments.norm_family_cnn" in runner.experiment_modules()
     exp = runner.experiment("norm_family_cnn")
     assert exp.budget_s <= 5500
     assert len(exp.seeds) >= 10 and not set(exp.seeds) & set(exp.tuning.pilot_seeds)

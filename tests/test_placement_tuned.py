@@ -482,7 +482,7 @@ def test_xiong_verdicts_say_which_prediction_the_interval_holds():
 
 
 def test_the_experiments_are_registered_in_a_topic_module():
-    assert "helpers.experiments.placement_tuned" in runner.TOPIC_MODULES
+    assert "helpers.experiments.placement_tuned" in runner.experiment_modules()
     for name in ("placement_tuned", "xiong_grad_norms"):
         exp = runner.experiment(name)
         assert exp.notebook == "12_where_the_norm_goes" and exp.train.__module__ == "helpers.experiments.placement_tuned"

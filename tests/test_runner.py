@@ -257,3 +257,11 @@ def test_a_timed_experiment_trains_one_unit_at_a_time_whatever_jobs_says(dirs, m
     monkeypatch.setattr(runner, "_train_in_parallel", refuse)
     meta = _run("toy_timed", dirs, jobs=2)
     assert meta["units"] == 2 and _trained(dirs) == 2
+
+
+def test_every_experiment_is_found_by_importing_its_package_with_no_list_kept_by_hand():
+    modules = runner.experiment_modules()
+    assert "helpers.experiments.lstm_adding" in modules and "helpers.experiments.rnn_models" in modules
+    found = {name: exp for name, exp in runner._discover().items() if exp.train.__module__ in modules}
+    stored = {path.name.removesuffix(".json") for path in runner.RESULTS_DIR.glob("*.json")}
+    assert stored == set(found)  # every stored result has its declaration, and every declaration its result

@@ -24,7 +24,7 @@ import torch
 from helpers.evidence import runner
 
 # the set's own experiments (tests may register toy ones too)
-NAMES = sorted(n for n, e in runner._discover().items() if e.train.__module__ in runner.TOPIC_MODULES)
+NAMES = sorted(n for n, e in runner._discover().items() if e.train.__module__ in runner.experiment_modules())
 RESULTS_BUDGET_BYTES = 5 * 2**20  # all stored results together: a few MB
 CORES = 2  # the machine the set is sized for; `make experiments` trains one unit per core
 

@@ -43,6 +43,7 @@ import json
 import math
 import os
 import pickle
+import pkgutil
 import platform
 import re
 import subprocess
@@ -64,6 +65,7 @@ __all__ = [
     "StoredResult",
     "Tuning",
     "experiment",
+    "experiment_modules",
     "fingerprint",
     "load",
     "print_verdicts",
@@ -74,14 +76,10 @@ __all__ = [
     "units",
 ]
 
-#: The modules that declare experiments: one per notebook topic. The runner imports them
-#: to find every :class:`Experiment` they :func:`register`.
-TOPIC_MODULES = ("helpers.experiments.drift", "helpers.experiments.batch_size", "helpers.experiments.lstm_adding",
-                 "helpers.experiments.rnn_regimes", "helpers.experiments.small_transformer",
-                 "helpers.experiments.deep_transformer",
-                 "helpers.experiments.step_times", "helpers.experiments.placement_tuned",
-                 "helpers.experiments.ln_input_output", "helpers.experiments.norm_family_cnn",
-                 "helpers.experiments.interval_coverage")
+#: The package whose modules declare the set's experiments: each module registers its own when
+#: imported, and the runner imports every module of the package to find them, so an experiment is
+#: declared in one place only.
+EXPERIMENTS_PACKAGE = "helpers.experiments"
 
 #: Where results ship: inside the package, so ``pip install`` carries them.
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -263,8 +261,14 @@ def register(exp: Experiment) -> Experiment:
     return exp
 
 
+def experiment_modules() -> list[str]:
+    """Every module of :data:`EXPERIMENTS_PACKAGE`, by name."""
+    package = importlib.import_module(EXPERIMENTS_PACKAGE)
+    return [f"{EXPERIMENTS_PACKAGE}.{info.name}" for info in pkgutil.iter_modules(package.__path__)]
+
+
 def _discover(extra_modules: Sequence[str] = ()) -> dict[str, Experiment]:
-    for module in (*TOPIC_MODULES, *extra_modules):
+    for module in (*experiment_modules(), *extra_modules):
         importlib.import_module(module)
     return EXPERIMENTS
 

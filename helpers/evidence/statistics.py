@@ -29,7 +29,7 @@ number a notebook reports comes with the uncertainty those seeds leave:
   runs at the neighbouring rates of the grid.
 
 The t-intervals come from SciPy (``scipy.stats.ttest_rel``, ``scipy.stats.ttest_1samp``), the
-median's ranks from ``scipy.stats.binom`` and the survival curve from ``scipy.stats.ecdf`` on
+median's interval from ``scipy.stats.quantile_test`` and the survival curve from ``scipy.stats.ecdf`` on
 ``scipy.stats.CensoredData``, each imported where it is used (SciPy's statistics take about 0.7 s
 to import, which a notebook that only reads stored verdicts never needs); these helpers check the
 inputs, handle the samples those functions
@@ -65,7 +65,6 @@ __all__ = [
     "best_rates",
     "grid_resolution",
     "grid_step",
-    "median_order_ranks",
     "one_sample_ci",
     "paired_difference_ci",
     "threshold_level",
@@ -181,35 +180,23 @@ def _t_interval(x: np.ndarray, confidence: float, degenerate_note: str) -> Inter
     return Interval(mean, float(ci.low), float(ci.high), x.size, confidence)
 
 
-def median_order_ranks(n: int, confidence: float = 0.95) -> tuple[int, int] | None:
-    """The ranks ``(r, n + 1 - r)`` (1-based) of the order statistics that bound a distribution-free
-    interval for the median of ``n`` values, or None where no pair of them reaches ``confidence``.
-
-    ``[x_(r), x_(n+1-r)]`` misses the true median ``m`` only if fewer than ``r`` values lie at or
-    below ``m``, or fewer than ``r`` at or above it; each count is stochastically at least Binomial(n, 1/2), so the
-    interval covers ``m`` with probability at least ``1 - 2 · P(Binomial(n, 1/2) <= r - 1)``, for any
-    distribution, ties included. ``r`` is the largest rank with that bound ``>= confidence``.
-
-    Examples:
-        >>> median_order_ranks(10), median_order_ranks(5)
-        ((2, 9), None)
-    """
-    from scipy import stats
-    ranks = [r for r in range(1, n // 2 + 1) if 1 - 2 * stats.binom.cdf(r - 1, n, 0.5) >= confidence]
-    return (max(ranks), n + 1 - max(ranks)) if ranks else None
-
-
 def _median_interval(fn: str, x: np.ndarray, confidence: float) -> Interval:
-    """The median of ``x`` with its order-statistic interval (:func:`median_order_ranks`)."""
-    ranks = median_order_ranks(x.size, confidence)
-    if ranks is None:
-        smallest = next(n for n in range(2, 1000) if median_order_ranks(n, confidence) is not None)
+    """The median of ``x`` with its distribution-free interval between two order statistics
+    (``scipy.stats.quantile_test(...).confidence_interval``): ``[x_(r), x_(n+1-r)]`` misses the true
+    median only if fewer than ``r`` values lie on one side of it, so it covers it with probability at
+    least ``1 - 2 · P(Binomial(n, 1/2) <= r - 1)``, for any distribution, ties included; SciPy takes
+    the largest ``r`` that reaches ``confidence``. Where none does (fewer than 6 values at 95%) SciPy
+    returns NaN; here that is refused."""
+    from scipy import stats
+
+    ci = stats.quantile_test(x, q=float(np.median(x)), p=0.5).confidence_interval(confidence)
+    if np.isnan(ci.low) or np.isnan(ci.high):
+        smallest = next(n for n in range(2, 1000)
+                        if not np.isnan(stats.quantile_test(np.arange(n), q=0, p=0.5).confidence_interval(confidence).low))
         raise ValueError(f"{fn}(): argument 'values' must hold at least {smallest} values for a "
                          f"{confidence:.0%} interval of the median (below that no pair of order statistics "
                          f"covers the median that often), got {x.size}")
-    ordered = np.sort(x)
-    return Interval(float(np.median(x)), float(ordered[ranks[0] - 1]), float(ordered[ranks[1] - 1]), x.size,
-                    confidence)
+    return Interval(float(np.median(x)), float(ci.low), float(ci.high), x.size, confidence)
 
 
 def one_sample_ci(values, statistic: str = "mean", *, confidence: float = 0.95,
@@ -230,7 +217,7 @@ def one_sample_ci(values, statistic: str = "mean", *, confidence: float = 0.95,
       the values are far more skewed than those: 91% at skewness 2.3 over 8 and 10 seeds (the simulation's
       stress scenario), and no interval over 10 seeds allows for a failure that strikes one seed in ten.
     - ``"median"``: the distribution-free interval between two order statistics
-      (:func:`median_order_ranks`), e.g. the 2nd smallest and the 2nd largest of 10 values. No
+      (``scipy.stats.quantile_test``), e.g. the 2nd smallest and the 2nd largest of 10 values. No
       resampling: its coverage is at least ``confidence`` for any distribution (at least 97.9% at 10
       seeds, 95.1% at 17, 95.9% at 20: the ranks move in whole steps, so it errs wide), and below 6 values
       no such interval reaches 95%, so it is refused. No bootstrap is offered: at these seed counts the
