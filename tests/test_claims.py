@@ -12,16 +12,18 @@ import numpy as np
 import pytest
 import torch
 
-from helpers.evidence import claims, runner
+from helpers.evidence import claims, ledgers, runner
 from helpers.evidence.claims import (
     CORE_CLAIMS,
     OUTCOMES,
     Check,
     Claim,
+    card_outcome,
     checked,
     claims_ledger,
     evidence_card,
     evidence_ledger,
+    ledger_outcomes,
     outcome,
     sentence,
 )
@@ -56,42 +58,40 @@ def test_a_missing_result_is_not_tested():
     assert outcome(Claim("x", "no_such_experiment", "k", "A", "10_how_a_claim_is_tested.ipynb")) == "not tested"
 
 
-class _Stored:
-    """A stand-in for a stored result that holds ``records``."""
+def _plant(monkeypatch, experiment: str | None, key: str, record: Verdict) -> None:
+    """Make ``record`` the stored verdict ``key`` of ``experiment``, beside its other stored ones (of
+    every experiment, where ``experiment`` is None: then it is all they store)."""
+    real = runner.records
 
-    def __init__(self, records):
-        self.records = records
-        self.verdicts = {key: record.words for key, record in records.items()}
+    def records(name, *args, **kwargs):
+        if experiment is None:
+            return {key: record}
+        stored = real(name, *args, **kwargs)
+        return {**stored, key: record} if name == experiment else stored
+
+    monkeypatch.setattr(claims.runner, "records", records)
 
 
-def _flipped(record: Verdict, claim: Claim) -> Verdict:
-    """``record`` with its interval moved so that ``claim``'s outcome changes, its words unchanged
-    but for the numbers: no difference where the claim was supported, else a difference for it."""
+def _flipped(record: Verdict, claim: Claim, said: str | None = None) -> Verdict:
+    """``record`` with its interval moved so that ``claim``'s outcome (``said``; default its outcome on
+    the card) changes, its words unchanged but for the numbers: no difference where the claim was
+    supported, else a clear difference for it."""
     if record.kind == "answer":
         return replace(record, answer={"yes": None, "no": "yes", None: "no"}[record.answer])
     favours_a = claim.favours == record.a
-    if outcome(claim) == "supported":
-        return replace(record, estimate=0.01, low=-0.02, high=0.04)
-    # a difference for the favoured arm: "a has less" (positive relative, negative absolute) where
-    # less is better and the claim favours a
+    if (card_outcome(claim) if said is None else said) == "supported":
+        return replace(record, estimate=0.01, low=-0.02, high=0.04, p=0.5)
+    # a clear difference for the favoured arm: "a has less" (positive relative, negative absolute)
+    # where less is better and the claim favours a; unflagged, and far below any Holm threshold
     sign = (1 if record.relative else -1) * (1 if favours_a == record.lower_is_better else -1)
-    return replace(record, estimate=sign * 0.2, low=sign * 0.1, high=sign * 0.3, margin=None)
+    return replace(record, estimate=sign * 0.2, low=sign * 0.1, high=sign * 0.3, margin=None, p=1e-9,
+                   rests_on=(), resolution=None)
 
 
 @pytest.mark.parametrize("claim", CORE_CLAIMS, ids=[c.key for c in CORE_CLAIMS])
 def test_changing_one_stored_verdict_changes_its_sentence_on_the_card(monkeypatch, claim):
     before_card, before = evidence_card(), sentence(claim)
-    real_load = runner.load
-    record = real_load(claim.experiment).records[claim.key]
-    flipped = _flipped(record, claim)
-
-    def load(name, *args, **kwargs):
-        stored = real_load(name, *args, **kwargs)
-        if name != claim.experiment:
-            return stored
-        return _Stored({**stored.records, claim.key: flipped})
-
-    monkeypatch.setattr(claims.runner, "load", load)
+    _plant(monkeypatch, claim.experiment, claim.key, _flipped(runner.records(claim.experiment)[claim.key], claim))
     after = sentence(claim)
     assert after != before and after.startswith(claim.text)
     card = evidence_card()
@@ -101,21 +101,20 @@ def test_changing_one_stored_verdict_changes_its_sentence_on_the_card(monkeypatc
 @pytest.mark.parametrize("claim", CORE_CLAIMS, ids=[c.key for c in CORE_CLAIMS])
 def test_changing_a_verdicts_words_keeps_its_outcome_and_its_interval_decides_it(monkeypatch, claim):
     """No outcome is read from prose: new words on the same numbers keep the outcome; new numbers
-    under the same words change it."""
-    real_load = runner.load
-    record = real_load(claim.experiment).records[claim.key]
-    before = outcome(claim)
+    under the same words change it (as its deep dive's ledger decides it, and on its own)."""
+    record = runner.records(claim.experiment)[claim.key]
+    before = card_outcome(claim), outcome(claim)
 
     def planted(new):
-        monkeypatch.setattr(claims.runner, "load", lambda name, *a, **k: _Stored({claim.key: new}))
-        return outcome(claim)
+        _plant(monkeypatch, claim.experiment, claim.key, new)
+        return card_outcome(claim), outcome(claim)
 
     reworded = (replace(record, text="anything at all") if record.kind == "answer" else
                 replace(record, measure="widgets", verb="wants", comparatives=("lower", "higher"),
                         prefix="in other words, ", suffix="; and so on"))
     assert reworded.words != record.words
     assert planted(reworded) == before
-    assert planted(_flipped(record, claim)) != before
+    assert planted(_flipped(record, claim))[0] != before[0]
 
 
 def test_the_card_links_each_claim_to_its_deep_dive():
@@ -126,7 +125,7 @@ def test_the_card_links_each_claim_to_its_deep_dive():
 
 
 def _outcome_of(monkeypatch, record, **claim):
-    monkeypatch.setattr(claims.runner, "load", lambda name, *a, **k: _Stored({"k": record}))
+    _plant(monkeypatch, None, "k", record)
     return outcome(Claim("claim", "any", "k", **claim))
 
 
@@ -200,7 +199,8 @@ _FLAGGED = {ONE_SEED: {"rests_on": ("seed 7",)}, SEVERAL: {"rests_on": ("seed 1"
 @pytest.mark.parametrize("words", [A_BEYOND, A_NEAR, A_NO_MARGIN, B_BEYOND, B_NEAR, B_NO_MARGIN])
 @pytest.mark.parametrize("flag", [ONE_SEED, SEVERAL, FRAGILE + ONE_SEED])
 @pytest.mark.parametrize("kind", ["better", "same", "at least as good"])
-def test_a_verdict_flagged_as_resting_on_a_seed_keeps_its_outcome(monkeypatch, words, flag, kind):
+def test_a_verdict_flagged_as_resting_on_a_seed_is_undecided(monkeypatch, words, flag, kind):
+    """A difference that one seed decides (or whose interval end rounds to 0) decides no claim."""
     record = RECORDS[words]
     fields = dict(_FLAGGED[flag])
     if "low" in fields and record.low < 0:  # the end nearer 0 of an interval below it
@@ -208,9 +208,10 @@ def test_a_verdict_flagged_as_resting_on_a_seed_keeps_its_outcome(monkeypatch, w
         fields["high"] = -0.004
     flagged = replace(record, **fields)
     assert flag.split("; ")[-1] in flagged.words
-    # the same numbers, without the seeds named: a flag is words beside the interval
-    assert _outcome_of(monkeypatch, flagged, favours="A", kind=kind) == \
-        _outcome_of(monkeypatch, replace(flagged, rests_on=()), favours="A", kind=kind)
+    assert flagged.weak and _outcome_of(monkeypatch, flagged, favours="A", kind=kind) == "undecided"
+    unflagged = replace(record, rests_on=())  # the interval as it was, no seed deciding it
+    assert _outcome_of(monkeypatch, unflagged, favours="A", kind=kind) == \
+        _outcome_of(monkeypatch, record, favours="A", kind=kind)
 
 
 def test_every_stored_verdict_that_rests_on_a_seed_still_reads():
@@ -254,8 +255,9 @@ def test_the_ledger_gives_each_claim_its_outcome_and_the_stored_words():
             Claim("... and it learns", "small_transformer", "learns, Pre-LN", kind="answer")]
     ledger = claims_ledger(rows)
     assert list(ledger.index) == ["LN speeds a Transformer up", "... and it learns"]
-    assert list(ledger.columns) == ["outcome", "verdict", "stored result"]
+    assert list(ledger.columns) == ["outcome", "verdict", "difference after Holm (1 test)", "stored result"]
     assert ledger["verdict"].tolist() == [stored[key], stored["learns, Pre-LN"]]
+    assert ledger["difference after Holm (1 test)"].tolist() == ["holds", ""]  # a family of one: p < 0.05
     assert ledger["outcome"].tolist() == [outcome(Claim(*rows[0])), outcome(rows[1])]
     assert ledger["stored result"].iloc[0] == f'small_transformer: "{key}"'
     with pytest.raises(KeyError, match="stores no verdict 'nope'"):
@@ -292,8 +294,9 @@ def test_the_evidence_ledger_reads_each_kind_of_evidence():
     assert list(ledger.columns) == ["outcome", "evidence", "shown in"]
     assert list(ledger.index) == [r[0] for r in rows]
     assert ledger["outcome"].tolist() == [outcome(claim), "supported", "refuted", "not tested"]
-    assert ledger["evidence"].tolist() == [f'small_transformer: "{key}": {stored[key]}', "largest 3e-07",
-                                           "computed in this notebook", ""]
+    assert ledger["evidence"].tolist() == [
+        f'small_transformer: "{key}": {stored[key]} (difference after Holm (1 test): holds)', "largest 3e-07",
+        "computed in this notebook", ""]
     assert ledger["shown in"].tolist() == [r[2] for r in rows]
     with pytest.raises(KeyError, match="stores no verdict 'nope'"):
         evidence_ledger([("a claim", Claim("x", "small_transformer", "nope", "A"), "here")])
@@ -304,10 +307,61 @@ def test_the_evidence_ledger_reads_each_kind_of_evidence():
 def test_a_changed_result_changes_the_evidence_ledgers_word(monkeypatch):
     claim = Claim("x", "small_transformer", "steps, Pre-LN vs no norm", "Pre-LN")
     before = evidence_ledger([("c", claim, "s")])["outcome"].iloc[0]
-    record = _flipped(runner.load("small_transformer").records[claim.key], claim)
-    monkeypatch.setattr(claims.runner, "load", lambda name, *a, **k: _Stored({"k": record}))
+    record = _flipped(runner.records("small_transformer")[claim.key], claim, before)
+    _plant(monkeypatch, None, "k", record)
     after = evidence_ledger([("c", Claim("x", "any", "k", "Pre-LN"), "s")])["outcome"].iloc[0]
     assert after != before
     measured = torch.tensor([0.5, 2.0])
     assert evidence_ledger([("c", (measured < 1).all(), "s")])["outcome"].iloc[0] == "refuted"
     assert evidence_ledger([("c", (measured < 3).all(), "s")])["outcome"].iloc[0] == "supported"
+
+
+def test_a_ledger_corrects_its_comparisons_with_holm(monkeypatch):
+    # three differences, each detected at 95%: p 0.01 <= 0.05/3 holds; p 0.03 > 0.05/2 stops the rest
+    planted = {f"k{i}": replace(RECORDS[A_NO_MARGIN], p=p) for i, p in enumerate((0.03, 0.01, 0.04))}
+    planted["same"] = replace(RECORDS[SAME], p=0.6)
+    planted["answer"] = Verdict.yes_no("yes", "yes")
+    monkeypatch.setattr(claims.runner, "records", lambda name, *a, **k: planted)
+    rows = [Claim(key, "any", key, "A") for key in ("k0", "k1", "k2")]
+    rows += [Claim("same", "any", "same", "A", kind="same"), Claim("answer", "any", "answer", kind="answer")]
+    assert [outcome(c) for c in rows] == ["supported"] * 3 + ["supported"] * 2  # each on its own
+    assert ledger_outcomes(rows) == [("undecided", False), ("supported", True), ("undecided", False),
+                                     ("supported", False), ("supported", None)]
+    ledger = claims_ledger(rows)
+    column = "difference after Holm (4 tests)"  # the answer is no test of a difference
+    assert ledger[column].tolist() == ["does not hold", "holds", "does not hold", "no difference at 95%", ""]
+    assert ledger["outcome"].tolist() == ["undecided", "supported", "undecided", "supported", "supported"]
+    # alone in its ledger, each difference holds
+    assert ledger_outcomes(rows[:1]) == [("supported", True)]
+
+
+def test_a_weak_difference_decides_nothing_and_a_theorems_bound_is_never_refuted_outside_its_assumptions(
+        monkeypatch):
+    small = replace(RECORDS[A_NO_MARGIN], resolution=(0.05, "one step of the tuning grid"), p=1e-6)
+    assert small.weak and small.outcome == "undecided"
+    assert _outcome_of(monkeypatch, small, favours="A") == "undecided"
+    assert _outcome_of(monkeypatch, replace(small, resolution=None), favours="A") == "supported"
+    outside = Verdict.yes_no("no", "not consistent with 0 (the interval lies above it)")
+    assert _outcome_of(monkeypatch, outside, kind="bound", assumptions_met=False) == "assumptions not met"
+    assert _outcome_of(monkeypatch, outside, kind="bound") == "refuted"
+    assert _outcome_of(monkeypatch, Verdict.yes_no(None, "consistent with 0"), kind="bound") == "consistent"
+
+
+def test_every_card_row_is_decided_as_its_deep_dives_ledger_decides_it():
+    for claim in CORE_CLAIMS:
+        family = ledgers.LEDGERS[claim.deep_dive]
+        ledger = claims_ledger(family)
+        member = next(m for m in family if (m.experiment, m.key) == (claim.experiment, claim.key))
+        assert card_outcome(claim) == ledger.loc[member.text, "outcome"], claim.key
+
+
+def test_the_ledgers_run_over_the_experiments_own_grids():
+    from helpers.experiments import batch_size, placement_tuned, rnn_regimes, small_transformer
+
+    assert ledgers._ACTIVATIONS == placement_tuned.ACTIVATIONS
+    assert (ledgers._SEQ_LENS, ledgers._HIDDEN) == (rnn_regimes.SEQ_LENS, rnn_regimes.HIDDEN)
+    assert ledgers._DYT_ALPHAS == small_transformer.DYT_ALPHAS
+    assert ledgers._BATCH_SIZES == batch_size.BATCH_SIZES
+    for deep_dive, family in ledgers.LEDGERS.items():
+        assert all(claim.deep_dive == deep_dive for claim in family)
+        assert claims_ledger(family)["verdict"].str.len().gt(0).all()  # every key is stored

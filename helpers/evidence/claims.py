@@ -37,13 +37,16 @@ from helpers.evidence import runner
 from helpers.evidence.verdicts import Verdict
 from helpers.language import Text, get_language, say
 
-__all__ = ["CORE_CLAIMS", "KINDS", "OUTCOMES", "Check", "Claim", "checked", "claims_ledger",
-           "evidence_card", "evidence_ledger", "outcome", "sentence"]
+__all__ = ["ALPHA", "CORE_CLAIMS", "KINDS", "OUTCOMES", "Check", "Claim", "card_outcome", "checked", "claims_ledger",
+           "decide", "evidence_card", "evidence_ledger", "ledger_outcomes", "outcome", "sentence"]
 
-OUTCOMES = ("supported", "refuted", "undecided", "not tested")
+OUTCOMES = ("supported", "refuted", "undecided", "not tested", "consistent", "assumptions not met")
 
 #: What a claim can say (:class:`Claim`'s ``kind``).
-KINDS = ("better", "same", "at least as good", "answer", "level")
+KINDS = ("better", "same", "at least as good", "answer", "level", "bound")
+
+#: The family-wise level of each ledger's correction for multiplicity (:func:`helpers.evidence.statistics.holm`).
+ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,18 @@ class Claim:
               ``expects``, refuted where it is the other, undecided where it has none.
             - ``"level"``: the verdict states a level without an interval (e.g. on 3 pilot seeds):
               undecided, whatever it says.
+            - ``"bound"``: a theorem's bound, checked by an answer record (does the measurement lie
+              within it?): ``"assumptions not met"`` where the model breaks the theorem's
+              assumptions (``assumptions_met=False``), whatever the record says; otherwise
+              ``"consistent"``, or ``"refuted"`` where the record answers no. A model outside a
+              theorem's assumptions never refutes it.
+
+            A detected difference decides a comparison claim only where it survives Holm's correction
+            over the ledger's comparisons (:func:`ledger_outcomes`) and carries no weak flag (smaller
+            than the experiment resolves, fragile, resting on one seed:
+            :data:`helpers.evidence.verdicts.WEAK_FLAGS`); otherwise it is read as no difference.
         expects: the answer an ``"answer"`` claim expects, ``"yes"`` (the default) or ``"no"``.
+        assumptions_met: for a ``"bound"``, whether the model meets the theorem's assumptions.
     """
 
     text: str
@@ -85,6 +99,7 @@ class Claim:
     deep_dive: str = ""
     kind: str = "better"
     expects: str = "yes"
+    assumptions_met: bool = True
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -99,26 +114,32 @@ class Claim:
 def _record(claim: Claim) -> Verdict | None:
     """The stored record for ``claim``, or None when no stored result holds it."""
     try:
-        return runner.load(claim.experiment).records.get(claim.key)
+        return runner.records(claim.experiment).get(claim.key)
     except FileNotFoundError:
         return None
 
 
 def outcome(claim: Claim) -> str:
-    """``"supported"``, ``"refuted"``, ``"undecided"`` or ``"not tested"``: ``claim`` against its
-    stored verdict (see :class:`Claim` for each kind). Raises ValueError when the record is not of
-    the kind the claim needs, or does not name the arm the claim favours."""
+    """``claim``'s outcome against its stored verdict, on its own (see :class:`Claim` for each kind):
+    ``"not tested"`` when no stored result holds it. In a ledger, :func:`ledger_outcomes` corrects a
+    comparison for the others. Raises ValueError when the record is not of the kind the claim needs,
+    or does not name the arm the claim favours."""
     record = _record(claim)
     return "not tested" if record is None else decide(claim, record)
 
 
-def decide(claim: Claim, record: Verdict) -> str:
-    """``claim``'s outcome on ``record``, from the record's numbers alone (never its words)."""
+def decide(claim: Claim, record: Verdict, holds: bool = True) -> str:
+    """``claim``'s outcome on ``record``, from the record's numbers alone (never its words). ``holds``:
+    whether the record's difference survives the ledger's correction for multiplicity."""
     if claim.kind == "level":
         return "undecided"
-    if claim.kind == "answer":
+    if claim.kind in ("answer", "bound"):
         if record.kind != "answer":
             raise ValueError(f"outcome(): {claim.experiment}: {claim.key!r} is a {record.kind}, not an answer")
+        if claim.kind == "bound":
+            if not claim.assumptions_met:
+                return "assumptions not met"
+            return "refuted" if record.answer == "no" else "consistent"
         if record.answer is None:
             return "undecided"
         return "supported" if record.answer == claim.expects else "refuted"
@@ -128,40 +149,77 @@ def decide(claim: Claim, record: Verdict) -> str:
     if claim.favours not in (record.a, record.b):
         raise ValueError(f"outcome(): the claim favours {claim.favours!r}, which the verdict for "
                          f"{claim.experiment}: {claim.key!r} does not compare: {record.a!r} vs {record.b!r}")
-    if record.favoured is None and not record.same:
-        return "undecided"  # no difference detectable, or no interval (no run of either arm got anywhere)
+    if record.same:
+        return "refuted" if claim.kind == "better" else "supported"
+    if record.favoured is None or record.weak or not holds:
+        return "undecided"  # nothing detected (or too weakly, or not after the correction), or no interval
     if claim.kind == "better":
         return "supported" if record.favoured == claim.favours else "refuted"
-    if record.same or (claim.kind == "at least as good" and record.favoured == claim.favours):
+    if claim.kind == "at least as good" and record.favoured == claim.favours:
         return "supported"
     # a difference, against the claim of sameness: refuted only where it lies wholly beyond the margin
     return "refuted" if record.beyond_margin or record.margin is None else "undecided"
 
 
-def _stored(claim: Claim) -> tuple[str, str]:
-    """``claim``'s outcome and its stored verdict's words. Raises KeyError when no stored result
-    holds the key (a ledger row is never silently "not tested" by a typo)."""
+def _stored(claim: Claim) -> Verdict:
+    """``claim``'s stored record. Raises KeyError when no stored result holds the key (a ledger row is
+    never silently "not tested" by a typo)."""
     record = _record(claim)
     if record is None:
-        verdicts = runner.load(claim.experiment).verdicts
+        stored = runner.records(claim.experiment)
         raise KeyError(f"experiment {claim.experiment!r} stores no verdict {claim.key!r}; it stores "
-                       f"{len(verdicts)}, e.g. {sorted(verdicts)[:3]}")
-    return decide(claim, record), record.words
+                       f"{len(stored)}, e.g. {sorted(stored)[:3]}")
+    return record
+
+
+def _in_family(claim: Claim, record: Verdict) -> bool:
+    """Whether ``claim`` is one of its ledger's tests of a difference: a comparison with a p-value."""
+    return claim.kind in ("better", "same", "at least as good") and record.p is not None
+
+
+def ledger_outcomes(claims: Iterable[Claim]) -> list[tuple[str, bool | None]]:
+    """Each claim's outcome within its ledger, and whether its difference holds after Holm's correction
+    over the ledger's comparisons (the family: every claim whose record is a comparison with a
+    p-value; :func:`helpers.evidence.statistics.holm` at :data:`ALPHA`); None for a claim outside the
+    family. A claim's outcome takes its difference as detected only where it holds."""
+    from helpers.evidence.statistics import holm
+
+    claims = list(claims)
+    records = [_stored(claim) for claim in claims]
+    members = [i for i, (c, r) in enumerate(zip(claims, records, strict=True)) if _in_family(c, r)]
+    rejected = dict(zip(members, holm([records[i].p for i in members], ALPHA), strict=True))
+    return [(decide(c, r, rejected.get(i, True)), bool(rejected[i]) if i in rejected else None)
+            for i, (c, r) in enumerate(zip(claims, records, strict=True))]
+
+
+def _holm_words(record: Verdict, holds: bool | None) -> str:
+    """The Holm column of a ledger row: a member's difference, detected or not after the correction."""
+    if holds is None:
+        return ""
+    if record.direction is None:
+        return "no difference at 95%"
+    return "holds" if holds else "does not hold"
+
+
+def _holm_column(n: int) -> str:
+    return f"difference after Holm ({n} test{'' if n == 1 else 's'})"
 
 
 def claims_ledger(rows: Iterable[Claim | tuple]) -> pd.DataFrame:
     """A notebook's claims ledger: for each claim of ``rows`` (a :class:`Claim`, or a tuple of its
-    first arguments, ``(text, experiment, key, favours)``), its :func:`outcome`, the stored verdict
-    word for word and where it is stored. Returns one row per claim, indexed by ``claim``, columns
-    ``outcome``, ``verdict`` and ``stored result`` (``experiment: "key"``). A key that no stored
-    result holds raises (a ledger row is never silently "not tested" by a typo)."""
-    out = []
-    for row in rows:
-        claim = row if isinstance(row, Claim) else Claim(*row)
-        said, words = _stored(claim)
-        out.append({"claim": claim.text, "outcome": said, "verdict": words,
-                    "stored result": f'{claim.experiment}: "{claim.key}"'})
-    return pd.DataFrame(out, columns=["claim", "outcome", "verdict", "stored result"]).set_index("claim")
+    first arguments, ``(text, experiment, key, favours)``), its outcome within the ledger
+    (:func:`ledger_outcomes`), the stored verdict word for word, whether its difference holds after
+    Holm's correction over the ledger's comparisons (the column names their number), and where it is
+    stored. Returns one row per claim, indexed by ``claim``, columns ``outcome``, ``verdict``, the Holm
+    column and ``stored result`` (``experiment: "key"``). A key that no stored result holds raises (a
+    ledger row is never silently "not tested" by a typo)."""
+    claims = [row if isinstance(row, Claim) else Claim(*row) for row in rows]
+    decided = ledger_outcomes(claims)
+    holm_column = _holm_column(sum(holds is not None for _, holds in decided))
+    out = [{"claim": claim.text, "outcome": said, "verdict": _stored(claim).words,
+            holm_column: _holm_words(_stored(claim), holds), "stored result": f'{claim.experiment}: "{claim.key}"'}
+           for claim, (said, holds) in zip(claims, decided, strict=True)]
+    return pd.DataFrame(out, columns=["claim", "outcome", "verdict", holm_column, "stored result"]).set_index("claim")
 
 
 @dataclass(frozen=True)
@@ -205,22 +263,30 @@ def evidence_ledger(rows: Iterable[tuple]) -> pd.DataFrame:
     Each row of ``rows`` is ``(claim, evidence, shown in)``: the claim in words, its evidence, and
     where the notebook (or a cited source) shows it. The evidence decides the outcome:
 
-    - a :class:`Claim`: its stored verdict, read by :func:`outcome` (a key that no stored result
-      holds raises, as in :func:`claims_ledger`); the evidence column gives the verdict's words;
+    - a :class:`Claim`: its stored verdict, decided within the ledger's stored claims as
+      :func:`claims_ledger` decides it (Holm's correction over them; a key that no stored result holds
+      raises); the evidence column gives the verdict's words and, for a comparison, whether its
+      difference holds after the correction;
     - a :class:`Check`, or the bare result of a check: :func:`checked`; the evidence column gives
       what was measured;
     - ``None``: nothing here tests the claim (it rests on a citation): ``"not tested"``.
 
     Returns one row per claim, indexed by ``claim``, columns ``outcome``, ``evidence`` and
     ``shown in``."""
-    out = []
+    rows = list(rows)
     for row in rows:
         if not isinstance(row, tuple) or len(row) != 3:
             raise ValueError(f"evidence_ledger(): each row must be a tuple (claim, evidence, shown in), got {row!r}")
-        text, evidence, shown_in = row
+    stored = [evidence for _, evidence, _ in rows if isinstance(evidence, Claim)]
+    decided = dict(zip(map(id, stored), ledger_outcomes(stored), strict=True))
+    tests = sum(holds is not None for _, holds in decided.values())
+    out = []
+    for text, evidence, shown_in in rows:
         if isinstance(evidence, Claim):
-            said, words = _stored(evidence)
-            words = f'{evidence.experiment}: "{evidence.key}": {words}'
+            said, holds = decided[id(evidence)]
+            record = _stored(evidence)
+            after = f" ({_holm_column(tests)}: {_holm_words(record, holds)})" if holds is not None else ""
+            words = f'{evidence.experiment}: "{evidence.key}": {record.words}{after}'
         elif evidence is None:
             said, words = "not tested", ""
         else:
@@ -238,11 +304,26 @@ _SAYS = {
 }
 
 
+def card_outcome(claim: Claim) -> str:
+    """``claim``'s outcome as its deep dive's ledger decides it: within the stored claims of that
+    ledger (:data:`helpers.evidence.ledgers.LEDGERS`), which must hold it (same experiment and key)."""
+    from helpers.evidence.ledgers import LEDGERS
+
+    family = LEDGERS[claim.deep_dive]
+    same = [i for i, member in enumerate(family) if (member.experiment, member.key) == (claim.experiment, claim.key)]
+    if not same:
+        raise KeyError(f"card_outcome(): the ledger of {claim.deep_dive} holds no claim on "
+                       f"{claim.experiment}: {claim.key!r}")
+    return ledger_outcomes(family)[same[0]][0]
+
+
 def sentence(claim: Claim) -> str:
-    """The card's plain sentence for ``claim``: the claim, then what the stored runs say."""
+    """The card's plain sentence for ``claim``: the claim, then what the stored runs say, as its deep
+    dive's ledger decides it (:func:`card_outcome`)."""
+    said = card_outcome(claim)
     if get_language() == "zh":
-        return f"{say(claim.text)}：{say(_SAYS[outcome(claim)])}。"
-    return f"{claim.text}: {_SAYS[outcome(claim)]}."
+        return f"{say(claim.text)}：{say(_SAYS[said])}。"
+    return f"{claim.text}: {_SAYS[said]}."
 
 
 #: The lesson's claims that the stored verdicts speak to, in the lesson's order.

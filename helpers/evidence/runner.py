@@ -69,6 +69,7 @@ __all__ = [
     "fingerprint",
     "load",
     "print_verdicts",
+    "records",
     "register",
     "resummarize",
     "summary",
@@ -680,6 +681,17 @@ def load(name: str, results_dir: Path | None = None) -> StoredResult:
     meta = json.loads(meta_file.read_text(encoding="utf-8"))
     with table.open("rb") as f:
         return StoredResult(_parse(f, meta), meta)
+
+
+def records(name: str, results_dir: Path | None = None) -> dict[str, Verdict]:
+    """The stored verdicts of experiment ``name``, ``{key: record}``, read from its metadata alone (what
+    a ledger needs: :func:`load` reads the table too). Raises ``FileNotFoundError`` as :func:`load` does."""
+    base = importlib.resources.files("helpers.evidence") / "results" if results_dir is None else results_dir
+    meta_file = base / f"{name}.json"
+    if not meta_file.is_file():
+        return load(name, results_dir).records  # raises, naming what is stored
+    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    return {key: Verdict.from_dict(data) for key, data in meta.get("verdicts", {}).items()}
 
 
 def resummarize(name: str, results_dir: Path | None = None, log: Callable[[str], None] = print) -> dict:

@@ -65,6 +65,7 @@ __all__ = [
     "best_rates",
     "grid_resolution",
     "grid_step",
+    "holm",
     "one_sample_ci",
     "paired_difference_ci",
     "threshold_level",
@@ -120,6 +121,9 @@ class Interval:
             ``("seed 7",)``) without any one of which the interval would include 0: the leave-one-out
             check of :func:`paired_difference_ci`, which :func:`verdict` words as a flag. Empty where
             no single seed decides it, where nothing is detected, or where it was not computed.
+        p_value: for a paired difference, the two-sided p-value of the same t-test whose interval this
+            is (0 where every pair differs by the same nonzero amount, 1 where by none); None otherwise.
+            A ledger's multiplicity correction (:func:`holm`) works on it.
     """
 
     estimate: float
@@ -129,6 +133,7 @@ class Interval:
     confidence: float = 0.95
     note: str = ""
     rests_on: tuple[str, ...] = ()
+    p_value: float | None = None
 
     def format(self, fmt: str = ".3g") -> str:
         """``"0.12 (95% CI 0.08 to 0.17)"``, each number written with ``fmt``, the note appended."""
@@ -346,20 +351,22 @@ def paired_difference_ci(a, b, *, relative: bool = False, confidence: float = 0.
     if np.ptp(d) <= _DEGENERATE_RTOL * max(1.0, abs(mean)):
         note = "all seeds differ in the same ratio" if relative else "all seeds differ by the same amount"
         ci_low = ci_high = mean
+        p_value = 1.0 if mean == 0 else 0.0
         out = Interval(mean, mean, mean, x.size, confidence, f"{note}: no spread between seeds")
     else:
         # ttest_1samp on the differences is ttest_rel(a, b), here also for the log-ratios.
         from scipy import stats
-        ci = stats.ttest_1samp(d, 0.0).confidence_interval(confidence)
-        ci_low, ci_high = float(ci.low), float(ci.high)
+        test = stats.ttest_1samp(d, 0.0)
+        ci = test.confidence_interval(confidence)
+        ci_low, ci_high, p_value = float(ci.low), float(ci.high), float(test.pvalue)
         out = Interval(mean, ci_low, ci_high, x.size, confidence)
     detected = ci_low > 0 or ci_high < 0
     rests_on = tuple(names[i] for i in _leave_one_out(d, confidence)) if detected else ()
     if not relative:
-        return Interval(out.estimate, out.low, out.high, out.n, confidence, out.note, rests_on)
+        return Interval(out.estimate, out.low, out.high, out.n, confidence, out.note, rests_on, p_value)
     # 1 - exp(.) is decreasing: the log-ratio's high end is the relative difference's low end.
     return Interval(float(-np.expm1(mean)), float(-np.expm1(ci_high)), float(-np.expm1(ci_low)), x.size,
-                    confidence, out.note, rests_on)
+                    confidence, out.note, rests_on, p_value)
 
 
 def _pair_names(fn: str, seeds, n: int) -> list[str]:
@@ -402,6 +409,30 @@ def _leave_one_out(d: np.ndarray, confidence: float) -> list[int]:
     flat = np.ptp(others, axis=1) <= _DEGENERATE_RTOL * np.maximum(1.0, np.abs(means))
     half = np.where(flat, 0.0, half)
     return np.flatnonzero((means - half <= 0) & (0 <= means + half)).tolist()
+
+
+def holm(p_values, alpha: float = 0.05) -> np.ndarray:
+    """Holm's step-down correction: which of a family of hypotheses are rejected at family-wise level
+    ``alpha`` (the chance of rejecting any true one is at most ``alpha``, whatever their dependence).
+
+    Sort the ``m`` p-values, ``p_(1) <= ... <= p_(m)``; reject ``H_(1), ..., H_(k)`` where ``k`` is the
+    largest number such that ``p_(i) <= alpha / (m - i + 1)`` for every ``i <= k`` (the first that
+    fails stops it, and every larger one is kept).
+
+    Returns:
+        A bool array in the order of ``p_values``: True where that hypothesis is rejected.
+
+    Examples:
+        >>> holm([0.01, 0.04, 0.03, 0.005]).tolist()  # 0.005 <= 0.05/4, 0.01 <= 0.05/3; 0.03 > 0.05/2
+        [True, False, False, True]
+    """
+    p = np.asarray(p_values, dtype=float)
+    rejected = np.zeros(p.size, dtype=bool)
+    for rank, i in enumerate(np.argsort(p, kind="stable")):
+        if p[i] > alpha / (p.size - rank):
+            break
+        rejected[i] = True
+    return rejected
 
 
 # --------------------------------------------------------------------- time to threshold
@@ -864,4 +895,4 @@ def verdict(interval: Interval, *, a: str, b: str, quantity: str = "steps",
         confidence=interval.confidence, claim=claim, lower_is_better=lower_is_better, margin=margin,
         resolution=None if resolution is None else (float(resolution[0]), resolution[1]),
         rests_on=tuple(interval.rests_on), verb=verb, comparatives=tuple(words), fmt=fmt, prefix=prefix,
-        suffix=suffix)
+        suffix=suffix, p=interval.p_value)

@@ -29,13 +29,17 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-__all__ = ["KINDS", "Verdict", "as_verdict"]
+__all__ = ["KINDS", "WEAK_FLAGS", "Verdict", "as_verdict"]
 
 #: The kinds of stored verdict.
 KINDS = ("comparison", "answer", "note")
 
 #: The fields a record stores; the rest of :meth:`Verdict.to_dict`'s output is computed from them.
 _DERIVED = ("words", "favoured", "same", "flags", "outcome")
+
+#: The flags that make a detected difference too weak to decide a claim: smaller than what the
+#: experiment can resolve, an interval end that rounds to 0, or one that a single seed decides.
+WEAK_FLAGS = ("below resolution", "fragile", "rests on seeds")
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ class Verdict:
         resolution: ``(size, what)``: a detected difference whose estimate is below ``size`` is
             flagged as smaller than ``what`` (an evaluation interval, a tuning-grid step).
         rests_on: the seeds without any one of which the interval would include 0.
+        p: the two-sided p-value of the test whose interval this is (None where there is none); a
+            ledger corrects it for the number of claims it decides (Holm).
         verb, comparatives, fmt, prefix, suffix: how the words say it, e.g.
             ``f"{prefix}{a} {verb} 31% {comparatives[0]} {measure} than {b} (95% CI ...){suffix}"``.
     Attributes of an answer: ``answer`` (``"yes"``, ``"no"`` or None) and ``text`` (its words).
@@ -80,6 +86,7 @@ class Verdict:
     margin: float | None = None
     resolution: tuple[float, str] | None = None
     rests_on: tuple[str, ...] = ()
+    p: float | None = None
     verb: str = "needs"
     comparatives: tuple[str, str] = ("fewer", "more")
     fmt: str = ".3g"
@@ -181,15 +188,20 @@ class Verdict:
         return tuple(out)
 
     @property
+    def weak(self) -> bool:
+        """Whether a detected difference carries a flag of :data:`WEAK_FLAGS`: it then decides nothing."""
+        return any(code in WEAK_FLAGS for code, _ in self.flags)
+
+    @property
     def outcome(self) -> str | None:
-        """The verdict against its own claim: ``"supported"``, ``"refuted"`` or ``"undecided"``; for an
-        answer, yes / no / undecided as supported / refuted / undecided; None for a note and for a
-        comparison that claims nothing."""
+        """The verdict against its own claim: ``"supported"``, ``"refuted"`` or ``"undecided"`` (also
+        where the difference is :attr:`weak`); for an answer, yes / no / undecided as supported /
+        refuted / undecided; None for a note and for a comparison that claims nothing."""
         if self.kind == "answer":
             return {"yes": "supported", "no": "refuted"}.get(self.answer, "undecided")
         if self.kind == "note" or self.claim is None and self.has_interval:
             return None
-        if self.direction is None or self.same:
+        if self.direction is None or self.same or self.weak:
             return "undecided"
         return "supported" if self.direction == self.claim else "refuted"
 

@@ -171,11 +171,12 @@ def wall_clock_ci(steps_a, steps_b, log_ratio_rounds, confidence: float = 0.95):
     se = math.sqrt(v_seeds + v_rounds)
     if se == 0:
         return Interval(float(-np.expm1(mean)), float(-np.expm1(mean)), float(-np.expm1(mean)), d.size, confidence,
-                        "no spread between seeds or rounds")
+                        "no spread between seeds or rounds", p_value=1.0 if mean == 0 else 0.0)
     df = (v_seeds + v_rounds) ** 2 / (v_seeds ** 2 / (d.size - 1) + v_rounds ** 2 / (r.size - 1))
     half = float(stats.t.ppf((1 + confidence) / 2, df)) * se
+    p_value = float(2 * stats.t.sf(abs(mean) / se, df))  # the same t, two-sided
     return Interval(float(-np.expm1(mean)), float(-np.expm1(mean + half)), float(-np.expm1(mean - half)), d.size,
-                    confidence, f"the timing's spread over {r.size} interleaved rounds included")
+                    confidence, f"the timing's spread over {r.size} interleaved rounds included", p_value=p_value)
 
 
 def _wall_clock(frame: pd.DataFrame, setting: str, report: pd.DataFrame, threshold: float, a: str, b: str) -> Verdict:

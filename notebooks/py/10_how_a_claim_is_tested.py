@@ -71,7 +71,8 @@ def sentence_kind(record):
         return "the same, within a margin"
     if record.direction is None:
         return "no difference detectable"
-    return "the opposite of the claim" if record.outcome == "refuted" else "a difference, with its interval"
+    opposite = record.claim not in (record.direction, None)
+    return "the opposite of the claim" if opposite else "a difference, with its interval"
 
 
 kinds = pd.Series([sentence_kind(record) for record in records])
@@ -253,7 +254,17 @@ runner.print_verdicts("small_transformer", "steps, DyT, alpha0 0.5 vs Pre-LN")
 # (*supported* when the interval lies on its side of 0, *refuted* on the other side or within the
 # margin, *undecided* when it holds 0), that two arms are the same (*supported* only inside the
 # margin, *refuted* only wholly beyond it), or that one is at least as good; *not tested* where no
-# stored result holds it. The core path's closing card reads the same outcomes. Where a deep dive's
+# stored result holds it.
+#
+# Two rules keep a ledger honest about how much it tests. A ledger of 30 comparisons at 95% each
+# would show one or two differences by chance alone, so its comparisons are corrected together with
+# **Holm's step-down method** (`helpers.evidence.statistics.holm`): sort the p-values of the t-tests
+# behind the intervals; the smallest must be below 0.05/m, the next below 0.05/(m − 1), and so on,
+# and the first that fails stops the list. A difference that does not survive it decides nothing.
+# Nor does a **flagged** one (smaller than the experiment resolves, fragile, or resting on one seed):
+# such a claim is *undecided*. A theorem's bound is *consistent* with a measurement, or its
+# *assumptions are not met* by the model measured; a model outside its assumptions never refutes it.
+# The core path's closing card reads the same outcomes, each as its deep dive's ledger decides it. Where a deep dive's
 # claims rest on its own cells rather than on training runs (an identity checked against torch, a
 # measured error against its bound: deep dives 11, 14 and 16), the ledger evaluates each check in
 # its cell, *supported* when it holds and *refuted* when it does not, and marks a claim that rests

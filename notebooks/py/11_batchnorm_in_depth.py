@@ -79,7 +79,7 @@ from IPython.display import display
 from torch import nn
 
 from helpers import plots
-from helpers.evidence import claims
+from helpers.evidence import claims, ledgers
 from helpers.exercises.checking import compare
 from helpers.lessons import bn_vs_ln
 from helpers.lessons.bn_vs_ln import check_batch_norm_train, check_running_var_update
@@ -669,8 +669,9 @@ check_running_var_update(my_running_var)
 # ## Claims ledger
 #
 # Each claim this notebook makes, its outcome and its evidence. A claim resting on a stored
-# verdict gets the outcome `helpers.evidence.claims.outcome` reads from it
-# ([10](10_how_a_claim_is_tested.ipynb) says how); a claim resting on a check in the cells above
+# verdict gets its outcome from that verdict's numbers ([10](10_how_a_claim_is_tested.ipynb) says
+# how): its difference counts only where it survives Holm's correction over this ledger's stored
+# comparisons (their number is given) and carries no weak flag; a claim resting on a check in the cells above
 # gets "supported" when that check, evaluated here on the cells' results, holds and "refuted" when
 # it does not; a claim resting on a citation alone is "not tested". (The two-sample example's
 # claims, BN and LN as one function over two dims, are core notebook
@@ -681,11 +682,6 @@ def groups_of(norm, ndim):
     """'k groups of n' for section 2's pooling: how many means a norm takes, and over how many values."""
     per_group, count = sizes.loc[(norm, ndim)].tolist()
     return f"{count} groups of {per_group}"
-
-
-def batch_verdict(key, favours):
-    """A stored verdict of `batch_size` (test accuracy: higher is better)."""
-    return claims.Claim(key, "batch_size", key, favours)
 
 
 STORED = "§4, stored experiment `batch_size`"
@@ -725,17 +721,11 @@ LEDGER = [  # (claim, evidence, shown in): a stored verdict, a check computed ab
     ("... so with a ReLU one sample fires per unit: BN's training at batch 2 sees only which sample is larger",
      claims.Check(((fired > 0).sum(dim=0) == 1).all(), f"{int(((fired > 0).sum(dim=0) == 1).sum())} of 32 units"),
      "§4"),
-    *((f"BN ({how}) has lower accuracy than LN at batch {b}", batch_verdict(f"batch {b}: {arm} vs LayerNorm", "LayerNorm"),
-       STORED) for arm, how in [("BatchNorm", "eval()"), ("BatchNorm, precise statistics", "precise statistics"),
-                                ("BatchNorm, train mode", "train mode")] for b in (2, 4, 8)),
+    *((claim.text, claim, STORED) for claim in ledgers.LEDGERS["11_batchnorm_in_depth.ipynb"]),
     ("BN is near chance (50%) at batch 2: within 5 points", claims.Check(abs(bn_at_2 - 0.5) < 0.05,
                                                                         f"mean accuracy {bn_at_2:.3f}"), STORED),
     ("BN in train mode is lower than in eval() at batch 2, 4 and 8 (means over the seeds, no interval)",
      claims.Check(train_mode_lower.all(), f"lower at {int(train_mode_lower.sum())} of 3 batch sizes"), STORED),
-    *((f"LN has higher accuracy than BN at batch {b}, as at the smaller batches",
-       batch_verdict(f"batch {b}: BatchNorm vs LayerNorm", "LayerNorm"), STORED) for b in (32, 128)),
-    *((f"LN has higher accuracy than no norm at batch {b}", batch_verdict(f"batch {b}: LayerNorm vs no norm", "LayerNorm"),
-       STORED) for b in batch_size.BATCH_SIZES),
     ("BN keeps `running_mean`, `running_var` (the unbiased estimate) and `num_batches_tracked`, updated with "
      "momentum 0.1",
      claims.Check([name for name, _ in bn.named_buffers()] == ["running_mean", "running_var", "num_batches_tracked"]

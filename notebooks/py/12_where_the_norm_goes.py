@@ -49,7 +49,7 @@ import helpers  # noqa: E402,F401
 # (how they are made: [10 · how a claim is tested](10_how_a_claim_is_tested.ipynb)):
 
 # %%
-from helpers.evidence import claims, runner
+from helpers.evidence import claims, ledgers, runner
 from helpers.experiments import placement_tuned as pe
 
 runner.print_verdicts("placement_tuned", *(f"final loss, {a}, LN -> act vs {b}" for a in pe.ACTIVATIONS
@@ -480,31 +480,19 @@ check_ln_before_activation(my_block)
 # Each claim this notebook tests, its outcome, its stored verdict word for word, and the stored result
 # behind it ([10](10_how_a_claim_is_tested.ipynb) says how a verdict is made and read); then what
 # rests on citations.
+#
+# A difference decides a claim only where it survives Holm's correction over the ledger's comparisons
+# (the column says how many there are: with that many tests, a few 95% intervals would exclude 0 by
+# chance alone) and carries no weak flag (smaller than the experiment resolves, fragile, resting on
+# one seed); otherwise the claim is undecided.
 
 # %%
-LEDGER = [  # (claim, experiment, verdict, the arm the claim favours), or a Claim for another kind of claim
-    *((f"LN -> act ends lower than act -> LN ({a})", "placement_tuned", f"final loss, {a}, LN -> act vs act -> LN",
-       "LN -> act") for a in pe.ACTIVATIONS),
-    *((f"... also where both converged: the expressiveness reason ({a})", "placement_tuned",
-       f"at convergence, {a}, LN -> act vs act -> LN", "LN -> act") for a in pe.ACTIVATIONS),
-    *((f"LN -> act ends lower than no norm ({a})", "placement_tuned", f"final loss, {a}, LN -> act vs no norm",
-       "LN -> act") for a in pe.ACTIVATIONS),
-    claims.Claim("Post-LN: last block's FFN gradient flat in depth at init (Xiong et al.)", "xiong_grad_norms",
-                 "slope, Post-LN, W_2", kind="answer"),
-    claims.Claim("Pre-LN: last block's FFN gradient like 1/sqrt(L) at init (Xiong et al.)", "xiong_grad_norms",
-                 "slope, Pre-LN, W_2", kind="answer"),
-    ("Pre-LN trains faster than no norm (4 blocks)", "small_transformer", "steps, Pre-LN vs no norm", "Pre-LN"),
-    ("Post-LN trains faster than no norm (4 blocks)", "small_transformer", "steps, Post-LN vs no norm", "Post-LN"),
-    ("Post-LN needs warm-up", "small_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up"),
-    claims.Claim("Pre-LN trains at larger rates", "small_transformer", "largest stable rate, Pre-LN", kind="level"),
-    claims.Claim("... than Post-LN", "small_transformer", "largest stable rate, Post-LN", kind="level"),
-]
-ledger = claims.claims_ledger(LEDGER)
+ledger = claims.claims_ledger(ledgers.LEDGERS["12_where_the_norm_goes.ipynb"])
 with pd.option_context("display.max_colwidth", None):
     display(ledger)
 
 # %%
-assert len(ledger) == len(LEDGER) and ledger["verdict"].str.len().gt(0).all()
+assert len(ledger) == len(ledgers.LEDGERS["12_where_the_norm_goes.ipynb"]) and ledger["verdict"].str.len().gt(0).all()
 assert ledger["outcome"].isin(claims.OUTCOMES).all()
 
 # %% [markdown]

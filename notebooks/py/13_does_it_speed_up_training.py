@@ -51,7 +51,7 @@ import helpers  # noqa: E402,F401
 # made: [10 · how a claim is tested](10_how_a_claim_is_tested.ipynb)):
 
 # %%
-from helpers.evidence import claims, runner
+from helpers.evidence import claims, ledgers, runner
 
 runner.print_verdicts("lstm_adding", "steps", "steps, LN-LSTM without input LN vs LSTM")
 runner.print_verdicts("step_times", "wall-clock, LSTM, T 100, hidden 64, LN-LSTM")
@@ -864,60 +864,19 @@ check_noisy_layer_norm(noisy_layer_norm)
 # Each claim this notebook tests, its outcome, the stored verdict word for word, and the stored result
 # behind it ([10](10_how_a_claim_is_tested.ipynb) says how a verdict is made and read); then what
 # rests on citations.
+#
+# A difference decides a claim only where it survives Holm's correction over the ledger's comparisons
+# (the column says how many there are: with that many tests, a few 95% intervals would exclude 0 by
+# chance alone) and carries no weak flag (smaller than the experiment resolves, fragile, resting on
+# one seed); otherwise the claim is undecided.
 
 # %%
-LEDGER = [  # (claim, experiment, verdict, the arm the claim favours), or a Claim for another kind of claim
-    ("LN speeds up training: LSTM, T 100 (Ba et al.'s setting)", "lstm_adding", "steps", "LN-LSTM"),
-    ("LN improves convergence: LSTM, T 100", "lstm_adding", "final loss", "LN-LSTM"),
-    ("LN on the recurrent term and cell alone speeds up training: LSTM, T 100", "lstm_adding",
-     "steps, LN-LSTM without input LN vs LSTM", "LN-LSTM without input LN"),
-    ("LN on the recurrent term and cell alone improves convergence: LSTM, T 100", "lstm_adding",
-     "final loss, LN-LSTM without input LN vs LSTM", "LN-LSTM without input LN"),
-    *((f"LN speeds up training: tiny tanh RNN, T {t}, hidden {h}", "rnn_regimes", f"steps, T {t}, hidden {h}",
-       "LayerNorm") for t in rr.SEQ_LENS for h in rr.HIDDEN),
-    ("LN speeds up training: 4-block Transformer, Pre-LN", "small_transformer", "steps, Pre-LN vs no norm", "Pre-LN"),
-    ("LN speeds up training: 4-block Transformer, Post-LN", "small_transformer", "steps, Post-LN vs no norm",
-     "Post-LN"),
-    ("Post-LN needs warm-up (Xiong et al.)", "small_transformer", "steps, Post-LN + warm-up vs Post-LN",
-     "Post-LN + warm-up"),
-    *(claims.Claim(f"LN lets larger rates train: Transformer, {arm}", "small_transformer",
-                   f"largest stable rate, {arm}", kind="level") for arm in ("no norm", "Pre-LN", "Pre-LN + warm-up")),
-    ("LN speeds up training: 6-block Transformer, Pre-LN", "deep_transformer", "steps, Pre-LN vs no norm", "Pre-LN"),
-    ("Pre-LN needs fewer steps than Post-LN: 6-block Transformer", "deep_transformer", "steps, Pre-LN vs Post-LN",
-     "Pre-LN"),
-    ("Post-LN needs warm-up (Xiong et al.): 6-block Transformer, 20-step warm-up", "deep_transformer",
-     "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up"),
-    claims.Claim("Post-LN fails at the rate Pre-LN trains best at (Xiong et al.): 6-block Transformer",
-                 "deep_transformer", "at Pre-LN's best rate, Post-LN", kind="answer"),
-    *(claims.Claim(f"LN lets larger rates train: 6-block Transformer, {arm} (10 seeds)", "deep_transformer",
-                   f"largest stable rate, {arm}", kind="level") for arm in ("no norm", "Pre-LN")),
-    ("LN speeds up training in wall-clock time: LSTM, T 100", "step_times", "wall-clock, LSTM, T 100, hidden 64, LN-LSTM",
-     "LN-LSTM"),
-    ("LN speeds up training in wall-clock time: 6-block Transformer, Pre-LN", "step_times",
-     "wall-clock, Deep Transformer, Pre-LN", "Pre-LN"),
-    ("With LN, what enters the activation drifts less (deep MLP, spread)", "drift", "activation input: largest std change",
-     "LayerNorm's activation input"),
-    ("With LN, the Linear output before LN drifts less too (deep MLP, spread)", "drift", "Linear output: largest std change",
-     "LayerNorm's Linear output"),
-    ("With LN, each unit of what enters the activation drifts less, in its own spread (deep MLP)", "drift",
-     "activation input: largest unit mean drift", "LayerNorm's activation input"),
-    ("... and each unit of the Linear output before LN (deep MLP)", "drift",
-     "Linear output: largest unit mean drift", "LayerNorm's Linear output"),
-    ("LN reduces the drift of each unit's input mean, in absolute units: LN's bounded scale wins it by "
-     "construction (3-layer RNN, rate 0.01)", "rnn_mechanism", "drift of the unit means, lr 0.01", "LayerNorm"),
-    ("LN reduces the drift of each unit's input std (3-layer RNN, rate 0.01)", "rnn_mechanism",
-     "drift of the unit stds, lr 0.01", "LayerNorm"),
-    ("LN reduces internal covariate shift, Santurkar's definition (3-layer RNN, rate 0.01)", "rnn_mechanism",
-     "ics, lr 0.01", "LayerNorm"),
-    claims.Claim("Noise after LN (strength 0.5) costs the trained network nothing (3-layer RNN, rate 0.01)",
-                 "rnn_mechanism", "noise 0.5, lr 0.01", "noisy LayerNorm 0.5", kind="same"),
-]
-ledger = claims.claims_ledger(LEDGER)
+ledger = claims.claims_ledger(ledgers.LEDGERS["13_does_it_speed_up_training.ipynb"])
 with pd.option_context("display.max_colwidth", None):
     display(ledger)
 
 # %%
-assert len(ledger) == len(LEDGER) and ledger["verdict"].str.len().gt(0).all()
+assert len(ledger) == len(ledgers.LEDGERS["13_does_it_speed_up_training.ipynb"]) and ledger["verdict"].str.len().gt(0).all()
 assert ledger["outcome"].isin(claims.OUTCOMES).all()
 
 # %% [markdown]

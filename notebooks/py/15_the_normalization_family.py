@@ -45,7 +45,7 @@ import helpers  # noqa: E402,F401
 # [10 · how a claim is tested](10_how_a_claim_is_tested.ipynb)):
 
 # %%
-from helpers.evidence import claims, runner
+from helpers.evidence import claims, ledgers, runner
 
 runner.print_verdicts("norm_family_cnn", "error, BatchNorm: batch 2 vs 32", "error, GroupNorm: batch 2 vs 32",
                       "error, batch 2: GroupNorm vs BatchNorm", "error, batch 32: GroupNorm vs BatchNorm")
@@ -545,42 +545,19 @@ check_ln_by_geometry(ln_geometry)
 # behind it ([10](10_how_a_claim_is_tested.ipynb) says how a verdict is made and read: a claim that
 # two arms are the same is supported only where the whole interval lies within the margin); then
 # what rests on citations.
+#
+# A difference decides a claim only where it survives Holm's correction over the ledger's comparisons
+# (the column says how many there are: with that many tests, a few 95% intervals would exclude 0 by
+# chance alone) and carries no weak flag (smaller than the experiment resolves, fragile, resting on
+# one seed); otherwise the claim is undecided.
 
 # %%
-Claim = claims.Claim
-LEDGER = [  # (claim, experiment, verdict, the arm the claim favours), or a Claim for another kind of claim
-    ("BN's error grows at small batches (batch 2 vs 32)", "norm_family_cnn", "error, BatchNorm: batch 2 vs 32",
-     "at batch 32"),
-    Claim("GroupNorm's does not grow (batch 2 vs 32)", "norm_family_cnn", "error, GroupNorm: batch 2 vs 32",
-          "GroupNorm at batch 2", kind="at least as good"),
-    ("GroupNorm beats BN at batch 2", "norm_family_cnn", "error, batch 2: GroupNorm vs BatchNorm", "GroupNorm"),
-    ("... and at batch 8", "norm_family_cnn", "error, batch 8: GroupNorm vs BatchNorm", "GroupNorm"),
-    Claim("BN's error is no higher than GN's at batch 32 (lower, or the same within ±10%)", "norm_family_cnn",
-          "error, batch 32: GroupNorm vs BatchNorm", "BatchNorm", kind="at least as good"),
-    ("GroupNorm beats LN (batch 32)", "norm_family_cnn", "error, batch 32: GroupNorm vs LayerNorm", "GroupNorm"),
-    ("GroupNorm beats InstanceNorm (batch 32)", "norm_family_cnn", "error, batch 32: GroupNorm vs InstanceNorm",
-     "GroupNorm"),
-    Claim("RMSNorm needs the same steps as LN, within ±10% (Pre-norm Transformer)", "small_transformer",
-          "steps, Pre-RMSNorm vs Pre-LN", "Pre-RMSNorm", kind="same"),
-    Claim("... and ends the same distance above the floor, within ±10%", "small_transformer",
-          "final loss, Pre-RMSNorm vs Pre-LN", "Pre-RMSNorm", kind="same"),
-    *(Claim(f"DyT (alpha0 {a:g}) needs the same steps as LN, within ±10%", "small_transformer",
-            f"steps, DyT, alpha0 {a:g} vs Pre-LN", f"DyT, alpha0 {a:g}", kind="same") for a in st.DYT_ALPHAS),
-    *(Claim(f"DyT (alpha0 {a:g}) ends the same distance above the floor as LN, within ±10%", "small_transformer",
-            f"final loss, DyT, alpha0 {a:g} vs Pre-LN", f"DyT, alpha0 {a:g}", kind="same") for a in st.DYT_ALPHAS),
-    Claim("A 4-block Transformer learns the task with no norm at all", "small_transformer", "learns, no norm",
-          kind="answer"),
-    Claim("A trained LN's input-output map is S-shaped (the LNs after block 1)", "ln_input_output",
-          "S-shaped, LNs after block 1, trained", kind="answer"),
-    Claim("... and not at initialisation", "ln_input_output", "S-shaped, LNs after block 1, init", kind="answer",
-          expects="no"),
-]
-ledger = claims.claims_ledger(LEDGER)
+ledger = claims.claims_ledger(ledgers.LEDGERS["15_the_normalization_family.ipynb"])
 with pd.option_context("display.max_colwidth", None):
     display(ledger)
 
 # %%
-assert len(ledger) == len(LEDGER) and ledger["verdict"].str.len().gt(0).all()
+assert len(ledger) == len(ledgers.LEDGERS["15_the_normalization_family.ipynb"]) and ledger["verdict"].str.len().gt(0).all()
 assert ledger["outcome"].isin(claims.OUTCOMES).all()
 
 # %% [markdown]
