@@ -18,6 +18,7 @@ from helpers.evidence.statistics import (
     best_rates,
     grid_resolution,
     grid_step,
+    holm,
     one_sample_ci,
     paired_difference_ci,
     threshold_level,
@@ -741,3 +742,18 @@ def test_best_rate_check_rejects_bad_arguments_by_name():
         best_rate_check([1, 2], learned_below=1.0)
     with pytest.raises(ValueError, match="argument 'learned_below' must be a number, got 'chance'"):
         best_rate_check(_runs(), learned_below="chance")
+
+
+def test_holm_steps_down_as_computed_by_hand():
+    # m = 5, alpha 0.05: thresholds 0.01, 0.0125, 0.0167, 0.025, 0.05 for the sorted p-values
+    p = [0.04, 0.001, 0.012, 0.03, 0.011]
+    # sorted: 0.001 <= 0.01 yes; 0.011 <= 0.0125 yes; 0.012 <= 0.0167 yes; 0.03 > 0.025: stop (0.04 kept too)
+    assert holm(p).tolist() == [False, True, True, False, True]
+    assert holm([0.04, 0.001, 0.012, 0.02, 0.011]).tolist() == [True] * 5  # 0.02 <= 0.025, 0.04 <= 0.05
+    assert holm([0.2, 0.001]).tolist() == [False, True] and holm([]).tolist() == []
+    assert holm([0.011, 0.011], alpha=0.02).tolist() == [False, False]  # 0.011 > 0.02 / 2
+    # never more rejections than Bonferroni's alpha/m loses, never more than uncorrected alpha keeps
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        q = rng.uniform(0, 0.1, rng.integers(1, 12))
+        assert ((q <= 0.05 / q.size) <= holm(q)).all() and (holm(q) <= (q <= 0.05)).all()
