@@ -136,7 +136,7 @@ class Exercise:
     """An exercise a learner's function is checked against.
 
     Args:
-        name: the key in the registry, e.g. ``"layer_norm_one_token"``.
+        name: the key in the registry, e.g. ``"sentence_layer_norm"``.
         reference: computes the right answer from a case's arguments (torch's own, ideally).
         cases: the inputs, each made from a seeded generator, easy ones first.
         mistakes: ``hint -> wrong implementation``; when a learner's output matches a wrong
