@@ -26,7 +26,6 @@ import torch
 from torch import Tensor
 
 __all__ = [
-    "IMPLEMENTATIONS",
     "RESULTS_NAME",
     "bytes_moved",
     "cache_sizes",
@@ -65,9 +64,6 @@ def _implementations() -> dict:
         "LayerNormFunction": helpers.LayerNormFunction.apply,
         "torch (F.layer_norm)": F.layer_norm,
     }
-
-
-IMPLEMENTATIONS = ("naive composition", "helpers.layer_norm", "LayerNormFunction", "torch (F.layer_norm)")
 
 
 def saved_bytes(fn, x: Tensor, normalized_shape, weight=None, bias=None, eps: float = 1e-5) -> dict:

@@ -218,10 +218,6 @@ NORM_PLACEMENT = pd.DataFrame(
 # ------------------------------------------------------------------ exercises
 
 
-def _randn(*shape, scale: float = 1.0):
-    return lambda g: (torch.randn(*shape, generator=g) * scale,)
-
-
 register(Exercise(
     name="saturated_fraction", reference=saturated_fraction,
     cases=[Case(Text("tanh of N(0, 1)",
