@@ -462,7 +462,7 @@ def test_gradgradcheck(case):
 
 
 @pytest.mark.parametrize(
-    "module", ["helpers.functional", "helpers.modules", "helpers.autograd", "helpers.swap"]
+    "module", ["helpers.functional", "helpers.modules", "helpers.autograd"]
 )
 def test_docstring_examples_run(module):
     mod = __import__(module, fromlist=["_"])

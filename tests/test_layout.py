@@ -148,7 +148,7 @@ def test_the_top_level_holds_only_the_drop_in_library():
     """And two modules every layer may need: the notebooks' first cell (bootstrap) and the language
     the set speaks (language: the checkers in exercises/ and the evidence card in evidence/ use it)."""
     top = {p.stem for p in HELPERS.glob("*.py")}
-    assert top == {"__init__", "_validation", "functional", "modules", "autograd", "compiled", "one_pass", "_one_pass_kernels", "swap",
+    assert top == {"__init__", "_validation", "functional", "modules", "autograd", "compiled", "one_pass", "_one_pass_kernels",
                    "bootstrap", "language"}
 
 
