@@ -57,15 +57,6 @@ def test_a_constant_token_gives_nan_without_eps_and_zeros_with_it():
     assert torch.equal(with_eps["output"], torch.zeros(4)) and with_eps["output_var"] == 0.0
 
 
-@pytest.mark.parametrize("x, eps, match", [
-    (torch.zeros(2, 4), 1e-5, r"argument 'x' must be one token, a 1-D tensor, got \(2, 4\)"),
-    (TOKEN, -1e-5, r"argument 'eps' must be >= 0, got -1e-05"),
-])
-def test_eps_state_bad_arguments(x, eps, match):
-    with pytest.raises(ValueError, match=match):
-        eps_state(x, eps)
-
-
 # ---------------------------------------------------------------- the log-scale slider
 
 

@@ -117,11 +117,6 @@ def test_dashboard_redraws_on_every_control():
         assert demo.image.value != before, name
 
 
-def test_unknown_dtype_is_rejected():
-    with pytest.raises(ValueError, match="'dtype'"):
-        stability_state(dtype="int8")
-
-
 def test_bandwidth_figure_says_fastest_and_keeps_the_legend_off_the_data():
     frame, _ = load_results(CSV)
     fig = bandwidth_figure(frame)

@@ -175,8 +175,6 @@ def test_the_core_path_dashboards_redraw_in_parts_and_a_missed_artist_would_show
     demo._partial._key = demo._partial._layout_key()  # pretend the layout did not move
     stale = demo._partial.png()
     assert _differing_pixels(stale, png_bytes(demo.figure)) > 1e-3
-    with pytest.raises(ValueError, match="argument 'changing' needs 'update'"):
-        widgets.Dashboard({}, lambda: None, lambda state: plt.figure(), changing=lambda fig: [])
 
 
 def test_snapshot_draws_a_new_open_figure_at_chosen_values_and_leaves_the_controls():
@@ -187,8 +185,6 @@ def test_snapshot_draws_a_new_open_figure_at_chosen_values_and_leaves_the_contro
     assert demo.controls["shift"].value == 0.0 and demo.controls["scale"].value == 1.0
     at = widgets.other_samples_state(demo.state["inputs"], 3.5, 2.5)  # the inputs as the controls stand
     assert _fingerprint(fig) == _fingerprint(demo._draw(at)) != _fingerprint(shown)
-    with pytest.raises(ValueError, match="no control named 'gamma'"):
-        demo.snapshot(gamma=2.0)
 
 
 def test_every_control_of_the_speed_dashboard_changes_what_it_selects(stored_runs):

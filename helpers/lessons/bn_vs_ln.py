@@ -63,14 +63,8 @@ def pooling_groups(shape: tuple[int, ...], norm: str) -> torch.Tensor:
     Returns:
         An integer tensor of ``shape``.
     """
-    if len(shape) not in (2, 3):
-        raise ValueError(f"pooling_groups(): argument 'shape' must have 2 or 3 dims, got {shape}")
     index = torch.arange(math.prod(shape)).reshape(shape)
-    if norm == "BatchNorm":
-        return index % shape[-1]
-    if norm == "LayerNorm":
-        return index // shape[-1]
-    raise ValueError(f"pooling_groups(): argument 'norm' must be 'BatchNorm' or 'LayerNorm', got {norm!r}")
+    return index % shape[-1] if norm == "BatchNorm" else index // shape[-1]  # else LayerNorm
 
 
 def batch_mean_noise(batch_sizes=(1, 2, 4, 8, 16, 32, 64, 128), *, trials: int = 2000,
@@ -112,9 +106,6 @@ def shift_robustness(shift: torch.Tensor, scale: torch.Tensor, *, n: int = 4096,
         ``largest change from in distribution``: the largest change of a feature's output mean
         or std from the same norm on in-distribution data.
     """
-    if shift.ndim != 1 or shift.shape != scale.shape:
-        raise ValueError(f"shift_robustness(): arguments 'shift' and 'scale' must be 1-D of one length, "
-                         f"got shapes {tuple(shift.shape)} and {tuple(scale.shape)}")
     c = len(shift)
     g = torch.Generator().manual_seed(seed)
     bn = nn.BatchNorm1d(c, momentum=None)
