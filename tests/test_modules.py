@@ -45,6 +45,8 @@ CASES = [
     ("BatchNorm2d", (3,), {}, (4, 3, 5, 5)),
     ("BatchNorm2d", (3,), {"momentum": None}, (4, 3, 2, 3)),
     ("BatchNorm2d", (3,), {"affine": False, "track_running_stats": False}, (4, 3, 2, 3)),
+    ("InstanceNorm2d", (3,), {"affine": True}, (4, 3, 7, 2)),
+    ("InstanceNorm2d", (3,), {"affine": True, "track_running_stats": True, "momentum": 0.5}, (4, 3, 7, 2)),
     ("InstanceNorm2d", (3,), {}, (2, 3, 4, 5)),
     ("InstanceNorm2d", (3,), {"affine": True, "bias": False}, (2, 3, 4, 5)),
     ("InstanceNorm2d", (3,), {"track_running_stats": True, "momentum": None}, (2, 3, 4, 5)),
