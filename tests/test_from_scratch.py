@@ -105,7 +105,10 @@ def run_all(dtype):
     bn2d = helpers.BatchNorm2d(6, **stats)
     outputs += [bn2d(x.unsqueeze(-1)), bn2d.eval()(x.unsqueeze(-1))]
     for instance_norm, batch in (  # a batch of (6, 5, 1) images; x itself as one (4, 6, 5) image
-        (helpers.InstanceNorm2d(6, affine=True, track_running_stats=True, **stats), x.unsqueeze(-1)),
+        (
+            helpers.InstanceNorm2d(6, affine=True, track_running_stats=True, **stats),
+            x.unsqueeze(-1),
+        ),
         (helpers.InstanceNorm2d(4, **stats), x),
     ):
         outputs += [instance_norm(batch), instance_norm.eval()(batch)]
