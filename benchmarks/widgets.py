@@ -1,11 +1,10 @@
 """How long each dashboard takes to redraw after a control moves: compute, draw, PNG.
 
 Run alone with ``python benchmarks/widgets.py`` (about half a minute), or as the first part of
-``make bench``. Every dashboard of :mod:`helpers.widgets` is built as its notebook builds it (the
-few that no notebook shows now are labelled "unused"), without a kernel (a dashboard's callbacks
-are plain functions), then for every control a few values are set one after the other; each set
-runs the whole redraw that a learner waits for (the state, the figure's update, the PNG and the
-table) and is timed with ``perf_counter``.
+``make bench``. Every dashboard of :mod:`helpers.widgets` is built as its notebook builds it,
+without a kernel (a dashboard's callbacks are plain functions), then for every control a few
+values are set one after the other; each set runs the whole redraw that a learner waits for (the
+state, the figure's update, the PNG and the table) and is timed with ``perf_counter``.
 Per dashboard it prints the median and the largest redraw over all its controls, and the median
 per control. The goal (DESIGN.md, "Notebook conventions"): a median of at most 100 ms.
 
@@ -37,8 +36,6 @@ TARGET_MS = 100.0
 
 def dashboards() -> dict:
     """``name -> (build, {control: values to set, in order})``; each build returns a Dashboard."""
-    import torch
-
     from helpers import widgets
 
     def placement_runs():
@@ -57,8 +54,6 @@ def dashboards() -> dict:
                 "arm": ["LayerNorm", "no norm", "all arms"], "noise": [0.5, 1.0, 0.0],
                 "measure": ["drift of unit means", "ICS (Santurkar)", "held-out loss"]}
 
-    batch = torch.rand(2, 3, 4, generator=torch.Generator().manual_seed(42))
-    shift_scale = {"shift": [3.5, -2.0, 0.0], "scale": [2.5, 0.5, 1.0]}
     from helpers.widgets.activation_input import activation_input_demo
     from helpers.widgets.deep_stack import deep_stack_demo
     from helpers.widgets.residual_stream import residual_stream_demo
@@ -72,12 +67,6 @@ def dashboards() -> dict:
         "deep 16 token_or_sentence": (token_or_sentence_demo, {"unit": [*reversed(UNITS)], "scale": [5.0, 8.0, 1.0]}),
         "core 02 residual_stream": (residual_stream_demo, {"norm": ["RMSNorm", "no norm", "LayerNorm"],
                                                            "branch_scale": [2.0, 0.5, 1.0]}),
-        "unused shift_scale_demo": (lambda: widgets.shift_scale_demo(seed=0), shift_scale),
-        "unused eps_demo": (lambda: widgets.eps_demo(seed=0), {"eps": [1e-9, 1e-3, 1e-5]}),
-        "unused affine_demo": (lambda: widgets.affine_demo(seed=0),
-                               {"feature": [12, 0, 3], "gamma": [2.25, 0.5, 1.0], "beta": [-2.0, 1.5, 0.0]}),
-        "unused norm_unit_demo": (lambda: widgets.norm_unit_demo(batch),
-                                  {"n_trailing": [2, 3, 1], "scale": [5.0, 9.5, 1.0]}),
         "deep 11 other_samples_demo": (lambda: widgets.other_samples_demo(seed=0),
                                        {"shift": [0.5, -3.0, 0.0], "scale": [1.25, 3.0, 1.0]}),
         "deep 12 placement_demo": (widgets.placement_demo,

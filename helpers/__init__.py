@@ -39,12 +39,10 @@ from helpers.modules import (
     BatchNorm2d,
     DyT,
     GroupNorm,
-    InstanceNorm1d,
     InstanceNorm2d,
     LayerNorm,
     RMSNorm,
 )
-from helpers.swap import swap_norms
 
 # A model's forward may call helpers.layer_norm(...) directly: torch.fx.symbolic_trace then
 # records it as one call here too, as it does through helpers.functional.
@@ -59,7 +57,6 @@ __all__ = [
     "CompiledRMSNormFunction",
     "DyT",
     "GroupNorm",
-    "InstanceNorm1d",
     "InstanceNorm2d",
     "LayerNorm",
     "LayerNormFunction",
@@ -73,5 +70,4 @@ __all__ = [
     "normalize",
     "rms_norm",
     "set_language",
-    "swap_norms",
 ]

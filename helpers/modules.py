@@ -1,6 +1,6 @@
 r"""Drop-in replacements for ``nn.LayerNorm``, ``nn.RMSNorm``, ``nn.BatchNorm1d``,
-``nn.BatchNorm2d``, ``nn.GroupNorm``, ``nn.InstanceNorm1d`` and ``nn.InstanceNorm2d``;
-and DyT, which torch does not have.
+``nn.BatchNorm2d``, ``nn.GroupNorm`` and ``nn.InstanceNorm2d``; and DyT, which torch does not
+have.
 
 Each class *subclasses* torch's own and overrides only ``forward``, which calls the
 readable function of the same name in :mod:`helpers.functional`. Everything else is
@@ -65,7 +65,6 @@ __all__ = [
     "BatchNorm2d",
     "DyT",
     "GroupNorm",
-    "InstanceNorm1d",
     "InstanceNorm2d",
     "LayerNorm",
     "RMSNorm",
@@ -350,7 +349,7 @@ def _instance_norm_forward(
     momentum: float,
     eps: float,
 ) -> Tensor:
-    """InstanceNorm1d's and InstanceNorm2d's forward, torch's checks included.
+    """InstanceNorm2d's forward, torch's checks included.
 
     A function rather than a method so that torch.fx can record it as one call: an input
     without its batch dimension is handled as a batch of one, a branch on its rank.
@@ -378,7 +377,7 @@ def _instance_norm_forward(
 
 
 class _InstanceNormForward:
-    """InstanceNorm1d's and InstanceNorm2d's ``forward``, mixed in before torch's class
+    """InstanceNorm2d's ``forward``, mixed in before torch's class
     (affine and running statistics off by default, the loading of pre-0.4 checkpoints)."""
 
     def forward(self, input: Tensor) -> Tensor:
@@ -398,17 +397,18 @@ class _InstanceNormForward:
         )
 
 
-class InstanceNorm1d(_InstanceNormForward, nn.InstanceNorm1d):
-    r"""Applies Instance Normalization over a ``(N, C, L)`` or ``(C, L)`` input.
+class InstanceNorm2d(_InstanceNormForward, nn.InstanceNorm2d):
+    r"""Applies Instance Normalization over a ``(N, C, H, W)`` or ``(C, H, W)`` input.
 
     .. math::
         y = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}} * \gamma + \beta
 
-    Mean and biased variance are computed over ``L`` for each channel of each
-    sample. With ``track_running_stats=True`` the running estimates are updated in
-    training (the batch average of each sample's update) and used in evaluation.
+    Mean and biased variance are computed over ``H`` and ``W`` for each channel of each
+    sample: the per-image contrast normalization of style transfer. With
+    ``track_running_stats=True`` the running estimates are updated in training (the batch
+    average of each sample's update) and used in evaluation.
 
-    A subclass of ``nn.InstanceNorm1d`` (and so of torch's ``_InstanceNorm`` and
+    A subclass of ``nn.InstanceNorm2d`` (and so of torch's ``_InstanceNorm`` and
     ``_NormBase``) whose ``forward`` is :func:`helpers.functional.instance_norm`.
 
     Args:
@@ -421,28 +421,6 @@ class InstanceNorm1d(_InstanceNormForward, nn.InstanceNorm1d):
             Default: ``False``
         device, dtype: where and in what dtype to create parameters and buffers.
         bias: learn ``bias`` too (only with ``affine``). Default: ``True``
-
-    Shape:
-        - Input: :math:`(N, C, L)` or :math:`(C, L)`
-        - Output: same shape as input
-
-    Examples::
-
-        >>> inorm = InstanceNorm1d(3)
-        >>> y = inorm(torch.randn(2, 3, 8) * 4 + 2)
-        >>> bool(y.mean(-1).abs().max() < 1e-5)  # each sample's channel: mean 0
-        True
-    """
-
-
-class InstanceNorm2d(_InstanceNormForward, nn.InstanceNorm2d):
-    r"""Applies Instance Normalization over a ``(N, C, H, W)`` or ``(C, H, W)`` input.
-
-    As :class:`InstanceNorm1d`, with the statistics of each channel of each sample
-    taken over ``H`` and ``W``: the per-image contrast normalization of style transfer.
-    A subclass of ``nn.InstanceNorm2d``.
-
-    Args: as :class:`InstanceNorm1d`.
 
     Shape:
         - Input: :math:`(N, C, H, W)` or :math:`(C, H, W)`

@@ -24,15 +24,12 @@ from helpers.experiments.batch_size import (
 from helpers.lessons import bn_vs_ln
 from helpers.lessons.bn_vs_ln import (
     PAPER_TABLE,
-    TWO_SAMPLES,
     batch_mean_noise,
     check_batch_norm_train,
     check_running_var_update,
     invariance_table,
     padding_pollution,
     pooling_groups,
-    state_dict_diff,
-    two_sample_stats,
 )
 from helpers.plots import find_line
 
@@ -44,23 +41,6 @@ def _close_figures():
 
 
 # ---------------------------------------------------------------- statistics and groups
-
-
-def test_two_sample_stats_are_per_feature_for_bn_and_per_sample_for_ln():
-    table = two_sample_stats()
-    bn, ln = table.loc["BatchNorm"], table.loc["LayerNorm"]
-    assert bn.index.tolist() == ["feature 0", "feature 1", "feature 2"]
-    assert ln.index.tolist() == ["sample 0", "sample 1"]
-    assert bn["mean"].tolist() == pytest.approx(TWO_SAMPLES.double().mean(0).tolist())
-    assert bn["var"].tolist() == pytest.approx(TWO_SAMPLES.double().var(0, unbiased=False).tolist())
-    assert ln["mean"].tolist() == pytest.approx([107.0, 163 / 3])
-    assert ln["var"].tolist() == pytest.approx(TWO_SAMPLES.double().var(1, unbiased=False).tolist())
-    assert bn["count"].tolist() == [2, 2, 2] and ln["count"].tolist() == [3, 3]
-
-
-def test_two_sample_stats_refuses_a_3d_tensor():
-    with pytest.raises(ValueError, match="2-D"):
-        two_sample_stats(torch.zeros(2, 3, 4))
 
 
 @pytest.mark.parametrize("shape", [(4, 3), (2, 3, 4), (3, 7, 2)])
@@ -82,10 +62,6 @@ def test_pooling_groups_match_what_each_norm_normalizes_together(shape):
 def test_pooling_groups_sizes():
     assert torch.bincount(pooling_groups((2, 3, 4), "BatchNorm").flatten()).tolist() == [6] * 4
     assert torch.bincount(pooling_groups((2, 3, 4), "LayerNorm").flatten()).tolist() == [4] * 6
-    with pytest.raises(ValueError, match="'BatchNorm' or 'LayerNorm'"):
-        pooling_groups((2, 3), "GroupNorm")
-    with pytest.raises(ValueError, match="2 or 3 dims"):
-        pooling_groups((2,), "BatchNorm")
 
 
 def test_pooling_figure_shows_each_groups_labels():
@@ -375,14 +351,7 @@ def test_the_best_rate_check_says_where_report_seeds_stay_at_chance():
     assert said["LayerNorm, batch 2"] == "does not hold: 1" + held.removeprefix("holds: 0")
 
 
-# ---------------------------------------------------------------- buffers, padding, invariances
-
-
-def test_state_dict_diff_lists_bn_buffers_that_ln_lacks():
-    diff = state_dict_diff(nn.LayerNorm(3), nn.BatchNorm1d(3), names=("LN", "BN"))
-    assert diff.index.tolist() == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
-    assert diff["LN"].tolist() == ["(3,)", "(3,)", "-", "-", "-"]
-    assert diff["BN"].tolist() == ["(3,)", "(3,)", "(3,)", "(3,)", "()"]
+# ---------------------------------------------------------------- padding, invariances
 
 
 def test_padding_moves_real_tokens_under_bn_not_under_ln():

@@ -1,4 +1,5 @@
-"""helpers.exercises.checking: compare() and the exercise checker."""
+"""helpers.exercises.checking: compare() and the exercise checker, run on an exercise of its own
+(one token's LayerNorm, no gamma or beta) with the cases and mistakes a real one has."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import torch.nn.functional as F
 
 from helpers.exercises import checking
 from helpers.exercises.checking import Case, Exercise, check, compare
-from helpers.exercises.layer_norm import check_layer_norm_one_token
 
 # ---------------------------------------------------------------- compare
 
@@ -89,6 +89,40 @@ def test_rows_concatenate_into_a_table():
 # ---------------------------------------------------------------- exercises
 
 
+def _randn_token(n, mean=0.0, std=1.0):
+    return lambda g: (torch.randn(n, generator=g) * std + mean,)
+
+
+ONE_TOKEN = Exercise(
+    name="layer_norm_one_token",
+    reference=lambda x: F.layer_norm(x, x.shape[-1:], eps=1e-5),
+    cases=[
+        Case("4 features from randn", _randn_token(4)),
+        Case("8 features, mean 3 and std 10", _randn_token(8, mean=3.0, std=10.0)),
+        Case("8 features that barely differ (std 0.01)", _randn_token(8, mean=1.0, std=0.01)),
+        Case("all 4 features equal", lambda g: (torch.full((4,), 2.5),)),
+        Case("16 features around 10000 (std 500)", _randn_token(16, mean=1e4, std=500.0)),
+    ],
+    mistakes={
+        "`x.var()` divides by n - 1 (unbiased); LayerNorm divides by n.":
+            lambda x: (x - x.mean()) / torch.sqrt(x.var() + 1e-5),
+        "eps goes inside the square root: `torch.sqrt(var + eps)`, not `torch.sqrt(var) + eps`.":
+            lambda x: (x - x.mean()) / (x.var(unbiased=False).sqrt() + 1e-5),
+        "divide by the standard deviation `sqrt(var + eps)`, not by the variance.":
+            lambda x: (x - x.mean()) / (x.var(unbiased=False) + 1e-5),
+        "subtract the mean before dividing: LayerNorm centres, then scales.":
+            lambda x: x / torch.sqrt(x.var(unbiased=False) + 1e-5),
+        "now divide the centred values by `sqrt(var + eps)`.": lambda x: x - x.mean(),
+        "add eps = 1e-5 under the square root.": lambda x: (x - x.mean()) / x.var(unbiased=False).sqrt(),
+    },
+    hint="LayerNorm of one token is (x - mean) / sqrt(var + 1e-5), with the biased variance.",
+)
+
+
+def check_layer_norm_one_token(fn):
+    return check(ONE_TOKEN, fn)
+
+
 def correct(x, eps=1e-5):
     mean = x.mean()
     var = ((x - mean) ** 2).mean()
@@ -153,7 +187,7 @@ def test_the_learners_inputs_are_copies():
 
 
 def test_cases_are_seeded_and_reproducible():
-    exercise = checking._REGISTRY["layer_norm_one_token"]
+    exercise = ONE_TOKEN
     first, second = exercise.inputs(), exercise.inputs()
     assert all(torch.equal(a[0], b[0]) for a, b in zip(first, second, strict=True))
     assert not torch.equal(first[0][0], first[1][0][:4])
@@ -183,12 +217,12 @@ def test_a_later_notebook_can_register_its_own_exercise():
 
 
 def test_unknown_exercise_and_bad_arguments():
-    with pytest.raises(KeyError, match=r"no exercise named 'nope'; registered: \[.*'layer_norm_one_token'"):
+    with pytest.raises(KeyError, match=r"no exercise named 'nope'; registered: \[.*'sentence_layer_norm'"):
         check("nope", correct)
     with pytest.raises(TypeError, match=r"argument 'fn' must be a function"):
-        check("layer_norm_one_token", 3)
+        check("sentence_layer_norm", 3)
     with pytest.raises(TypeError, match=r"argument 'exercise' must be an Exercise"):
-        checking.register("layer_norm_one_token")
+        checking.register("sentence_layer_norm")
 
 
 def test_refusing_puts_everything_back_as_it_was_inherited_attributes_included():

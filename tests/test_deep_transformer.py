@@ -150,7 +150,7 @@ def stored():
 def test_the_stored_result_is_the_declared_experiment_and_its_verdicts_recompute(stored):
     exp = runner.experiment("deep_transformer")
     assert stored.meta["config_hash"] == exp.config_hash()
-    assert stored.meta["config"] == runner._jsonable(exp.config())
+    assert stored.meta["config"] == json.loads(json.dumps(exp.config(), default=str))  # as stored
     assert stored.meta["verdicts"] == runner.summary(runner.experiment("deep_transformer"), stored.frame)
 
 

@@ -104,11 +104,14 @@ def run_all(dtype):
     # The modules subclass torch's: each forward that runs must still be helpers' own.
     bn2d = helpers.BatchNorm2d(6, **stats)
     outputs += [bn2d(x.unsqueeze(-1)), bn2d.eval()(x.unsqueeze(-1))]
-    for instance_norm in (
-        helpers.InstanceNorm1d(6, affine=True, track_running_stats=True, **stats),
-        helpers.InstanceNorm2d(4, **stats),
+    for instance_norm, batch in (  # a batch of (6, 5, 1) images; x itself as one (4, 6, 5) image
+        (
+            helpers.InstanceNorm2d(6, affine=True, track_running_stats=True, **stats),
+            x.unsqueeze(-1),
+        ),
+        (helpers.InstanceNorm2d(4, **stats), x),
     ):
-        outputs += [instance_norm(x), instance_norm.eval()(x)]
+        outputs += [instance_norm(batch), instance_norm.eval()(batch)]
     sum(out.float().sum() for out in outputs).backward()
     return x.grad, w6.grad, w5.grad
 

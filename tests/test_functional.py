@@ -461,9 +461,7 @@ def test_gradgradcheck(case):
 # --- Docstring examples ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "module", ["helpers.functional", "helpers.modules", "helpers.autograd", "helpers.swap"]
-)
+@pytest.mark.parametrize("module", ["helpers.functional", "helpers.modules", "helpers.autograd"])
 def test_docstring_examples_run(module):
     mod = __import__(module, fromlist=["_"])
     torch.manual_seed(0)

@@ -133,46 +133,6 @@ def test_reads_a_tensor_that_requires_grad_without_changing_it():
     assert torch.equal(x.detach(), before) and x.grad is None
 
 
-@pytest.mark.parametrize(
-    "dims, error, match",
-    [
-        (3, ValueError, r"argument 'dims' has 3, out of range .* 3 dims \(expected a dim in \[-3, 2\]\)"),
-        (-4, ValueError, r"argument 'dims' has -4"),
-        ((), ValueError, r"argument 'dims' must name at least one dim"),
-        ((2, -1), ValueError, r"argument 'dims' names dim 2 twice"),
-        ("feature", TypeError, r"argument 'dims' must be an int or a tuple of ints, got 'feature'"),
-        ((1.0,), TypeError, r"argument 'dims' must be an int or a tuple of ints"),
-        (True, TypeError, r"argument 'dims' must be an int or a tuple of ints"),
-    ],
-)
-def test_bad_dims_say_what_was_expected_and_got(dims, error, match):
-    with pytest.raises(error, match=match):
-        group_stats(torch.zeros(2, 3, 4), dims)
-
-
-@pytest.mark.parametrize(
-    "names, error, match",
-    [
-        (("sample", "token"), ValueError, r"argument 'names' must have one string per dim of x \(3\)"),
-        (("a", "a", "b"), ValueError, r"must not repeat"),
-        ("abc", TypeError, r"argument 'names' must be a tuple of strings"),
-        (("a", 1, "b"), ValueError, r"one string per dim"),
-    ],
-)
-def test_bad_names(names, error, match):
-    with pytest.raises(error, match=match):
-        group_stats(torch.zeros(2, 3, 4), -1, names=names)
-
-
-def test_bad_x():
-    with pytest.raises(TypeError, match=r"argument 'x' must be a torch.Tensor, got list"):
-        group_stats([[1.0, 2.0]], -1)
-    with pytest.raises(ValueError, match=r"at least one dim"):
-        group_stats(torch.tensor(1.0), -1)
-    with pytest.raises(TypeError, match=r"must be real"):
-        group_stats(torch.zeros(2, 2, dtype=torch.complex64), -1)
-
-
 def test_rounded_rounds_floats_only_and_drops_the_minus_from_zero():
     frame = pd.DataFrame({"count": [4, 4], "mean": [-3e-8, 1.23456789], "name": ["a", "b"]})
     out = rounded(frame, 4)

@@ -1,4 +1,4 @@
-"""The rest of the normalization family: instance_norm and InstanceNorm1d/2d, BatchNorm2d,
+"""The rest of the normalization family: instance_norm and InstanceNorm2d, BatchNorm2d,
 the general ``normalize`` every norm reduces to, and DyT.
 
 Against torch where torch has the op (outputs, gradients, running statistics,
@@ -99,18 +99,18 @@ def test_instance_norm_gradients_match_torch(assert_close):
         assert_close(ours, theirs)
 
 
-# --- The modules: BatchNorm2d, InstanceNorm1d, InstanceNorm2d ----------------------------
+# --- The modules: BatchNorm2d, InstanceNorm2d --------------------------------------------
 
 # Constructors, repr, buffers, state_dict, training and evaluation against torch: these
 # modules are cases of tests/test_modules.py, which runs every module through them.
 
 
 def test_instance_norm_module_warns_like_torch_on_channel_mismatch():
-    x = randn(2, 4, 5)
+    x = randn(2, 4, 5, 5)
     with pytest.warns(UserWarning, match="does not match num_features"):
-        nn.InstanceNorm1d(3)(x)
+        nn.InstanceNorm2d(3)(x)
     with pytest.warns(UserWarning, match="does not match num_features"):
-        helpers.InstanceNorm1d(3)(x)
+        helpers.InstanceNorm2d(3)(x)
 
 
 # --- Errors: the type torch raises, a message naming the argument ---------------------
@@ -164,11 +164,10 @@ def test_instance_norm_raises_like_torch(case):
 
 
 MODULE_ERRORS = {
-    "InstanceNorm1d-4d": (("InstanceNorm1d", 3), randn(2, 3, 4, 4), r"2D or 3D.*got 4D"),
     "InstanceNorm2d-2d": (("InstanceNorm2d", 3), randn(2, 3), r"3D or 4D.*got 2D"),
-    "InstanceNorm1d-affine-mismatch": (
-        ("InstanceNorm1d", 4, 1e-5, 0.1, True),
-        randn(2, 3, 5),
+    "InstanceNorm2d-affine-mismatch": (
+        ("InstanceNorm2d", 4, 1e-5, 0.1, True),
+        randn(2, 3, 5, 5),
         r"num_features \(4\), but got: 3",
     ),
     "BatchNorm2d-3d": (("BatchNorm2d", 3), randn(2, 3, 5), r"4D.*got 3D"),
@@ -443,7 +442,7 @@ def test_instance_norm_empty_inputs_like_torch(assert_close, shape, affine):
     assert result.requires_grad == expected.requires_grad
 
 
-@pytest.mark.parametrize("name", ["InstanceNorm1d", "InstanceNorm2d"])
+@pytest.mark.parametrize("name", ["InstanceNorm2d"])
 def test_instance_norm_refuses_running_stats_of_a_checkpoint_from_before_0_4(name):
     """A checkpoint without version metadata that holds running statistics an
     InstanceNorm without them cannot use: torch reports the keys, and so do we."""

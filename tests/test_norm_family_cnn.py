@@ -504,11 +504,3 @@ def test_evaluation_uses_bn_running_statistics_and_leaves_the_model_as_it_was(ti
     assert not torch.equal(train_mode, error)
     for k, v in model.state_dict().items():
         assert torch.equal(v, before[k]), k
-
-
-def test_eval_curves_hold_the_evaluations_only(runs):
-    curves = nf.eval_curves(runs["bn2"])
-    assert sorted(curves["step"].unique()) == [0, 24, 48]
-    assert len(curves) == 2 * 3 and curves["error"].notna().all()
-    assert curves.loc[curves["step"] == 0, "train_loss"].isna().all()
-    assert curves.loc[curves["step"] > 0, "train_loss"].notna().all()

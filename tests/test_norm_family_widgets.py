@@ -150,20 +150,8 @@ def test_the_groups_on_one_image_and_token_batch_read_as_the_lesson_says():
     assert (statistic_groups("RMSNorm", tokens) == statistic_groups("LayerNorm", tokens)).all()
 
 
-@pytest.mark.parametrize("args, match", [
-    (("WeightNorm", (2, 3, 4)), "argument 'norm' must be one of"),
-    (("LayerNorm", (2, 3)), "argument 'shape' must be"),
-    (("GroupNorm", (2, 6, 2, 2), 4), r"must divide the 6 channels \(one of \[1, 2, 3, 6\]\), got 4"),
-])
-def test_bad_arguments_say_what_was_expected(args, match):
-    with pytest.raises(ValueError, match=match):
-        statistic_groups(*args)
-
-
 def test_divisors():
     assert divisors(6) == [1, 2, 3, 6] and divisors(1) == [1] and divisors(7) == [1, 7]
-    with pytest.raises(ValueError, match="positive int"):
-        divisors(0)
 
 
 # --- the parameter table, read off the modules ---------------------------------------------------
@@ -212,8 +200,6 @@ def test_the_state_marks_one_cell_in_each_block_and_highlights_its_group():
     assert image["highlight"] == 1 * 3 + 4 // 2 and tokens["highlight"] == 1 * 3 + 4 // 2
     assert (image["n_groups"], image["group_size"]) == (9, 8)
     assert image["layer"] == "GroupNorm(3, C)" and "transpose" in tokens["layer"]
-    with pytest.raises(ValueError, match="marked cell"):
-        norm_family_state("LayerNorm", sample=3)
 
 
 def test_block_grid_lays_samples_side_by_side_with_a_gap():
@@ -315,10 +301,6 @@ def test_the_geometry_state_moves_p_and_keeps_its_unmoved_images():
     assert not np.allclose(state["unmoved"]["rms"], state["rms"][0], atol=1e-2)
     assert np.allclose(state["ellipse"], math.sqrt(3) * plane_circle() * [[1.5], [1], [1]])
     assert np.allclose(plane_circle().sum(axis=0), 0) and np.allclose(np.linalg.norm(plane_circle(), axis=0), 1)
-    with pytest.raises(ValueError, match="argument 'scale' must be positive"):
-        ln_geometry_state(scale=0.0)
-    with pytest.raises(ValueError, match=r"must be \(k, 3\)"):
-        ln_geometry_state(points=np.zeros((2, 4)))
 
 
 def test_the_geometry_table_gives_p_and_its_images():

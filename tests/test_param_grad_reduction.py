@@ -95,27 +95,7 @@ def test_the_sums_have_the_same_bits_whatever_the_thread_count():
         torch.set_num_threads(threads)
 
 
-@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "8", None])
-def test_bad_block_rows_is_named(bad):
-    values = torch.zeros(4, 2)
-    for fn in (block_partial_sums, two_stage_column_sum):
-        with pytest.raises(ValueError, match=r"argument 'block_rows' must be a positive int, got " + repr(bad).replace(".", r"\.")):
-            fn(values, bad)
-    with pytest.raises(ValueError, match="'block_rows'"):
-        layer_norm_param_grads(values, values, (2,), block_rows=bad)
-
-
 def test_bad_values_and_inputs_are_named():
-    with pytest.raises(ValueError, match=r"argument 'values' must be a 2-D floating-point tensor.*got a 1-D"):
-        sequential_column_sum(torch.zeros(4))
-    with pytest.raises(ValueError, match=r"'values'.*dtype torch.int64"):
-        two_stage_column_sum(torch.zeros(4, 2, dtype=torch.long), 2)
-    with pytest.raises(TypeError, match="argument 'values' must be a Tensor, got list"):
-        sequential_column_sum([[1.0]])
-    with pytest.raises(ValueError, match=r"'grad_output' must have input's shape \[4, 2\], got \[4, 3\]"):
-        layer_norm_param_grads(torch.zeros(4, 2), torch.zeros(4, 3), (2,))
-    with pytest.raises(RuntimeError, match="normalized_shape"):
+    with pytest.raises(RuntimeError, match="normalized_shape"):  # the library's check
         layer_norm_param_grads(torch.zeros(4, 2), torch.zeros(4, 2), (3,))
-    with pytest.raises(ValueError, match="'input' must be a floating-point tensor"):
-        layer_norm_param_grads(torch.zeros(4, 2, dtype=torch.long), torch.zeros(4, 2, dtype=torch.long), (2,))
     assert math.isfinite(column_sum_bound(torch.ones(3, 1), 2).item())

@@ -2,8 +2,9 @@
 
 Hugging Face's GPT-2 and BERT, torch's own Transformer encoder and decoder layers (Post-LN
 and Pre-LN), a CNN with BatchNorm2d and one with GroupNorm: every one of torch's norms is
-swapped for helpers' class (:func:`helpers.swap_norms`), the original's state dict is loaded
-strictly, and then nothing a training script depends on may change: outputs, gradients,
+rebuilt as helpers' class of the same name from its own arguments, as a learner swaps one in,
+the original's state dict is loaded strictly, and then nothing a training script depends on
+may change: outputs, gradients,
 the parameters and BatchNorm statistics after a few optimizer steps, evaluation outputs,
 the weight-decay groups Hugging Face's Trainer builds with ``isinstance``,
 ``nn.SyncBatchNorm.convert_sync_batchnorm``, ``torch.fx`` tracing and ``torch.compile``.
@@ -22,7 +23,7 @@ from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadMode
 import helpers
 
 VOCAB, SEQ, BATCH = 64, 8, 4
-# torch's norm classes, and helpers' twins; swap_norms replaces these exact types
+# torch's norm classes, which helpers' twins replace (exactly these types)
 TORCH_NORMS = (nn.LayerNorm, nn.RMSNorm, nn.GroupNorm, nn.BatchNorm1d, nn.BatchNorm2d)
 
 
@@ -93,11 +94,30 @@ def output(model, x):
     return getattr(out, "logits", out)  # Hugging Face models return a ModelOutput
 
 
+def helpers_twin(norm: nn.Module) -> nn.Module:
+    """helpers' class of the same name as ``norm``, built from ``norm``'s own arguments."""
+    cls, bias = getattr(helpers, type(norm).__name__), getattr(norm, "bias", None) is not None
+    if isinstance(norm, nn.LayerNorm):
+        return cls(norm.normalized_shape, norm.eps, norm.elementwise_affine, bias=bias)
+    if isinstance(norm, nn.RMSNorm):
+        return cls(norm.normalized_shape, norm.eps, norm.elementwise_affine)
+    if isinstance(norm, nn.GroupNorm):
+        return cls(norm.num_groups, norm.num_channels, norm.eps, norm.affine, bias=bias)
+    return cls(norm.num_features, norm.eps, norm.momentum, norm.affine, norm.track_running_stats, bias=bias)
+
+
+def swap_norms(model: nn.Module) -> nn.Module:
+    """``model`` with each of its norms of :data:`TORCH_NORMS` replaced, in place, by :func:`helpers_twin`."""
+    for name, child in model.named_children():
+        model.add_module(name, helpers_twin(child) if type(child) in TORCH_NORMS else swap_norms(child))
+    return model
+
+
 def twins(name):
     """(torch's model, the same model with helpers' norms and the original's state dict)."""
     torch.manual_seed(0)
     original = MODELS[name]()
-    swapped = helpers.swap_norms(copy.deepcopy(original))
+    swapped = swap_norms(copy.deepcopy(original))
     swapped.load_state_dict(original.state_dict(), strict=True)
     return original, swapped
 

@@ -348,12 +348,6 @@ def test_the_warm_up_is_linear_and_does_not_depend_on_the_cap():
     pd.testing.assert_frame_equal(st.copy_runs(lrs=(4e-2,), variant="Post-LN", warmup=4, **kw), full)
 
 
-def test_step_seconds_returns_a_positive_finite_time():
-    for arm in ("no norm", "Pre-LN + warm-up"):
-        seconds = st.step_seconds(arm, repeats=2, steps=2)
-        assert isinstance(seconds, float) and math.isfinite(seconds) and seconds > 0
-
-
 # ------------------------------------------------------------------ summaries and the declaration
 
 

@@ -15,6 +15,7 @@ For every declared experiment:
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pandas as pd
@@ -51,7 +52,7 @@ def test_results_are_stored_for_the_config_declared_today(name):
     exp = runner.experiment(name)
     assert stored.meta["config_hash"] == exp.config_hash(), (
         f"helpers/evidence/results/{name}.* were made for another config: run `make experiments ONLY={name}`")
-    assert stored.meta["config"] == runner._jsonable(exp.config())
+    assert stored.meta["config"] == json.loads(json.dumps(exp.config(), default=str))  # as stored
     assert set(stored.frame["seed"]) >= set(exp.seeds)
     for key in ("torch", "cpu", "threads", "capability"):
         assert key in stored.meta["fingerprint"] or "mixed" in stored.meta["fingerprint"]

@@ -123,11 +123,6 @@ def test_error_table_digits_are_fixed():
     assert f"{table.loc[('offset', 'float32'), 'two-pass']:.1e}" == "4.8e-03"
 
 
-def test_adversarial_rows_rejects_unknown_kinds():
-    with pytest.raises(ValueError, match="'kind'"):
-        adversarial_rows("huge")
-
-
 def test_exercises_accept_the_right_answer_and_name_each_mistake():
     from helpers.exercises.checking import _REGISTRY
     from helpers.exercises.numerics import check_chan_merge_m2, check_layer_norm_backward

@@ -251,11 +251,6 @@ class Experiment:
         return hashlib.sha256(json.dumps(self.config(), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _jsonable(data):
-    """``data`` as it reads back from JSON (tuples become lists, anything else its ``str``)."""
-    return json.loads(json.dumps(data, default=str))
-
-
 def register(exp: Experiment) -> Experiment:
     """Add ``exp`` to :data:`EXPERIMENTS` (a module re-imported re-registers the same name)."""
     EXPERIMENTS[exp.name] = exp

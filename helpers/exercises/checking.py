@@ -14,10 +14,11 @@
 from __future__ import annotations
 
 import contextlib
-import importlib
 import math
+import pkgutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from unittest import mock
 
 import pandas as pd
 import torch
@@ -136,7 +137,7 @@ class Exercise:
     """An exercise a learner's function is checked against.
 
     Args:
-        name: the key in the registry, e.g. ``"layer_norm_one_token"``.
+        name: the key in the registry, e.g. ``"sentence_layer_norm"``.
         reference: computes the right answer from a case's arguments (torch's own, ideally).
         cases: the inputs, each made from a seeded generator, easy ones first.
         mistakes: ``hint -> wrong implementation``; when a learner's output matches a wrong
@@ -217,17 +218,9 @@ class ForbiddenCall(RuntimeError):
 
 
 def _resolve(dotted: str) -> tuple[object, str]:
-    """``"a.b.C.f"`` -> ``(a.b.C, "f")``: the longest importable module, then attributes."""
-    parts = dotted.split(".")
-    for i in range(len(parts) - 1, 0, -1):
-        try:
-            owner = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        for attr in parts[i:-1]:
-            owner = getattr(owner, attr)
-        return owner, parts[-1]
-    raise ValueError(f"cannot resolve {dotted!r}")
+    """``"a.b.C.f"`` -> ``(a.b.C, "f")``: the owner (modules imported, then attributes) and the name."""
+    owner, _, attr = dotted.rpartition(".")
+    return pkgutil.resolve_name(owner), attr
 
 
 class _Refuser:
@@ -246,13 +239,6 @@ class _Refuser:
         return _Refuser(f"{self._name}.{attr}")
 
 
-def _refusing_stand_in(name: str) -> Callable:
-    return _Refuser(name)
-
-
-_INHERITED = object()  # refusing()'s marker: the attribute came from a base class
-
-
 @contextlib.contextmanager
 def refusing(names: Sequence[str], namespaces: Sequence[dict] = ()) -> Iterator[None]:
     """While inside, every function named in ``names`` raises :class:`ForbiddenCall`.
@@ -260,40 +246,27 @@ def refusing(names: Sequence[str], namespaces: Sequence[dict] = ()) -> Iterator[
     Each name is replaced where it lives (``torch.nn.functional.layer_norm`` in its module), and
     also wherever ``namespaces`` (a learner's globals) hold the same object under any name, so
     that ``from torch.nn.functional import layer_norm`` in an earlier cell does not slip past.
-    Everything is put back on the way out, even after an error.
+    Everything is put back on the way out, even after an error: ``mock.patch`` deletes again a
+    class's inherited attribute (``Tensor.var``, ``Function.apply``), so that inheritance shows
+    the original, and a learner's global is set back alone (not the whole namespace, which the
+    learner's function may have changed meanwhile).
     """
-    saved: list[tuple[object, str, object]] = []
-    originals: dict[int, str] = {}
-    try:
+    with contextlib.ExitStack() as stack:
+        originals: dict[int, tuple[str, object]] = {}  # id -> (name, the object, kept alive)
         for name in names:
             try:
                 owner, attr = _resolve(name)
-            except (ValueError, AttributeError):
+                original = getattr(owner, attr)
+            except (ImportError, AttributeError):
                 continue  # not in this torch: nothing to refuse
-            if not hasattr(owner, attr):
-                continue
-            # a class's inherited attribute (Tensor.var, Function.apply) is not copied onto it: on
-            # the way out the stand-in is deleted, and inheritance shows the original again
-            inherited = isinstance(owner, type) and attr not in owner.__dict__
-            original = _INHERITED if inherited else (
-                owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr))
-            originals.setdefault(id(getattr(owner, attr)), name)
-            saved.append((owner, attr, original))
-            setattr(owner, attr, _refusing_stand_in(name))
+            originals.setdefault(id(original), (name, original))
+            stack.enter_context(mock.patch.object(owner, attr, _Refuser(name)))
         for namespace in namespaces:
             for key, value in list(namespace.items()):
                 if callable(value) and id(value) in originals:
-                    saved.append((namespace, key, value))
-                    namespace[key] = _refusing_stand_in(originals[id(value)])
+                    stack.callback(namespace.__setitem__, key, value)
+                    namespace[key] = _Refuser(originals[id(value)][0])
         yield
-    finally:
-        for owner, attr, original in reversed(saved):
-            if isinstance(owner, dict):
-                owner[attr] = original
-            elif original is _INHERITED:
-                delattr(owner, attr)
-            else:
-                setattr(owner, attr, original)
 
 
 def _forbidden_name(fn: Callable, names: Sequence[str]) -> str | None:
@@ -302,9 +275,8 @@ def _forbidden_name(fn: Callable, names: Sequence[str]) -> str | None:
     target = getattr(target, "__func__", target)  # a bound method
     for name in names:
         try:
-            owner, attr = _resolve(name)
-            original = getattr(owner, attr)
-        except (ValueError, AttributeError):
+            original = pkgutil.resolve_name(name)
+        except (ImportError, AttributeError):
             continue
         if getattr(original, "__func__", original) is target:
             return name

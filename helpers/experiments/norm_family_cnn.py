@@ -40,8 +40,8 @@ The pieces:
   its own weights, its own minibatches and (for BN) its own batch statistics.
 - :func:`cnn_runs`: the training (SGD with momentum, cosine decay, the same number of samples
   seen at every batch size, the rate scaled linearly with the batch: :func:`scaled_lr`).
-- :func:`final_errors`, :func:`eval_curves`, :func:`error_table`, :func:`comparisons` and
-  :func:`norm_family_verdicts`: the stored results as tables and in words.
+- :func:`final_errors`, :func:`error_table`, :func:`comparisons` and :func:`norm_family_verdicts`:
+  the stored results as tables and in words.
 """
 
 from __future__ import annotations
@@ -85,7 +85,6 @@ __all__ = [
     "cnn_runs",
     "comparisons",
     "error_table",
-    "eval_curves",
     "example_images",
     "final_errors",
     "make_images",
@@ -611,20 +610,6 @@ def final_errors(frame: pd.DataFrame, stage: str | None = "report") -> pd.DataFr
     order = {n: i for i, n in enumerate(NORMS)}
     return (out.sort_values(["norm", "batch_size", "lr", "seed"], key=lambda c: c.map(order) if c.name == "norm" else c)
             .reset_index(drop=True))
-
-
-def eval_curves(frame: pd.DataFrame, stage: str | None = "report") -> pd.DataFrame:
-    """The evaluations of every run, for curves against the samples seen: one row per run and
-    evaluation, columns ``norm``, ``batch_size``, ``seed``, ``lr``, ``eval_set``, ``step``,
-    ``samples_seen``, ``error``, ``loss`` (on the evaluation set, ``eval()`` mode) and ``train_loss``
-    (the mean minibatch loss since the previous evaluation; NaN at step 0), float64. ``stage`` as in
-    :func:`final_errors`."""
-    if "stage" in frame and stage is not None:
-        frame = frame[frame["stage"] == stage]
-    cols = ["norm", "batch_size", "seed", "lr", "eval_set", "step", "samples_seen"]
-    out = frame.loc[frame["eval_error"].notna(), [*cols, "eval_error", "eval_loss", "train_loss"]]
-    out = out.rename(columns={"eval_error": "error", "eval_loss": "loss"})
-    return out.astype({"error": "float64", "loss": "float64", "train_loss": "float64"}).reset_index(drop=True)
 
 
 def grid_rate(lr: float, batch: int) -> float:

@@ -25,8 +25,6 @@ seed; the seed decides both the initial weights and the data.
 from __future__ import annotations
 
 import math
-import statistics
-import time
 from dataclasses import replace
 
 import numpy as np
@@ -80,7 +78,6 @@ __all__ = [
     "placement_verdicts",
     "report_rate_words",
     "standard_gain",
-    "step_seconds",
     "stored_runs_state",
     "task_levels",
     "xiong_grad_norms",
@@ -467,28 +464,6 @@ def keep_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows to store: every run's first :data:`helpers.evidence.runner.REPRO_STEPS` steps and its
     evaluation steps (where ``eval_loss`` was measured)."""
     return frame[(frame["step"] < runner.REPRO_STEPS) | frame["eval_loss"].notna()]
-
-
-def step_seconds(activation: str = "tanh", arrangement: str = "LN -> act", *, n_seeds: int = 1, n_lrs: int = 1,
-                 repeats: int = 5, steps: int = 20, batch: int = BATCH, task: Task | None = None) -> float:
-    """The wall-clock seconds of one training step of a stack of ``n_seeds * n_lrs`` MLPs (each seed's
-    minibatch and its targets, forward, backward, Adam), as :func:`mlp_runs` takes it; the median over
-    ``repeats`` of the mean of ``steps`` steps, after one untimed step. Nothing here is stored
-    (timings belong to the machine)."""
-    if repeats < 1 or steps < 1:
-        raise ValueError(f"step_seconds(): arguments 'repeats' and 'steps' must be at least 1, got {repeats}, {steps}")
-    task = make_task() if task is None else task
-    gens, model, seed_of, _ = _setup(range(900, 900 + n_seeds), [1e-3] * n_lrs, activation, arrangement, WIDTH, DEPTH,
-                                        task)
-    lr, moments, step, times = torch.full((model.n_models,), 1e-3), {}, 0, []
-    for r in range(repeats + 1):
-        t0 = time.perf_counter()
-        for _ in range(steps if r else 1):
-            _train_step(model, task, gens, seed_of, lr, step, batch, moments)
-            step += 1
-        if r:
-            times.append((time.perf_counter() - t0) / steps)
-    return statistics.median(times)
 
 
 # ------------------------------------------------------------------ summaries of placement_tuned

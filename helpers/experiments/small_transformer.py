@@ -19,8 +19,6 @@ same runs:
 - :func:`copy_runs`: train them with Adam, one rate per model, per-model gradient clipping and,
   for the warm-up arms, a linear learning-rate warm-up; held-out loss every few steps.
 - :func:`small_transformer_verdicts`: the verdicts stored with the results.
-- :func:`step_seconds`: the wall-clock cost of one training step of one model, for experiments
-  that turn steps into seconds.
 
 Every model of one seed starts from the same weights (the LN gains and biases at 1 and 0) and
 sees the same minibatches, whatever its arm, its rate or the unit it is trained in, so the arms
@@ -30,8 +28,6 @@ are paired by seed.
 from __future__ import annotations
 
 import math
-import statistics
-import time
 from typing import NamedTuple
 
 import numpy as np
@@ -88,7 +84,6 @@ __all__ = [
     "no_copy_level",
     "pilot_scores",
     "small_transformer_verdicts",
-    "step_seconds",
     "trained_decoder",
     "warmup_factor",
 ]
@@ -535,33 +530,6 @@ def copy_runs(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: int = 
     return trained_decoder(seeds, lrs, variant=variant, steps=steps, n=n, vocab=vocab, width=width, blocks=blocks,
                            heads=heads, batch=batch, clip=clip, warmup=warmup, eval_every=eval_every,
                            heldout_size=heldout_size, progress=progress)[1]
-
-
-def step_seconds(arm: str, *, repeats: int = 5, steps: int = 20, n: int = N_COPY, vocab: int = VOCAB,
-                 batch: int = 32, lr: float = 1e-3) -> float:
-    """The wall-clock seconds of one training step of one model of ``arm`` (a stack of 1): the
-    minibatch, forward, backward, clipping and Adam, as :func:`copy_runs` does them.
-
-    One step is taken first (untimed: the first call allocates), then ``repeats`` times ``steps``
-    steps are timed; the result is the median over the repeats of their mean. It runs on the
-    threads torch has now (the stored runs use 1). Nothing here is stored: timings depend on the
-    machine, so an experiment that turns steps into seconds measures them where it runs.
-    """
-    if repeats < 1 or steps < 1:
-        raise ValueError(f"step_seconds(): arguments 'repeats' and 'steps' must be at least 1, got {repeats}, {steps}")
-    gens, model, seed_of, _ = _setup([0], [lr], arm, n, vocab, 32, 4, 2)
-    rate = torch.tensor([lr])
-    ramp = 10 if ARMS[arm].warmup else 0
-    moments, step, times = {}, 0, []
-    for r in range(repeats + 1):
-        t0 = time.perf_counter()
-        for _ in range(steps if r else 1):
-            _train_step(model, gens, seed_of, rate * warmup_factor(step, ramp), step, moments, n=n, vocab=vocab,
-                        batch=batch, clip=1.0)
-            step += 1
-        if r:
-            times.append((time.perf_counter() - t0) / steps)
-    return statistics.median(times)
 
 
 # ------------------------------------------------------------------ summaries

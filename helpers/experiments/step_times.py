@@ -134,10 +134,6 @@ def seconds_per_step(frame: pd.DataFrame) -> pd.Series:
     return round_seconds(frame).median()
 
 
-def _split(arm: str) -> tuple[str, str]:
-    return tuple(part.strip() for part in arm.split("|"))
-
-
 def _log_ratio_rounds(frame: pd.DataFrame, setting: str, a: str, b: str) -> np.ndarray:
     """Per round, ``log(seconds per step of a / of b)`` in ``setting``: the two arms timed in the same round."""
     per = round_seconds(frame)

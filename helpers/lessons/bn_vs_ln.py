@@ -3,19 +3,10 @@
 Plain functions that return tensors or tidy DataFrames, so a notebook can show them and
 tests can assert on them:
 
-- :func:`two_sample_stats`: the lesson's promised two-sample example, BN's per-feature and
-  LN's per-sample mean and variance side by side (no notebook calls it now: core notebook 00
-  writes its two-sample example in the cell).
-- :func:`both_ways`, :func:`batch_dependence`, :func:`state_and_modes`: a first contrast of BN
-  and LN, called by no notebook now: one small batch normalized over the batch (BN, training
-  mode) and over the features (LN); one sample's output when another sample changes; what each
-  module stores and whether ``train()`` and ``eval()`` agree.
 - :func:`pooling_groups`: which entries of a ``(batch, features)`` or ``(batch, seq_len,
   features)`` tensor share one mean and variance under BN and under LN.
 - :func:`batch_mean_noise`: how far a batch's mean strays from the population's, per
   batch size.
-- :func:`state_dict_diff`: every ``state_dict`` key of two modules, and its shape in each (called
-  by no notebook now).
 - :func:`shift_robustness`: BN with trained statistics and LN on data shifted feature by
   feature: neither is robust to it.
 - :func:`padding_pollution`: BN over padded sequences lets pad tokens into the real
@@ -41,14 +32,11 @@ from torch import nn
 from helpers.exercises.checking import Case, Exercise, Verdict, check, register
 from helpers.functional import batch_norm, layer_norm, rms_norm
 from helpers.language import Text
-from helpers.lessons.group_stats import group_stats
 from helpers.lessons.sequence import pad_batch
 
 __all__ = [
     "PAPER_TABLE",
     "TWO_SAMPLES",
-    "batch_dependence",
-    "both_ways",
     "batch_mean_noise",
     "check_batch_norm_train",
     "check_running_var_update",
@@ -56,116 +44,11 @@ __all__ = [
     "padding_pollution",
     "pooling_groups",
     "shift_robustness",
-    "state_and_modes",
-    "state_dict_diff",
-    "two_sample_stats",
 ]
 
 #: The two-sample example: 2 samples (rows) x 3 features (columns), on very different scales.
 TWO_SAMPLES = torch.tensor([[1.0, 20.0, 300.0],
                             [3.0, 60.0, 100.0]])
-
-
-def two_sample_stats(x: torch.Tensor = TWO_SAMPLES) -> pd.DataFrame:
-    """BN's statistics (one per feature, over the batch) and LN's (one per sample, over its features).
-
-    Returns:
-        One row per group: index ``(norm, group)`` with ``norm`` ``"BatchNorm"`` (groups
-        ``feature 0``...) or ``"LayerNorm"`` (groups ``sample 0``...), columns ``count``,
-        ``mean`` and ``var`` (biased, as both normalize with).
-    """
-    if x.ndim != 2:
-        raise ValueError(f"two_sample_stats(): argument 'x' must be 2-D (samples, features), "
-                         f"got shape {tuple(x.shape)}")
-    bn = group_stats(x, 0, names=("sample", "feature"))
-    ln = group_stats(x, 1, names=("sample", "feature"))
-    frames = []
-    for norm, frame, label in (("BatchNorm", bn, "feature"), ("LayerNorm", ln, "sample")):
-        frame = frame[["count", "mean", "var"]].copy()
-        frame.index = pd.MultiIndex.from_tuples([(norm, f"{label} {i}") for i in frame.index],
-                                                names=["norm", "group"])
-        frames.append(frame)
-    return pd.concat(frames)
-
-
-def _check_2d(fn: str, x: torch.Tensor) -> None:
-    if x.ndim != 2 or x.shape[0] < 2:
-        raise ValueError(f"{fn}(): argument 'x' must be 2-D (samples, features) with at least 2 samples, "
-                         f"got shape {tuple(x.shape)}")
-
-
-def _bn_ln(x: torch.Tensor) -> dict[str, torch.Tensor]:
-    """BN in training mode (each feature over the batch, dim 0) and LN (each sample over its features, dim -1)."""
-    return {"BatchNorm": batch_norm(x, None, None, training=True), "LayerNorm": layer_norm(x, (x.shape[-1],))}
-
-
-def both_ways(x: torch.Tensor) -> pd.DataFrame:
-    """A ``(samples, features)`` batch normalized over dim 0 (BN, training mode) and over dim -1 (LN).
-
-    Both with ``eps = 1e-5``, the biased variance and no gamma or beta (``helpers.batch_norm``
-    with ``training=True`` and no running statistics; ``helpers.layer_norm``).
-
-    Returns:
-        One row per (norm, sample): index ``("norm", "sample")`` with ``norm`` ``"input"``,
-        ``"BatchNorm"`` or ``"LayerNorm"``, one column per feature (``feature 0`` ...).
-    """
-    _check_2d("both_ways", x)
-    outputs = {"input": x, **_bn_ln(x)}
-    columns = [f"feature {j}" for j in range(x.shape[1])]
-    return pd.concat({norm: pd.DataFrame(out.detach().double().numpy(), columns=columns)
-                      for norm, out in outputs.items()}, names=["norm", "sample"])
-
-
-def batch_dependence(x: torch.Tensor, new: torch.Tensor, *, sample: int = 0, other: int = 1) -> pd.DataFrame:
-    """Does one sample's output change when *another* sample of the batch changes?
-
-    Row ``other`` of ``x`` is replaced by ``new``; BN (training mode) and LN normalize both
-    batches, as in :func:`both_ways`.
-
-    Returns:
-        One row per norm (``"BatchNorm"``, ``"LayerNorm"``): ``largest change of sample
-        {sample}`` (the largest ``|difference|`` of row ``sample``'s outputs) and ``unchanged``
-        (``torch.equal``: bit for bit the same).
-    """
-    _check_2d("batch_dependence", x)
-    if new.shape != x.shape[1:]:
-        raise ValueError(f"batch_dependence(): argument 'new' must have shape {tuple(x.shape[1:])} "
-                         f"(one sample), got {tuple(new.shape)}")
-    if sample == other or not (0 <= sample < len(x) and 0 <= other < len(x)):
-        raise ValueError(f"batch_dependence(): arguments 'sample' and 'other' must be two different rows of "
-                         f"the {len(x)} samples, got {sample} and {other}")
-    changed = x.clone()
-    changed[other] = new
-    before, after = _bn_ln(x), _bn_ln(changed)
-    return pd.DataFrame(
-        [{f"largest change of sample {sample}": (after[n][sample] - before[n][sample]).abs().max().item(),
-          "unchanged": torch.equal(after[n][sample], before[n][sample])} for n in before],
-        index=pd.Index(list(before), name="norm"))
-
-
-def state_and_modes(x: torch.Tensor) -> pd.DataFrame:
-    """What a fresh ``nn.BatchNorm1d`` and ``nn.LayerNorm`` keep, and whether train and eval agree on ``x``.
-
-    Returns:
-        One row per module (``"nn.BatchNorm1d(C)"``, ``"nn.LayerNorm(C)"`` for ``C`` features):
-        ``parameters`` and ``buffers`` (their names), ``state dict keys`` (how many), and
-        ``largest |train - eval|`` (the largest difference between the module's outputs on
-        ``x`` in ``train()`` and, after that call, in ``eval()``) and ``train == eval``
-        (``torch.equal``).
-    """
-    _check_2d("state_and_modes", x)
-    c = x.shape[1]
-    rows = {}
-    for name, module in ((f"nn.BatchNorm1d({c})", nn.BatchNorm1d(c)), (f"nn.LayerNorm({c})", nn.LayerNorm(c))):
-        with torch.no_grad():
-            train_out = module.train()(x)
-            eval_out = module.eval()(x)
-        rows[name] = {"parameters": ", ".join(n for n, _ in module.named_parameters()),
-                      "buffers": ", ".join(n for n, _ in module.named_buffers()) or "(none)",
-                      "state dict keys": len(module.state_dict()),
-                      "largest |train - eval|": (train_out - eval_out).abs().max().item(),
-                      "train == eval": torch.equal(train_out, eval_out)}
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("module")
 
 
 def pooling_groups(shape: tuple[int, ...], norm: str) -> torch.Tensor:
@@ -180,14 +63,8 @@ def pooling_groups(shape: tuple[int, ...], norm: str) -> torch.Tensor:
     Returns:
         An integer tensor of ``shape``.
     """
-    if len(shape) not in (2, 3):
-        raise ValueError(f"pooling_groups(): argument 'shape' must have 2 or 3 dims, got {shape}")
     index = torch.arange(math.prod(shape)).reshape(shape)
-    if norm == "BatchNorm":
-        return index % shape[-1]
-    if norm == "LayerNorm":
-        return index // shape[-1]
-    raise ValueError(f"pooling_groups(): argument 'norm' must be 'BatchNorm' or 'LayerNorm', got {norm!r}")
+    return index % shape[-1] if norm == "BatchNorm" else index // shape[-1]  # else LayerNorm
 
 
 def batch_mean_noise(batch_sizes=(1, 2, 4, 8, 16, 32, 64, 128), *, trials: int = 2000,
@@ -207,19 +84,6 @@ def batch_mean_noise(batch_sizes=(1, 2, 4, 8, 16, 32, 64, 128), *, trials: int =
         means = torch.randn(trials, b, generator=g, dtype=torch.float64).mean(dim=1)
         rows.append({"batch_size": b, "std_of_batch_mean": means.std().item(), "theory": 1 / math.sqrt(b)})
     return pd.DataFrame(rows)
-
-
-
-def state_dict_diff(a: nn.Module, b: nn.Module, names=("a", "b")) -> pd.DataFrame:
-    """Every ``state_dict`` key of ``a`` or ``b``, and its shape in each (``-`` where absent)."""
-    sa, sb = a.state_dict(), b.state_dict()
-    keys = list(sa) + [k for k in sb if k not in sa]
-
-    def shape(sd, k):
-        return str(tuple(sd[k].shape)) if k in sd else "-"
-
-    return pd.DataFrame({names[0]: [shape(sa, k) for k in keys], names[1]: [shape(sb, k) for k in keys]},
-                        index=pd.Index(keys, name="key"))
 
 
 # ------------------------------------------------------------ a shift between training and deployment
@@ -242,9 +106,6 @@ def shift_robustness(shift: torch.Tensor, scale: torch.Tensor, *, n: int = 4096,
         ``largest change from in distribution``: the largest change of a feature's output mean
         or std from the same norm on in-distribution data.
     """
-    if shift.ndim != 1 or shift.shape != scale.shape:
-        raise ValueError(f"shift_robustness(): arguments 'shift' and 'scale' must be 1-D of one length, "
-                         f"got shapes {tuple(shift.shape)} and {tuple(scale.shape)}")
     c = len(shift)
     g = torch.Generator().manual_seed(seed)
     bn = nn.BatchNorm1d(c, momentum=None)

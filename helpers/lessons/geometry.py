@@ -55,10 +55,6 @@ def ln_geometry(points, eps: float = 1e-5, weight=None, bias=None) -> dict:
         the norms of ``ln`` and ``rms``; and ``n``.
     """
     x = np.array(points, dtype=np.float64, ndmin=2)
-    if x.ndim != 2 or x.shape[1] < 2:
-        raise ValueError(f"ln_geometry(): argument 'points' must be (k, n) with n >= 2, got shape {x.shape}")
-    if not eps >= 0:
-        raise ValueError(f"ln_geometry(): argument 'eps' must be >= 0, got {eps!r}")
     n = x.shape[1]
     weight = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
     bias = np.zeros(n) if bias is None else np.asarray(bias, dtype=np.float64)
@@ -98,11 +94,7 @@ def ln_geometry_state(azimuth: float = -25.0, elevation: float = 20.0, x: float 
         ``{"ln": after γ, "ln_plain": before γ, "rms": RMSNorm}``, each ``(3,)``) and ``ellipse`` (``(3, m)``:
         where ``gamma`` sends the circle of radius :math:`\sqrt{3}`, the images' home at eps 0).
     """
-    if not scale > 0:
-        raise ValueError(f"ln_geometry_state(): argument 'scale' must be positive, got {scale!r}")
     base = np.array(points, dtype=np.float64)
-    if base.ndim != 2 or base.shape[1] != 3:
-        raise ValueError(f"ln_geometry_state(): argument 'points' must be (k, 3), got shape {base.shape}")
     base[0, 0] = x
     moved = base.copy()
     moved[0] = scale * base[0] + offset

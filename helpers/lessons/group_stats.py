@@ -19,45 +19,9 @@ from collections.abc import Sequence
 import pandas as pd
 import torch
 
+from helpers.functional import _check_dims
+
 __all__ = ["group_stats", "rounded"]
-
-
-def _check_dims(dims, ndim: int, fn: str = "group_stats") -> tuple[int, ...]:
-    """``dims`` as a sorted tuple of non-negative ints, or a ValueError/TypeError that says why."""
-    given = (dims,) if isinstance(dims, int) and not isinstance(dims, bool) else dims
-    if not isinstance(given, Sequence) or isinstance(given, str) or not all(
-        isinstance(d, int) and not isinstance(d, bool) for d in given
-    ):
-        raise TypeError(f"{fn}(): argument 'dims' must be an int or a tuple of ints, got {dims!r}")
-    if len(given) == 0:
-        raise ValueError(f"{fn}(): argument 'dims' must name at least one dim to reduce, got {dims!r}")
-    out = []
-    for d in given:
-        if not -ndim <= d < ndim:
-            raise ValueError(
-                f"{fn}(): argument 'dims' has {d}, out of range for a tensor with {ndim} dims "
-                f"(expected a dim in [{-ndim}, {ndim - 1}])"
-            )
-        d = d % ndim
-        if d in out:
-            raise ValueError(f"{fn}(): argument 'dims' names dim {d} twice, got {dims!r}")
-        out.append(d)
-    return tuple(sorted(out))
-
-
-def _check_names(names, ndim: int, fn: str = "group_stats") -> tuple[str, ...]:
-    if names is None:
-        return tuple(f"dim{d}" for d in range(ndim))
-    if isinstance(names, str) or not isinstance(names, Sequence):
-        raise TypeError(f"{fn}(): argument 'names' must be a tuple of strings, got {names!r}")
-    names = tuple(names)
-    if len(names) != ndim or not all(isinstance(n, str) for n in names):
-        raise ValueError(
-            f"{fn}(): argument 'names' must have one string per dim of x ({ndim}), got {names!r}"
-        )
-    if len(set(names)) != ndim:
-        raise ValueError(f"{fn}(): argument 'names' must not repeat a name, got {names!r}")
-    return names
 
 
 def group_stats(x: torch.Tensor, dims, *, names: Sequence[str] | None = None) -> pd.DataFrame:
@@ -89,14 +53,8 @@ def group_stats(x: torch.Tensor, dims, *, names: Sequence[str] | None = None) ->
         0           4   2.5    1.25   1.118034
         1           4  25.0  125.00  11.180340
     """
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"group_stats(): argument 'x' must be a torch.Tensor, got {type(x).__name__}")
-    if x.ndim == 0:
-        raise ValueError("group_stats(): argument 'x' must have at least one dim, got a 0-dim tensor")
-    if x.is_complex():
-        raise TypeError(f"group_stats(): argument 'x' must be real, got dtype {x.dtype}")
-    reduced = _check_dims(dims, x.ndim)
-    names = _check_names(names, x.ndim)
+    reduced = tuple(sorted(_check_dims("group_stats", x, dims)))  # non-negative, as the library resolves them
+    names = tuple(f"dim{d}" for d in range(x.ndim)) if names is None else tuple(names)
     kept = tuple(d for d in range(x.ndim) if d not in reduced)
 
     # Kept dims first, reduced dims last, then one row per group.

@@ -36,23 +36,7 @@ NORMS = ("BatchNorm", "LayerNorm", "InstanceNorm", "GroupNorm", "RMSNorm")
 
 def divisors(n: int) -> list[int]:
     """The positive divisors of ``n``, ascending: the group counts ``GroupNorm(G, n)`` accepts."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"divisors(): argument 'n' must be a positive int, got {n!r}")
     return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def _check(fn: str, norm: str, shape, groups: int) -> tuple[int, ...]:
-    if norm not in NORMS:
-        raise ValueError(f"{fn}(): argument 'norm' must be one of {list(NORMS)}, got {norm!r}")
-    shape = tuple(shape)
-    if len(shape) not in (3, 4) or not all(isinstance(s, int) and s > 0 for s in shape):
-        raise ValueError(f"{fn}(): argument 'shape' must be (N, C, H, W) or (B, T, D) with positive "
-                         f"sizes, got {shape}")
-    channels = shape[1] if len(shape) == 4 else shape[2]
-    if norm == "GroupNorm" and groups not in divisors(channels):
-        raise ValueError(f"{fn}(): argument 'groups' must divide the {channels} channels "
-                         f"(one of {divisors(channels)}), got {groups!r}")
-    return shape
 
 
 def statistic_groups(norm: str, shape, groups: int = 1) -> np.ndarray:
@@ -69,7 +53,7 @@ def statistic_groups(norm: str, shape, groups: int = 1) -> np.ndarray:
         norm computes one mean and one variance (RMSNorm: one mean square). Ids are
         ``0, 1, ..., n_groups - 1``, numbered in the order of the cells' first appearance.
     """
-    shape = _check("statistic_groups", norm, shape, groups)
+    shape = tuple(shape)
     index = np.indices(shape)
     if len(shape) == 4:
         sample, channel, channels = index[0], index[1], shape[1]
@@ -106,10 +90,6 @@ def reduction(norm: str, ndim: int, groups: int = 1) -> tuple[str, str]:
                       f"per sentence and group of D/{groups} features"),
         "RMSNorm": ("RMSNorm(D)", "per token, one mean square over D"),
     }
-    if ndim not in (3, 4):
-        raise ValueError(f"reduction(): argument 'ndim' must be 4 (N, C, H, W) or 3 (B, T, D), got {ndim!r}")
-    if norm not in NORMS:
-        raise ValueError(f"reduction(): argument 'norm' must be one of {list(NORMS)}, got {norm!r}")
     return (image if ndim == 4 else tokens)[norm]
 
 
@@ -130,9 +110,6 @@ def norm_family_state(norm: str, groups: int = 2, sample: int = 0, channel: int 
         :func:`reduction`).
     """
     n, c, h, w = image_shape
-    if not (0 <= sample < n and 0 <= channel < c and 0 <= position < h * w):
-        raise ValueError(f"norm_family_state(): the marked cell (sample, channel, position) must be in "
-                         f"[0, {n - 1}] x [0, {c - 1}] x [0, {h * w - 1}], got ({sample}, {channel}, {position})")
     cells = {"image": (tuple(image_shape), (sample, channel, *divmod(position, w))),
              "tokens": ((n, h * w, c), (sample, position, channel))}
     state = {"norm": norm, "groups": groups, "sample": sample, "channel": channel, "position": position}

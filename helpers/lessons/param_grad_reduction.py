@@ -61,25 +61,9 @@ __all__ = [
 ]
 
 
-def _check_values(op: str, values: object) -> Tensor:
-    if not isinstance(values, Tensor):
-        raise TypeError(f"{op}(): argument 'values' must be a Tensor, got {type(values).__name__}")
-    if values.dim() != 2 or not values.is_floating_point():
-        raise ValueError(f"{op}(): argument 'values' must be a 2-D floating-point tensor of shape (rows, columns), "
-                         f"got a {values.dim()}-D tensor of dtype {values.dtype}")
-    return values
-
-
-def _check_block_rows(op: str, block_rows: object) -> int:
-    if isinstance(block_rows, bool) or not isinstance(block_rows, int) or block_rows < 1:
-        raise ValueError(f"{op}(): argument 'block_rows' must be a positive int, got {block_rows!r}")
-    return block_rows
-
-
 def sequential_column_sum(values: Tensor) -> Tensor:
     """Column sums of a ``(rows, columns)`` tensor, one row after another: what a single
     accumulator per column computes. Added in ``values``' dtype."""
-    values = _check_values("sequential_column_sum", values)
     acc = values.new_zeros(values.shape[1])
     for row in values:
         acc = acc + row
@@ -94,8 +78,6 @@ def block_partial_sums(values: Tensor, block_rows: int) -> Tensor:
     block adds its rows one after another, as one thread would; the blocks are independent
     (computed side by side here, as threads would run them).
     """
-    values = _check_values("block_partial_sums", values)
-    block_rows = _check_block_rows("block_partial_sums", block_rows)
     rows, columns = values.shape
     blocks = max(1, math.ceil(rows / block_rows))
     pad = blocks * block_rows - rows  # zero rows: adding 0 changes no sum
@@ -140,17 +122,7 @@ def layer_norm_param_grads(input: Tensor, grad_output: Tensor, normalized_shape,
         >>> torch.allclose(dbeta, dy.sum(0))
         True
     """
-    op = "layer_norm_param_grads"
-    if not isinstance(input, Tensor) or not isinstance(grad_output, Tensor):
-        raise TypeError(f"{op}(): arguments 'input' and 'grad_output' must be Tensors, "
-                        f"got {type(input).__name__} and {type(grad_output).__name__}")
-    if grad_output.shape != input.shape:
-        raise ValueError(f"{op}(): argument 'grad_output' must have input's shape {list(input.shape)}, "
-                         f"got {list(grad_output.shape)}")
-    if not input.is_floating_point():
-        raise ValueError(f"{op}(): argument 'input' must be a floating-point tensor, got dtype {input.dtype}")
-    shape = check_normalized_shape(op, input, normalized_shape)
-    block_rows = _check_block_rows(op, block_rows)
+    shape = check_normalized_shape("layer_norm_param_grads", input, normalized_shape)
     acc = accumulation_dtype(input.dtype)
     columns = math.prod(shape)
     x = input.to(acc).reshape(-1, columns)

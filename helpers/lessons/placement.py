@@ -103,10 +103,6 @@ class PlacementMLP(nn.Module):
         self.seeds = tuple(range(n_seeds)) if seeds is None else tuple(seeds)
         self.depth, self.n_seeds, self.width = depth, len(self.seeds), width
         self.configs = [(a, p) for a in ACTIVATIONS for p in PLACEMENTS] if configs is None else list(configs)
-        unknown = [c for c in self.configs if c[0] not in ACTIVATIONS or c[1] not in PLACEMENTS]
-        if unknown:
-            raise ValueError(f"PlacementMLP(): argument 'configs' must hold (activation, placement) pairs of "
-                             f"{ACTIVATIONS} and {PLACEMENTS}, got {unknown}")
         shapes = [(in_features, width)] + [(width, width)] * (depth - 1) + [(width, 1)]
         self.weights, self.biases = nn.ParameterList(), nn.ParameterList()
         gens = [torch.Generator().manual_seed(s) for s in self.seeds]
@@ -153,9 +149,6 @@ def placement_state(activation: str, placement: str, depth: int, *, seed: int = 
         ``saturated``, ``dead`` (fractions) and ``grad_norm`` (the layer weight's gradient norm);
         ``readout`` (one line of text).
     """
-    if activation not in ACTIVATIONS or placement not in PLACEMENTS:
-        raise ValueError(f"placement_state(): activation must be one of {ACTIVATIONS} and placement one of "
-                         f"{PLACEMENTS}, got {activation!r}, {placement!r}")
     model = PlacementMLP(depth, 1, configs=[(activation, placement)])  # the weights it has in the full stack
     g = torch.Generator().manual_seed(1234 + seed)
     x, y = make_task(n_probe, g)
@@ -216,10 +209,6 @@ NORM_PLACEMENT = pd.DataFrame(
 
 
 # ------------------------------------------------------------------ exercises
-
-
-def _randn(*shape, scale: float = 1.0):
-    return lambda g: (torch.randn(*shape, generator=g) * scale,)
 
 
 register(Exercise(

@@ -57,9 +57,6 @@ def reduced_dims(ndim: int, normalized_shape: int | Sequence[int]) -> tuple[int,
         (1, 2)
     """
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if not 1 <= len(shape) <= ndim:
-        raise ValueError(f"reduced_dims(): normalized_shape {list(shape)} must name between 1 and "
-                         f"ndim={ndim} trailing dims, got {len(shape)}")
     return tuple(range(ndim - len(shape), ndim))
 
 
@@ -84,12 +81,6 @@ def pad_batch(sentences: Sequence[Tensor], padding_value: float = 0.0) -> tuple[
         tensor([[ True,  True,  True],
                 [ True, False, False]])
     """
-    if not sentences or any(not isinstance(s, Tensor) or s.dim() != 2 for s in sentences):
-        raise ValueError("pad_batch(): argument 'sentences' must be a non-empty list of 2-D "
-                         "tensors of shape (length, dim)")
-    if len({s.shape[1] for s in sentences}) != 1:
-        raise ValueError(f"pad_batch(): every sentence must have the same dim, got "
-                         f"{[tuple(s.shape) for s in sentences]}")
     lengths = torch.tensor([s.shape[0] for s in sentences])
     padded = nn.utils.rnn.pad_sequence(list(sentences), batch_first=True, padding_value=padding_value)
     mask = torch.arange(padded.shape[1]) < lengths[:, None]
@@ -127,18 +118,6 @@ def masked_layer_norm(input: Tensor, mask: Tensor, eps: float = 1e-5) -> Tensor:
         >>> y[1, 2]
         tensor([0., 0., 0., 0.])
     """
-    if not isinstance(input, Tensor) or input.dim() != 3 or not input.is_floating_point():
-        got = f"{input.dtype} of shape {list(input.shape)}" if isinstance(input, Tensor) else type(input).__name__
-        raise ValueError(f"masked_layer_norm(): argument 'input' must be a floating-point tensor "
-                         f"of shape (batch, seq_len, dim), got {got}")
-    if not isinstance(mask, Tensor) or mask.dtype != torch.bool or mask.shape != input.shape[:2]:
-        got = f"{mask.dtype} of shape {list(mask.shape)}" if isinstance(mask, Tensor) else type(mask).__name__
-        raise ValueError(f"masked_layer_norm(): argument 'mask' must be a bool tensor of shape "
-                         f"{list(input.shape[:2])} (batch, seq_len), got {got}")
-    empty = (~mask.any(dim=1)).nonzero().flatten().tolist()
-    if empty:
-        raise ValueError(f"masked_layer_norm(): sentence(s) {empty} have no real token "
-                         "(mask all False): their mean and variance are undefined")
     x = input.to(accumulation_dtype(input.dtype))
     real = mask[..., None]  # (batch, seq_len, 1): True for a real token, False for a pad
     count = real.sum(dim=(1, 2), keepdim=True) * x.shape[-1]  # real values per sentence
@@ -171,13 +150,7 @@ def dependency_matrix(fn: Callable[[Tensor], Tensor], sentence: Tensor) -> Tenso
     Returns:
         ``(seq_len, seq_len)``, in ``sentence``'s dtype: rows are outputs, columns inputs.
     """
-    if not isinstance(sentence, Tensor) or sentence.dim() != 2:
-        raise ValueError("dependency_matrix(): argument 'sentence' must be one sentence of shape "
-                         f"(seq_len, dim), got {getattr(sentence, 'shape', type(sentence).__name__)}")
     jac = torch.autograd.functional.jacobian(_sentence_fn(fn), sentence.detach())
-    if jac.shape != sentence.shape * 2:
-        raise ValueError(f"dependency_matrix(): fn must keep the shape (seq_len, dim), but one "
-                         f"sentence {list(sentence.shape)} gave a Jacobian {list(jac.shape)}")
     return (jac * jac).sum(dim=(1, 3)).sqrt()  # (out position, in position)
 
 
@@ -205,9 +178,6 @@ def token_jacobian_norm(x: Tensor, eps: float = 1e-5) -> Tensor:
     Returns:
         ``x.shape[:-1]``, float64.
     """
-    if not isinstance(x, Tensor) or x.dim() < 1 or x.shape[-1] < 2:
-        raise ValueError("token_jacobian_norm(): argument 'x' must be a tensor of tokens (..., n) with n >= 2, "
-                         f"got {getattr(x, 'shape', type(x).__name__)}")
     x = x.double()
     n = x.shape[-1]
     var = (x - x.mean(-1, keepdim=True)).square().mean(-1)
@@ -220,9 +190,6 @@ def future_leak(dependencies: Tensor) -> float:
 
     0.0 means the outputs are causal: position ``i`` uses no input after ``i``.
     """
-    if dependencies.dim() != 2 or dependencies.shape[0] != dependencies.shape[1]:
-        raise ValueError(f"future_leak(): expected a square (seq_len, seq_len) matrix, got "
-                         f"{list(dependencies.shape)}")
     future = torch.triu(torch.ones_like(dependencies, dtype=torch.bool), diagonal=1)
     return dependencies[future].max().item() if future.any() else 0.0
 
@@ -271,8 +238,6 @@ class CausalBlock(nn.Module):
 
     def __init__(self, dim: int, seq_len: int, unit: str = "token", seed: int = 0):
         super().__init__()
-        if unit not in ("token", "sentence"):
-            raise ValueError(f"CausalBlock(): argument 'unit' must be 'token' or 'sentence', got {unit!r}")
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             self.qkv = nn.Linear(dim, 3 * dim)

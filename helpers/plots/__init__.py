@@ -20,22 +20,13 @@ from helpers.plots.bn_vs_ln import (
     update_other_samples_figure,
 )
 from helpers.plots.core import DPI, HIGHLIGHT, OTHER, find_line
-from helpers.plots.formula import (
-    DRIFT_PANELS,
-    affine_figure,
-    drift_figure,
-    eps_figure,
-    gamma_beta_fit_figure,
-    update_affine_figure,
-    update_eps_figure,
-)
+from helpers.plots.formula import DRIFT_PANELS, drift_figure, gamma_beta_fit_figure
 from helpers.plots.geometry import (
     GEOMETRY_VIEWS,
     ln_geometry_figure,
     ln_geometry_views_figure,
     update_ln_geometry_figure,
 )
-from helpers.plots.invariance import shift_scale_figure, update_shift_scale_figure
 from helpers.plots.memory_and_speed import (
     bandwidth_figure,
     saved_bytes_figure,
@@ -62,7 +53,7 @@ from helpers.plots.training_speed import (
     tuning_figure,
     update_evidence_figure,
 )
-from helpers.plots.units import dependency_figure, norm_unit_figure, update_norm_unit_figure
+from helpers.plots.units import dependency_figure
 
 __all__ = [
     "ARM_COLOURS",
@@ -72,7 +63,6 @@ __all__ = [
     "NORM_COLOURS",
     "NORM_FREE_COLOURS",
     "OTHER",
-    "affine_figure",
     "bandwidth_figure",
     "batch_noise_figure",
     "batch_size_figure",
@@ -81,7 +71,6 @@ __all__ = [
     "dependency_figure",
     "DRIFT_PANELS",
     "drift_figure",
-    "eps_figure",
     "evidence_figure",
     "find_line",
     "gamma_beta_fit_figure",
@@ -91,25 +80,19 @@ __all__ = [
     "norm_family_figure",
     "norm_family_panels_figure",
     "norm_free_curves_figure",
-    "norm_unit_figure",
     "saved_bytes_figure",
     "other_samples_figure",
     "s_shape_figure",
     "pooling_figure",
-    "shift_scale_figure",
     "small_batch_figure",
     "stability_figure",
     "stored_runs_figure",
     "tuning_figure",
-    "update_affine_figure",
-    "update_eps_figure",
     "update_evidence_figure",
     "update_layer_histograms_figure",
     "update_ln_geometry_figure",
     "update_norm_family_figure",
-    "update_norm_unit_figure",
     "update_other_samples_figure",
-    "update_shift_scale_figure",
     "update_stability_figure",
     "update_stored_runs_figure",
 ]

@@ -1,16 +1,13 @@
-"""Figures of the formula: drift without LN (deep dive 13), the gamma/beta fit (deep dive 14), and
-the eps and gamma/beta dashboards' figures (no notebook shows those dashboards now)."""
+"""Figures of the formula: drift without LN (deep dive 13) and the gamma/beta fit (deep dive 14)."""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import numpy as np
 from matplotlib.figure import Figure
 
-from helpers.plots.core import DPI, HIGHLIGHT, OTHER, find_line
+from helpers.plots.core import DPI
 
-__all__ = ["AFFINE_YLIM", "DRIFT_PANELS", "affine_figure", "drift_figure", "eps_figure", "gamma_beta_fit_figure", "update_affine_figure",
-           "update_eps_figure"]
+__all__ = ["DRIFT_PANELS", "drift_figure", "gamma_beta_fit_figure"]
 
 
 BAND = {"p05-p95": 0.2, "p25-p75": 0.45}  # the percentile bands of drift_figure, and their alpha
@@ -93,117 +90,6 @@ def drift_figure(frame, *, figsize: tuple[float, float] = (12, 6.4), dpi: int = 
         ax.legend(fontsize=6)
     fig.tight_layout()
     return fig
-
-
-def eps_figure(state: dict, *, figsize: tuple[float, float] = (9, 3), dpi: int = DPI) -> Figure:
-    """One near-constant token before (left) and after (right) LayerNorm with a given eps.
-
-    Args:
-        state: what :func:`helpers.widgets.eps_state` returns.
-
-    Returns:
-        A Figure with two axes. Left: the token's features (``gid`` ``"input"``), its mean
-        dotted. Right, on a fixed (-2.5, 2.5) axis: LayerNorm's output with ``state["eps"]``
-        (``gid`` ``"output"``) over a wide pale band, the output with eps = 0 (``gid``
-        ``"eps = 0"``: the token exactly standardised); the title gives eps and the
-        output's std.
-    """
-    fig, (ax_in, ax_out) = plt.subplots(1, 2, figsize=figsize, dpi=dpi)
-    features = list(range(state["input"].shape[-1]))
-    ax_in.plot(features, state["input"].tolist(), color=HIGHLIGHT, marker="o", lw=1.5, gid="input")
-    ax_in.axhline(state["mean"], color="0.5", ls=":", lw=1, gid="mean")
-    ax_in.ticklabel_format(axis="y", useOffset=False)
-    ax_out.plot(features, state["limit"].tolist(), color=HIGHLIGHT, lw=6, alpha=0.25,
-                solid_capstyle="round", gid="eps = 0", label="eps = 0 (mean 0, std 1)")
-    ax_out.plot(features, state["output"].tolist(), color=HIGHLIGHT, marker="o", lw=2,
-                gid="output", label=f"eps = {state['eps']:.0e}")
-    ax_out.set_ylim(-2.5, 2.5)
-    ax_out.legend(loc="upper left", fontsize="x-small")
-    for ax in (ax_in, ax_out):
-        ax.set_xlabel("feature")
-        ax.set_xticks(features)
-        ax.grid(alpha=0.3)
-    update_eps_figure(fig, state)
-    fig.tight_layout()
-    return fig
-
-
-def update_eps_figure(fig: Figure, state: dict) -> None:
-    """Show ``state`` on a figure from :func:`eps_figure` (a token of the same length)."""
-    ax_in, ax_out = fig.axes
-    find_line(ax_in, "input").set_ydata(np.asarray(state["input"].tolist(), dtype=float))
-    find_line(ax_in, "mean").set_ydata(np.asarray([state["mean"]] * 2, dtype=float))
-    ax_in.set_title(f"input token: mean {state['mean']:.4f}, var {state['var']:.2e}", fontsize=10)
-    find_line(ax_out, "eps = 0").set_ydata(np.asarray(state["limit"].tolist(), dtype=float))
-    output = find_line(ax_out, "output")
-    output.set_ydata(np.asarray(state["output"].tolist(), dtype=float))
-    output.set_label(f"eps = {state['eps']:.0e}")
-    ax_out.get_legend().get_texts()[1].set_text(output.get_label())
-    ax_out.set_title(f"LayerNorm, eps = {state['eps']:.0e}: output std {state['output_std']:.3f}",
-                     fontsize=10)
-
-
-#: How far left (x̂) and right (y) of its feature each dot column of :func:`affine_figure` sits.
-AFFINE_OFFSET = 0.2
-
-#: The value range of :func:`affine_figure` (fixed, so the axis never moves when a slider does).
-AFFINE_YLIM = (-12.0, 12.0)
-
-
-def _affine_offsets(values, offset: float):
-    """``(n_tokens * dim, 2)`` points: feature index + offset, value (token-major)."""
-    n, dim = values.shape
-    xs = np.tile(np.arange(dim, dtype=float), n) + offset
-    return np.column_stack([xs, values.detach().double().numpy().reshape(-1)])
-
-
-def affine_figure(state: dict, *, figsize: tuple[float, float] = (8, 3.2), dpi: int = DPI) -> Figure:
-    """Every token's x̂ and y = gamma * x̂ + beta, feature by feature, on a fixed axis.
-
-    Args:
-        state: what :func:`helpers.widgets.affine_state` returns (``normalised``, ``output``,
-            ``feature``, ``gamma``, ``beta``).
-
-    Returns:
-        A Figure with one axis, features on the x-axis: grey dots (``gid`` ``"normalised"``),
-        each token's x̂ at each feature, just left of it; blue dots (``gid`` ``"output"``), its
-        y, just right; token 0's y across the features as a line (``gid`` ``"token 0"``); a pale
-        band over the chosen feature (``gid`` ``"feature"``). The y-range is
-        :data:`AFFINE_YLIM` whatever the sliders say.
-    """
-    fig, ax = plt.subplots(figsize=figsize, dpi=dpi)
-    dim = state["normalised"].shape[1]
-    ax.axvspan(state["feature"] - 0.45, state["feature"] + 0.45, color=HIGHLIGHT, alpha=0.12, lw=0,
-               gid="feature")
-    ax.scatter(*_affine_offsets(state["normalised"], -AFFINE_OFFSET).T, s=4, color=OTHER, alpha=0.7,
-               gid="normalised", label="x̂: standardised (each token: mean 0, std 1)")
-    ax.scatter(*_affine_offsets(state["output"], AFFINE_OFFSET).T, s=4, color=HIGHLIGHT, alpha=0.7,
-               gid="output", label="y = γ·x̂ + β")
-    ax.plot(np.arange(dim) + AFFINE_OFFSET, state["output"][0].tolist(), color="k", lw=0.8, gid="token 0",
-            label="token 0's y")
-    ax.set_xticks(range(dim))
-    ax.set_xlim(-0.6, dim - 0.4)
-    ax.set_ylim(*AFFINE_YLIM)
-    ax.set_xlabel("feature")
-    ax.set_ylabel("value")
-    ax.grid(alpha=0.3, axis="y")
-    ax.legend(loc="lower left", fontsize="x-small", ncols=3)
-    update_affine_figure(fig, state)
-    fig.tight_layout()
-    return fig
-
-
-def update_affine_figure(fig: Figure, state: dict) -> None:
-    """Show ``state`` on a figure from :func:`affine_figure` (same tokens): dots, token 0, band, title."""
-    ax = fig.axes[0]
-    dots = {c.get_gid(): c for c in ax.collections}
-    dots["normalised"].set_offsets(_affine_offsets(state["normalised"], -AFFINE_OFFSET))
-    dots["output"].set_offsets(_affine_offsets(state["output"], AFFINE_OFFSET))
-    find_line(ax, "token 0").set_ydata(state["output"][0].tolist())
-    (band,) = [p for p in ax.patches if p.get_gid() == "feature"]
-    band.set_x(state["feature"] - 0.45)
-    ax.set_title(f"feature {state['feature']}: γ = {state['gamma']:g}, β = {state['beta']:g} for every token; "
-                 f"every other feature: γ = 1, β = 0", fontsize=10)
 
 
 def gamma_beta_fit_figure(frame, *, targets: dict | None = None,

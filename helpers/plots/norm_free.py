@@ -33,8 +33,6 @@ def norm_free_curves_figure(frame: pd.DataFrame, panels: dict[str, list[str]], *
     for ax, (title, arms) in zip(axes[0], panels.items(), strict=True):
         for arm in arms:
             runs = report[report["variant"] == arm]
-            if runs.empty:
-                raise ValueError(f"norm_free_curves_figure(): no reported runs of arm {arm!r} in 'frame'")
             finite = runs[np.isfinite(runs["eval_loss"])]
             seed_curves(ax, finite, "eval_loss", colour=NORM_FREE_COLOURS.get(arm, "C7"),
                         label=f"{arm}, lr {runs['lr'].iloc[0]:g}")
@@ -61,9 +59,6 @@ def s_shape_figure(frame: pd.DataFrame, layers: list[str], *, seed: int = 0, dpi
         seed: a seed whose points were stored.
     """
     points, fits = frame[frame["kind"] == "point"], frame[frame["kind"] == "fit"]
-    if seed not in set(points["seed"]):
-        raise ValueError(f"s_shape_figure(): argument 'seed' must be one whose points were stored "
-                         f"({sorted(set(points['seed']))}), got {seed!r}")
     moments = ("init", "trained")
     fig, axes = plt.subplots(len(moments), len(layers), figsize=(2.7 * len(layers), 5.0), dpi=dpi, squeeze=False)
     for i, moment in enumerate(moments):
@@ -71,8 +66,6 @@ def s_shape_figure(frame: pd.DataFrame, layers: list[str], *, seed: int = 0, dpi
             ax = axes[i, j]
             pts = points[(points["seed"] == seed) & (points["moment"] == moment) & (points["layer"] == layer)]
             fit = fits[(fits["seed"] == seed) & (fits["moment"] == moment) & (fits["layer"] == layer)]
-            if pts.empty or len(fit) != 1:
-                raise ValueError(f"s_shape_figure(): nothing stored for layer {layer!r} at {moment!r}")
             fit = fit.iloc[0]
             x = pts["x"].to_numpy(float)
             ax.scatter(x, pts["y"].to_numpy(float), s=4, alpha=0.35, color="C0", lw=0, gid="points")

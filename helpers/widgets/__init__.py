@@ -2,7 +2,7 @@
 
 Each dashboard is three parts:
 
-- a *state* function (e.g. :func:`shift_scale_state`): control values in, everything
+- a *state* function (e.g. :func:`other_samples_state`): control values in, everything
   to show out, as plain data; no widgets, no drawing, tested without a kernel;
 - a figure builder in :mod:`helpers.plots` and its ``update_...`` twin, which shows a new
   state on the figure the builder made (and, if wanted, a table), also tested without a
@@ -31,8 +31,7 @@ in a module named for what they show. Everything is importable from here.
 
 from helpers.widgets.bn_vs_ln import other_samples_demo, other_samples_state
 from helpers.widgets.core import Dashboard, log_slider, png_bytes, shift_scale_sliders, slider
-from helpers.widgets.formula import AFFINE_YLIM, affine_demo, affine_state, eps_demo, eps_state
-from helpers.widgets.invariance import shift_scale_demo, shift_scale_state
+from helpers.widgets.formula import eps_state
 from helpers.widgets.norm_family import (
     ln_geometry_demo,
     ln_geometry_static,
@@ -43,17 +42,11 @@ from helpers.widgets.norm_family import (
 from helpers.widgets.numerics import DTYPES, stability_demo, stability_state
 from helpers.widgets.placement import DEPTHS, placement_demo, placement_table, stored_runs_demo
 from helpers.widgets.training_speed import speed_demo
-from helpers.widgets.units import NORM_UNITS, norm_unit_demo, norm_unit_state
 
 __all__ = [
-    "AFFINE_YLIM",
     "DEPTHS",
     "DTYPES",
-    "NORM_UNITS",
     "Dashboard",
-    "affine_demo",
-    "affine_state",
-    "eps_demo",
     "eps_state",
     "ln_geometry_demo",
     "ln_geometry_static",
@@ -61,16 +54,12 @@ __all__ = [
     "norm_family_demo",
     "norm_family_static",
     "norm_family_table",
-    "norm_unit_demo",
-    "norm_unit_state",
     "other_samples_demo",
     "other_samples_state",
     "placement_demo",
     "placement_table",
     "png_bytes",
-    "shift_scale_demo",
     "shift_scale_sliders",
-    "shift_scale_state",
     "slider",
     "speed_demo",
     "stability_demo",

@@ -42,9 +42,6 @@ def _flat_share(activation: str, entering: torch.Tensor, leaving: torch.Tensor) 
 def activation_input_state(activation: str, shift: float, scale: float, seed: int = 0) -> dict:
     """Both orders on the same pre-activations ``z = scale * randn + shift``: what enters the
     activation and what leaves the pair, as histogram panels; the tensors too."""
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation_input_state(): argument 'activation' must be one of "
-                         f"{list(ACTIVATIONS)}, got {activation!r}")
     act = ACTIVATIONS[activation]
     z = torch.randn(512, 64, generator=torch.Generator().manual_seed(seed)) * scale + shift
     before_in = helpers.layer_norm(z, (64,))

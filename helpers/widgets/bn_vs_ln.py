@@ -33,11 +33,6 @@ def other_samples_state(x: torch.Tensor, shift: float, scale: float, *, sample: 
         ``table``: per norm, the largest change of the other samples' outputs and of the
         moved sample's.
     """
-    if not isinstance(x, torch.Tensor) or x.ndim != 2 or x.shape[0] < 2:
-        raise ValueError("other_samples_state(): argument 'x' must be a 2-D tensor (samples, features) "
-                         "with at least 2 samples")
-    if not 0 <= sample < x.shape[0]:
-        raise ValueError(f"other_samples_state(): argument 'sample' must be in [0, {x.shape[0] - 1}], got {sample}")
     moved = x.clone()
     moved[sample] = x[sample] * scale + shift
     others = torch.arange(x.shape[0]) != sample

@@ -148,8 +148,6 @@ class Dashboard(widgets.VBox):
                  update: Callable[[Figure, object], None] | None = None,
                  changing: Callable[[Figure], list[Artist]] | None = None,
                  table: Callable[[object], pd.DataFrame] | None = None, title: str = ""):
-        if changing is not None and update is None:
-            raise ValueError("Dashboard(): argument 'changing' needs 'update' (a figure kept and updated), got update=None")
         self.image = widgets.Image(format="png")
         self.table = widgets.HTML()
         children = [widgets.HBox(list(controls.values())), self.image]
@@ -194,10 +192,6 @@ class Dashboard(widgets.VBox):
         ``demo.snapshot(shift=3.5, scale=2.5)``. The controls do not move; the figure is
         left open, so a notebook cell that ends with it shows it.
         """
-        unknown = sorted(set(values) - set(self.controls))
-        if unknown:
-            raise ValueError(f"snapshot(): no control named {', '.join(map(repr, unknown))}; "
-                             f"the controls are {', '.join(self.controls)}")
         current = {name: c.value for name, c in self.controls.items()}
         with one_thread():
             state = self._compute(**{**current, **values})

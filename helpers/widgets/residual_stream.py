@@ -56,8 +56,6 @@ def _norm(name: str, x: torch.Tensor) -> torch.Tensor:
 def residual_stream_state(norm: str, branch_scale: float, seed: int = 0) -> dict:
     """The stream entering each block and what ``norm`` hands to its attention, as histogram
     panels; the tensors too (``"stream"``, ``"attention input"``: one per block)."""
-    if norm not in NORMS:
-        raise ValueError(f"residual_stream_state(): argument 'norm' must be one of {list(NORMS)}, got {norm!r}")
     x, blocks = _weights(seed)
     causal = torch.ones(SEQ_LEN, SEQ_LEN).tril().bool()
     stream, seen = [], []

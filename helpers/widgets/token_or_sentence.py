@@ -33,8 +33,6 @@ IN_EDGES = np.linspace(0.0, 8.0, 33)
 def token_or_sentence_state(unit: str, scale: float, seed: int = 0) -> dict:
     """Token ``SCALED_TOKEN`` of a seeded sentence scaled by ``scale``, normalized with ``unit``'s
     ``normalized_shape``: each token's input and output histogram, and the tensors."""
-    if unit not in UNITS:
-        raise ValueError(f"token_or_sentence_state(): argument 'unit' must be one of {list(UNITS)}, got {unit!r}")
     x = torch.rand(SEQ_LEN, DIM, generator=torch.Generator().manual_seed(seed))
     x[SCALED_TOKEN] *= scale
     y = helpers.layer_norm(x, UNITS[unit])
