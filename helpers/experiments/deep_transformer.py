@@ -74,14 +74,10 @@ from helpers.evidence import runner
 from helpers.evidence.statistics import time_to_threshold
 from helpers.evidence.verdicts import Verdict
 from helpers.experiments import small_transformer as st
-from helpers.experiments.lstm_adding import (
-    best_rate_words,
-    keep_rows,
-    lstm_steps_to_threshold,
-    report_rate_words,
-    time_words,
-)
 from helpers.experiments.small_transformer import copy_levels
+from helpers.experiments.threshold_runs import report_rate_words, steps_to_threshold, time_words
+from helpers.experiments.training import keep_rows
+from helpers.experiments.tuning_words import best_rate_words
 
 __all__ = [
     "ARMS",
@@ -262,7 +258,7 @@ def deep_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 
     - ``"best rate, <arm>"``: its best rate on the pilot grid, and whether it is inside the grid;
     - ``"best rate on the report seeds, <arm>"``: whether that rate trains on the reported seeds
-      (:func:`helpers.experiments.lstm_adding.report_rate_words`);
+      (:func:`helpers.experiments.threshold_runs.report_rate_words`);
     - ``"largest stable rate, <arm>"``: the largest rate at which every one of the 10 reported seeds
       ends below :data:`THRESHOLD`, among the 3 checked around its pilot boundary (and its best
       rate), with each rate's count of seeds;
@@ -284,12 +280,12 @@ def deep_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, cap, pilot).items()}
     tuned = frame[frame["stage"].isin(("pilot", "report"))]
     out.update({f"best rate on the report seeds, {arm}": words
-                for arm, words in report_rate_words(tuned, cap, threshold=THRESHOLD).items()})
+                for arm, words in report_rate_words(tuned, cap, THRESHOLD).items()})
     checked = frame[frame["stage"].isin(("report", "check"))]
     for arm in arms:
         out[f"largest stable rate, {arm}"] = _stable_words(checked[checked["variant"] == arm], cap,
                                                            pilot[pilot["variant"] == arm])
-    reached, finals = lstm_steps_to_threshold(report, THRESHOLD), st._finals(report, cap)
+    reached, finals = steps_to_threshold(report, THRESHOLD), st._finals(report, cap)
     out.update({f"time, {arm}": words for arm, words in time_words(reached, cap, arms).items()})
     for arm in arms:
         out[f"steps per seed, {arm}"] = _per_seed_words(reached, cap, arm)

@@ -37,8 +37,8 @@ from torch import nn
 
 from helpers.evidence import runner
 from helpers.evidence.verdicts import Verdict
-from helpers.experiments.rnn_models import _adam
 from helpers.experiments.small_transformer import N_COPY, VOCAB, StackedDecoder, copy_task
+from helpers.experiments.training import adam, keep_rows
 from helpers.functional import layer_norm
 
 __all__ = [
@@ -73,7 +73,6 @@ __all__ = [
     "draw",
     "final_rows",
     "init_gain",
-    "keep_rows",
     "make_task",
     "mlp_runs",
     "pilot_scores",
@@ -384,7 +383,7 @@ def _train_step(model: StackedMLP, task: Task, gens, seed_of: torch.Tensor, lr: 
     loss = ((model(x[seed_of]) - y[seed_of]) ** 2).mean(1)
     model.zero_grad()
     loss.nan_to_num(0.0, 0.0, 0.0).sum().backward()  # a diverged model adds nothing to the others
-    _adam(list(model.parameters()), lr, step, moments)
+    adam(list(model.parameters()), lr, step, moments)
     loss = loss.detach()
     return torch.where(torch.isfinite(loss), loss, math.inf)
 
@@ -461,12 +460,6 @@ def mlp_runs(seeds=(0,), lrs=(1e-3,), *, activation: str = "relu", arrangement: 
         "change": change.flatten(),
         "converged": flags,
     })
-
-
-def keep_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows to store: every run's first :data:`helpers.evidence.runner.REPRO_STEPS` steps and its
-    evaluation steps (where ``eval_loss`` was measured)."""
-    return frame[(frame["step"] < runner.REPRO_STEPS) | frame["eval_loss"].notna()]
 
 
 def step_seconds(activation: str = "tanh", arrangement: str = "LN -> act", *, n_seeds: int = 1, n_lrs: int = 1,

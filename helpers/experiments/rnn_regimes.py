@@ -38,20 +38,21 @@ from torch.func import functional_call
 
 from helpers.evidence import runner
 from helpers.evidence.statistics import EQUIVALENCE_MARGIN
-from helpers.experiments.lstm_adding import (
-    EVAL_EVERY,
-    THRESHOLD,
-    _finite_or_inf,
-    _stacked_batch,
-    best_rate_words,
-    clip_per_model,
-    heldout_batch,
-    lstm_steps_to_threshold,
-    pilot_scores,
+from helpers.experiments.lstm_adding import EVAL_EVERY, THRESHOLD, heldout_batch
+from helpers.experiments.rnn_models import (
+    LEARNED_NOTHING,
+    StackedRNN,
+    normed_vs_plain,
+    stacked_batch,
+)
+from helpers.experiments.threshold_runs import (
     report_rate_words,
+    restricted_mean_steps,
+    steps_to_threshold,
     time_words,
 )
-from helpers.experiments.rnn_models import LEARNED_NOTHING, StackedRNN, _adam, normed_vs_plain
+from helpers.experiments.training import adam, clip_per_model, finite_or_inf, keep_rows
+from helpers.experiments.tuning_words import best_rate_words
 
 __all__ = [
     "HIDDEN",
@@ -189,7 +190,7 @@ def rnn_eval_runs(seeds=(0, 1, 2), lrs=(1e-2,), *, variants=("no norm", "LayerNo
 
     Each step: one minibatch of ``batch`` sequences per seed (the same for every model of that
     seed), the mean squared error, each model's gradient clipped to norm ``clip``
-    (:func:`helpers.experiments.lstm_adding.clip_per_model`), one Adam step with the model's own rate. At step 0,
+    (:func:`helpers.experiments.training.clip_per_model`), one Adam step with the model's own rate. At step 0,
     every ``eval_every`` steps and after the last update, before that step's update: the loss on
     :func:`helpers.experiments.lstm_adding.heldout_batch` in eval mode (noise off) and the drift per unit since the
     previous evaluation (:func:`unit_moments`); with ``measure_ics`` and ``depth > 1``, also
@@ -225,14 +226,14 @@ def rnn_eval_runs(seeds=(0, 1, 2), lrs=(1e-2,), *, variants=("no norm", "LayerNo
         evaluate = step % eval_every == 0 or step == steps
         if evaluate:
             prediction, mean, std = unit_moments(model, x_eval)
-            table["eval_loss"][step] = _finite_or_inf(((prediction - y_eval) ** 2).mean(1))
+            table["eval_loss"][step] = finite_or_inf(((prediction - y_eval) ** 2).mean(1))
             if previous is not None:
                 table["drift_mean"][step] = (mean - previous[0]).abs().mean(1)
                 table["drift_std"][step] = (std / previous[1]).log().abs().mean(1)
             previous = (mean, std)
         if step == steps:
             break
-        x, y = _stacked_batch(gens, seed_of, batch, seq_len)
+        x, y = stacked_batch(gens, seed_of, batch, seq_len)
         noise_state = noise_gen.get_state()
         prediction, _ = model(x, noise_gen)
         loss = ((prediction - y) ** 2).mean(1)
@@ -241,11 +242,11 @@ def rnn_eval_runs(seeds=(0, 1, 2), lrs=(1e-2,), *, variants=("no norm", "LayerNo
         clip_per_model(params, clip)
         before = {k: p.detach().clone() for k, p in zip(names, params, strict=True)} if evaluate and measure_ics \
             and depth > 1 else None
-        _adam(params, lr, step, moments)
+        adam(params, lr, step, moments)
         if before is not None:
             after = dict(zip(names, (p.detach() for p in params), strict=True))
             table["ics"][step], table["ics_cos"][step] = ics(model, before, after, x, y, noise_state, noise_gen)
-        table["loss"][step] = _finite_or_inf(loss.detach())
+        table["loss"][step] = finite_or_inf(loss.detach())
     keep = [k for k in table if k not in ("ics", "ics_cos") or (measure_ics and depth > 1)]
     arm = [model.arms[i] for i in arm_of.tolist()]
     return pd.DataFrame({
@@ -274,16 +275,16 @@ def _finals(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def regime_scores(frame: pd.DataFrame) -> pd.DataFrame:
-    """The tuning's score of ``rnn_regimes`` (:func:`helpers.experiments.lstm_adding.pilot_scores` per regime and
+    """The tuning's score of ``rnn_regimes`` (:func:`helpers.experiments.threshold_runs.restricted_mean_steps` per regime and
     variant): the restricted mean steps to :data:`THRESHOLD` over the pilot seeds."""
-    return pilot_scores(frame, arm_keys=("seq_len", "hidden", "variant"))
+    return restricted_mean_steps(frame, THRESHOLD, arm_keys=("seq_len", "hidden", "variant"))
 
 
 def _speed_words(report: pd.DataFrame, cap: int, label: str, eval_every: int) -> dict:
     """Per variant the time to :data:`THRESHOLD` (Kaplan-Meier), then LN vs no norm, paired by
     seed, on steps and final held-out loss (:func:`helpers.experiments.rnn_models.normed_vs_plain`;
     a difference in steps below ``eval_every``, the evaluation interval, is flagged)."""
-    reached = lstm_steps_to_threshold(report)
+    reached = steps_to_threshold(report, THRESHOLD)
     out = {f"time, {v}, {label}": words for v, words in time_words(reached, cap, ("no norm", "LayerNorm")).items()}
     both = normed_vs_plain(reached, _finals(report), cap, final="final held-out loss", eval_every=eval_every)
     out[f"steps, {label}"], out[f"final loss, {label}"] = both["steps"], both["final loss"]
@@ -295,7 +296,7 @@ def regime_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 
     - ``"best rate, <variant>, <regime>"``: the pilot's best rate and whether it is inside the grid;
     - ``"best rate on the report seeds, <variant>, <regime>"``: whether that rate trains on the report
-      seeds (:func:`helpers.experiments.lstm_adding.report_rate_words`);
+      seeds (:func:`helpers.experiments.threshold_runs.report_rate_words`);
     - ``"time, <variant>, <regime>"``: steps to :data:`THRESHOLD` of the reported runs
       (Kaplan-Meier median, how many got there);
     - ``"steps, <regime>"`` and ``"final loss, <regime>"``: LN vs no norm, each at its best rate,
@@ -313,7 +314,7 @@ def regime_verdicts(frame: pd.DataFrame) -> dict[str, str]:
                                                              strict=True)]
     best = best_rate_words(scores.assign(arm=names), cap, pilot)
     out = {f"best rate, {arm}": words for arm, words in best.items()}
-    checked = report_rate_words(frame, cap, lambda runs: [f"{v}, {_regime(t, h)}" for t, h, v in zip(
+    checked = report_rate_words(frame, cap, THRESHOLD, lambda runs: [f"{v}, {_regime(t, h)}" for t, h, v in zip(
         runs["seq_len"], runs["hidden"], runs["variant"], strict=True)])
     out.update({f"best rate on the report seeds, {arm}": words for arm, words in checked.items()})
     for (t, h), part in report.groupby(["seq_len", "hidden"], sort=True):
@@ -374,12 +375,6 @@ def mechanism_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 
 
 # ------------------------------------------------------------ the stored experiments (make experiments)
-
-
-def keep_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows to store: every run's first :data:`helpers.evidence.runner.REPRO_STEPS` steps and its
-    evaluation steps; the minibatch-loss columns of the others are not needed."""
-    return frame[(frame["step"] < runner.REPRO_STEPS) | frame["eval_loss"].notna()]
 
 
 def _regime_unit(*, seq_len: int, hidden: int, variant, lr, seeds, steps: int, **fixed) -> pd.DataFrame:

@@ -43,15 +43,15 @@ from torch import nn
 from helpers.evidence import runner
 from helpers.evidence.statistics import EQUIVALENCE_MARGIN, threshold_level
 from helpers.evidence.verdicts import Verdict
-from helpers.experiments.lstm_adding import (
-    best_rate_words,
-    clip_per_model,
-    keep_rows,
-    lstm_steps_to_threshold,
+from helpers.experiments.rnn_models import normed_vs_plain
+from helpers.experiments.threshold_runs import (
     report_rate_words,
+    restricted_mean_steps,
+    steps_to_threshold,
     time_words,
 )
-from helpers.experiments.rnn_models import _adam, normed_vs_plain
+from helpers.experiments.training import adam, clip_per_model, finite_or_inf, keep_rows
+from helpers.experiments.tuning_words import best_rate_words
 from helpers.functional import layer_norm, rms_norm
 
 __all__ = [
@@ -432,11 +432,6 @@ def warmup_factor(step: int, warmup: int) -> float:
     return 1.0 if warmup == 0 else min(1.0, (step + 1) / warmup)
 
 
-def _finite_or_inf(t: torch.Tensor) -> torch.Tensor:
-    """``t`` with every NaN or infinity as ``inf``: in the table, NaN means "not measured"."""
-    return torch.where(torch.isfinite(t), t, math.inf)
-
-
 def _setup(seeds, lrs, variant: str, n: int, vocab: int, width: int, blocks: int, heads: int):
     if variant not in ARMS:
         raise ValueError(f"copy_runs(): argument 'variant' must be one of {tuple(ARMS)}, got {variant!r}")
@@ -460,7 +455,7 @@ def _train_step(model, gens, seed_of, lr: torch.Tensor, step: int, moments: dict
     loss.nan_to_num(0.0, 0.0, 0.0).sum().backward()  # a diverged model adds nothing to the others
     params = list(model.parameters())
     clip_per_model(params, clip)
-    _adam(params, lr, step, moments)
+    adam(params, lr, step, moments)
     return loss.detach()
 
 
@@ -487,12 +482,12 @@ def trained_decoder(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: 
         steps_iter = tqdm(steps_iter, desc=f"{variant} steps", leave=False)
     for step in steps_iter:
         if step % eval_every == 0 or step == steps:
-            evals[step] = _finite_or_inf(heldout_loss(model, heldout))
+            evals[step] = finite_or_inf(heldout_loss(model, heldout))
         if step == steps:
             break
         loss = _train_step(model, gens, seed_of, lr * warmup_factor(step, ramp), step, moments, n=n, vocab=vocab,
                            batch=batch, clip=clip)
-        losses.append(_finite_or_inf(loss))
+        losses.append(finite_or_inf(loss))
     k = model.n_models
     loss_table = torch.full((steps + 1, k), math.nan)
     if losses:
@@ -519,7 +514,7 @@ def copy_runs(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: int = 
 
     Each step: one minibatch of ``batch`` sequences per seed (the same for every model of that
     seed), the mean next-token cross-entropy, its gradient clipped per model to norm ``clip``
-    (:func:`helpers.experiments.lstm_adding.clip_per_model`, every arm alike), then one Adam step (torch's defaults)
+    (:func:`helpers.experiments.training.clip_per_model`, every arm alike), then one Adam step (torch's defaults)
     at each model's rate times :func:`warmup_factor` (``warmup`` steps for the arms whose
     :data:`ARMS` entry warms up, none for the others). At step 0, every ``eval_every`` steps and
     after the last update (``step == steps``), the loss on the fixed :func:`heldout_batch` too
@@ -570,14 +565,9 @@ def step_seconds(arm: str, *, repeats: int = 5, steps: int = 20, n: int = N_COPY
 def pilot_scores(frame: pd.DataFrame, threshold: float = THRESHOLD) -> pd.DataFrame:
     """The tuning's score: per (variant, lr), the restricted mean steps to ``threshold`` (default
     :data:`THRESHOLD`) over the seeds in ``frame``, a run that never gets there counting as the step
-    cap (the last step of ``frame``). Lower is better; the cap itself means that no seed got there."""
-    from helpers.evidence.statistics import time_to_threshold
-
-    cap = int(frame["step"].max())
-    reached = lstm_steps_to_threshold(frame, threshold)
-    rows = [{"variant": v, "lr": lr, "score": time_to_threshold(run["steps"], cap).restricted_mean}
-            for (v, lr), run in reached.groupby(["variant", "lr"], sort=False)]
-    return pd.DataFrame(rows, columns=["variant", "lr", "score"])
+    cap (:func:`helpers.experiments.threshold_runs.restricted_mean_steps`). Lower is better; the cap
+    itself means that no seed got there."""
+    return restricted_mean_steps(frame, threshold)
 
 
 def _finals(frame: pd.DataFrame, cap: int) -> pd.DataFrame:
@@ -685,7 +675,7 @@ def small_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     - ``"best rate, <arm>"``: its best rate on the pilot grid (recomputed from the pilot rows, as
       the runner picked it), and whether it is inside the grid;
     - ``"best rate on the report seeds, <arm>"``: whether that rate trains on the report seeds
-      (:func:`helpers.experiments.lstm_adding.report_rate_words`);
+      (:func:`helpers.experiments.threshold_runs.report_rate_words`);
     - ``"largest stable rate, <arm>"``: the largest pilot rate at which every pilot seed still
       learns: ends with a held-out loss below :data:`THRESHOLD`;
     - ``"time, <arm>"``: the reported runs' steps to :data:`THRESHOLD` (Kaplan-Meier median, how
@@ -704,10 +694,10 @@ def small_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     scores = pilot_scores(pilot).rename(columns={"variant": "arm"})
     out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, cap, pilot).items()}
     out.update({f"best rate on the report seeds, {arm}": words
-                for arm, words in report_rate_words(frame, cap, threshold=THRESHOLD).items()})
+                for arm, words in report_rate_words(frame, cap, THRESHOLD).items()})
     for arm in arms:
         out[f"largest stable rate, {arm}"] = _largest_stable(pilot, arm, cap)
-    reached, finals = lstm_steps_to_threshold(report, THRESHOLD), _finals(report, cap)
+    reached, finals = steps_to_threshold(report, THRESHOLD), _finals(report, cap)
     out.update({f"time, {arm}": words for arm, words in time_words(reached, cap, arms).items()})
     for arm in arms:
         out[f"learns, {arm}"] = _learns(finals[finals["variant"] == arm])

@@ -183,10 +183,10 @@ def _wall_clock(frame: pd.DataFrame, setting: str, report: pd.DataFrame, thresho
     never got there) times its arm's seconds per step, the interval carrying the timing's spread
     over the rounds (:func:`wall_clock_ci`)."""
     from helpers.evidence.statistics import verdict
-    from helpers.experiments.lstm_adding import lstm_steps_to_threshold
+    from helpers.experiments.threshold_runs import steps_to_threshold
 
     cap = int(report["step"].max())
-    reached = lstm_steps_to_threshold(report, threshold)
+    reached = steps_to_threshold(report, threshold)
     reached = reached[reached["variant"].isin((a, b))]
     steps = pd.DataFrame({v: reached[reached["variant"] == v].set_index("seed")["steps"].fillna(cap)
                           for v in (a, b)}).dropna()
