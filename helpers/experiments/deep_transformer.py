@@ -277,7 +277,7 @@ def deep_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
     arms = [a for a in ARMS if a in set(frame["variant"])]
     scores = deep_pilot_scores(pilot).rename(columns={"variant": "arm"})
-    out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, cap, pilot).items()}
+    out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, pilot, learned_below=cap).items()}
     tuned = frame[frame["stage"].isin(("pilot", "report"))]
     out.update({f"best rate on the report seeds, {arm}": words
                 for arm, words in report_rate_words(tuned, cap, THRESHOLD).items()})

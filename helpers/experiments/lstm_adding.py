@@ -429,7 +429,7 @@ def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
     scores = pilot_scores(pilot).rename(columns={"variant": "arm"})
-    out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, cap, pilot).items()}
+    out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, pilot, learned_below=cap).items()}
     out.update({f"best rate on the report seeds, {arm}": words
                 for arm, words in report_rate_words(frame, cap, THRESHOLD).items()})
     reached = lstm_steps_to_threshold(report)

@@ -60,6 +60,7 @@ from torch import nn
 from helpers.evidence import runner
 from helpers.evidence.statistics import EQUIVALENCE_MARGIN, grid_resolution
 from helpers.experiments.placement_tuned import cosine_factor
+from helpers.experiments.tuning_words import best_rate_words
 from helpers.modules import BatchNorm2d, GroupNorm, InstanceNorm2d
 
 __all__ = [
@@ -802,25 +803,22 @@ def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:
       vs 32"``, ``"loss, <norm>: batch <b> vs 32"`` and ``"error, BatchNorm, batch <b>: eval vs train
       mode"``: each row of :func:`comparisons`, its words followed by the two means.
     """
-    from helpers.evidence.statistics import best_rates
-
     out = {}
     pilot = frame[frame["stage"] == "pilot"] if "stage" in frame else frame.iloc[:0]
     if not pilot.empty:
         scores = pilot_scores(pilot)
-        grid = sorted(scores["lr"].unique())
-        seeds = ", ".join(str(s) for s in sorted(pilot["seed"].unique()))
         scores["arm"] = scores["norm"] + ", batch " + scores["batch_size"].astype(str)
-        best = best_rates(scores.drop(columns=["norm"]), arm="arm", lr="lr", score="score", learned_below=CHANCE_ERROR)
-        for row, b in zip(best.itertuples(), scores.drop_duplicates("arm")["batch_size"], strict=True):
-            span = f"{scaled_lr(grid[0], b):g} to {scaled_lr(grid[-1], b):g}"
-            if not row.learned:
-                said = f"none: at no rate of the grid ({span}) is the mean error below chance"
-            else:
-                where = "on the grid's edge: a better rate may lie beyond it" if row.on_edge else "inside the grid"
-                said = (f"{scaled_lr(row.best_lr, b):g} ({row.best_lr:g} scaled from batch {LR_BATCH} to {b}), "
-                        f"{where} ({span}); mean final validation error {row.best_score:.1%} over pilot seeds {seeds}")
-            out[f"best rate, {row.arm}"] = said
+        batch = dict(zip(scores["arm"], scores["batch_size"], strict=True))
+
+        def rate(arm, lr):  # the grid is in units of batch LR_BATCH: each arm's rate is scaled to its batch
+            return f"{scaled_lr(lr, batch[arm]):g}"
+
+        best = best_rate_words(scores, pilot, learned_below=CHANCE_ERROR, rate=rate,
+                               best=lambda arm, lr: f"{rate(arm, lr)} ({lr:g} scaled from batch {LR_BATCH} "
+                                                    f"to {batch[arm]})",
+                               score="mean final validation error {:.1%}",
+                               none="none: at no rate of the grid ({grid}) is the mean error below chance")
+        out.update({f"best rate, {arm}": words for arm, words in best.items()})
         out.update({f"best rate on the report seeds, {arm}": words for arm, words in report_rate_words(frame).items()})
     for row in error_table(frame).itertuples():
         said = (f"at lr {row.lr:g}: test error {row.error:.1%} (95% CI {row.error_low:.1%} to {row.error_high:.1%}), "

@@ -39,6 +39,7 @@ from helpers.evidence import runner
 from helpers.evidence.verdicts import Verdict
 from helpers.experiments.small_transformer import N_COPY, VOCAB, StackedDecoder, copy_task
 from helpers.experiments.training import adam, keep_rows
+from helpers.experiments.tuning_words import best_rate_words
 from helpers.functional import layer_norm
 
 __all__ = [
@@ -592,23 +593,13 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     :func:`helpers.evidence.statistics.verdict`); a difference smaller than one step of the tuning grid
     is flagged (:func:`_grid_step`).
     """
-    from helpers.evidence.statistics import best_rates
-
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
-    out = {}
     scores = pilot_scores(pilot)
     scores = scores.assign(arm=scores["activation"] + ", " + scores["arrangement"])
-    grid = sorted(scores["lr"].unique())
-    pilot_seeds = ", ".join(str(s) for s in sorted(pilot["seed"].unique()))
-    for row in best_rates(scores[["arm", "lr", "score"]], learned_below=NOTHING).itertuples():
-        if not row.learned:
-            said = f"none: at no rate of the grid ({grid[0]:g} to {grid[-1]:g}) does the median end below {NOTHING:g}"
-        else:
-            where = "on the grid's edge: a better rate may lie beyond it" if row.on_edge else "inside the grid"
-            said = (f"{row.best_lr:g}, {where} ({grid[0]:g} to {grid[-1]:g}); median final loss "
-                    f"{row.best_score:.4f} over pilot seeds {pilot_seeds}")
-        out[f"best rate, {row.arm}"] = said
+    best = best_rate_words(scores, pilot, learned_below=NOTHING, score="median final loss {:.4f}",
+                           none=f"none: at no rate of the grid ({{grid}}) does the median end below {NOTHING:g}")
+    out = {f"best rate, {arm}": words for arm, words in best.items()}
     out.update({f"best rate on the report seeds, {arm}": words for arm, words in report_rate_words(frame).items()})
     finals = final_rows(report)
     for act in ACTIVATIONS:

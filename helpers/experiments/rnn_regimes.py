@@ -312,7 +312,7 @@ def regime_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     scores = regime_scores(pilot)
     names = [f"{v}, {_regime(t, h)}" for t, h, v in zip(scores["seq_len"], scores["hidden"], scores["variant"],
                                                              strict=True)]
-    best = best_rate_words(scores.assign(arm=names), cap, pilot)
+    best = best_rate_words(scores.assign(arm=names), pilot, learned_below=cap)
     out = {f"best rate, {arm}": words for arm, words in best.items()}
     checked = report_rate_words(frame, cap, THRESHOLD, lambda runs: [f"{v}, {_regime(t, h)}" for t, h, v in zip(
         runs["seq_len"], runs["hidden"], runs["variant"], strict=True)])
