@@ -456,22 +456,16 @@ def _lstm_unit(*, variant: str, lr, seeds, steps: int, **fixed) -> pd.DataFrame:
                      **fixed)
 
 
-# How it was sized (version 2: the embedding and the ablation arm). Measured on this set's 2-core
-# machine (AMD EPYC, one thread, the other core busy with other work), T = 100, H = 64, batch 32,
-# one training step (forward, backward, clipping, Adam) per model in a stack of 5: LSTM 0.018 s,
-# LN-LSTM 0.071 s, without input LN 0.054 s (alone: 0.055, 0.098 and 0.109 s). One held-out
-# evaluation (512 sequences) of a stack of 5: 0.6 to 1.1 s. So a unit stacks 5 seeds (the pilot's
-# 5 rates x 3 seeds are 15 models, one unit per arm; the reported runs two units of 5 seeds per
-# arm), and the whole experiment, 3 x (15 + 10) runs, costs about 3.6 s per step of the cap plus
-# 13 s per evaluation round: 1,400 steps would take about 90 minutes, over the 75 it is given.
-# So, against version 1: the grid keeps the 5 rates around version 1's best ones (0.03 for the
-# LSTM, 0.01 for the LN-LSTM), dropping 0.0003, at which no arm did best; and the cap is 1,200
-# steps (version 1: 1,400). A probe seed (999, not one of the experiment's) reached the threshold
-# after 300 and 250 steps with the LN-LSTM at 0.01 and 0.03, after 450 and 500 without input LN,
-# and after 750 with the LSTM at 0.01 (never within 1,400 at 0.03). LSTM runs that have not reached the
-# threshold by the cap are censored (never dropped), which can only understate the LN arms'
-# advantage in steps; their final loss is read at the cap, where a run that has only just got there
-# is still above the floor.
+# How it was sized (version 2: the embedding and the ablation arm). A unit stacks 5 seeds (the
+# pilot's 5 rates x 3 seeds are 15 models, one unit per arm; the reported runs two units of 5 seeds
+# per arm). Against version 1, to fit the budget: the grid keeps the 5 rates around version 1's best
+# ones (0.03 for the LSTM, 0.01 for the LN-LSTM), dropping 0.0003, at which no arm did best; and the
+# cap is 1,200 steps (version 1: 1,400). A probe seed (999, not one of the experiment's) reached the
+# threshold after 300 and 250 steps with the LN-LSTM at 0.01 and 0.03, after 450 and 500 without
+# input LN, and after 750 with the LSTM at 0.01 (never within 1,400 at 0.03). LSTM runs that have not
+# reached the threshold by the cap are censored (never dropped), which can only understate the LN
+# arms' advantage in steps; their final loss is read at the cap, where a run that has only just got
+# there is still above the floor.
 runner.register(runner.Experiment(
     name="lstm_adding", notebook="13_does_it_speed_up_training", train=_lstm_unit,
     grid={"variant": VARIANTS}, seeds=SEEDS, steps=STEPS, threshold=THRESHOLD, seeds_per_unit=5,
@@ -480,15 +474,10 @@ runner.register(runner.Experiment(
     tuning=runner.Tuning(key="lr", rates=RATES, pilot_seeds=PILOT_SEEDS, score=pilot_scores,
                          learned_below=STEPS),
     version=2,
-    # estimated 4,600 s from the timings above; the stored run took 6,546 s with --jobs 1 (the machine
-    # loaded by other work: its first two units, the LSTM's and the LN-LSTM's pilots, ran at 3 to 4
-    # times the per-step cost measured before it, 1,525 s and 2,429 s; the last seven, 2,592 s in all)
     budget_s=7000,
-    # The reproducibility check re-trains unit 4, the LSTM's seeds 5 to 9 at its best rate (0.01):
-    # its first 20 steps agree across the kernel paths to 5.4e-7 in the loss (`python -m
-    # helpers.evidence.reproduction lstm_adding --unit 4`). The LN-LSTM's report units reach 2.4e-5,
-    # and the last unit (without input LN at 0.03) 0.07: at the larger rate a last-bit difference
-    # grows about 10-fold per step. Pilot units are no good for it either (rate 0.1 is chaotic).
+    # The reproducibility check re-trains unit 4, the LSTM's seeds 5 to 9 at its best rate (0.01): in
+    # the other report units, at the larger rate 0.03, a last-bit difference grows about 10-fold per
+    # step. Pilot units are no good for it either (rate 0.1 is chaotic).
     repro_rtol=0.0,
     repro_atol=6e-6,
     repro_measured=5.36e-7,

@@ -820,20 +820,12 @@ def _xiong_unit(*, form: str, blocks: int, seeds, steps: int, **fixed) -> pd.Dat
     return xiong_grad_norms(forms=(form,), depths=(blocks,), seeds=seeds, **fixed)
 
 
-# How it was sized. Measured on this set's 2-core machine (AMD EPYC, one thread). A first version
-# (students of 32 units, a teacher of 128, batch 64, 10,000 steps) ended with only 2 to 9 of each
-# arm's 10 runs converged: their loss still fell by about 1% over the last 2,000 steps. Probes
-# (seeds 900 to 902, tanh, LN -> act and act -> LN, rates 3e-3 and 1e-2, 10,000 steps; the share of
-# runs that met the convergence rule): 20,000 steps at batch 64, 1 of 4; batch 512 with 32 units,
-# 6 of 12, the loss still changing by 0.9 to 1.8%; batch 512 with 16 units, 9 of 12 (0.5 to 1.8%);
-# the same on a teacher of 64 units (depth 4, gain 2.5, loss near 0.27 to 0.34, a third of the
-# variance unexplained), 11 of 12 (tanh LN -> act and ReLU act -> LN; 0.4 to 1.1%). Narrower students
-# stop improving sooner; a larger batch and more steps help less. So: 16 units, the teacher of 64,
-# batch 512, and 16,000 steps for a margin. One step (each seed's fresh minibatch and its teacher
-# targets, forward, backward, Adam): 10 to 11 ms for a stack without a norm (3 seeds x 6 rates, or
-# 10 seeds), 16 to 19 ms with one; with the evaluations, about 4,500 s of training in all. The stored
-# run: 4,249 s (pilot units 106 to 334 s, reported units 137 to 269 s), 37 minutes with `--jobs 2`; 8 to
-# 10 of each arm's 10 runs converged.
+# How it was sized. A first version (students of 32 units, a teacher of 128, batch 64, 10,000 steps)
+# ended with only 2 to 9 of each arm's 10 runs converged: their loss still fell by about 1% over the
+# last 2,000 steps. On probes (seeds 900 to 902, tanh, LN -> act and act -> LN, rates 3e-3 and 1e-2),
+# narrower students converged more often (batch 512: 6 of 12 runs with 32 units, 9 of 12 with 16, 11
+# of 12 with 16 on a teacher of 64 units, a third of its variance unexplained); a larger batch and
+# more steps helped less. So: 16 units, the teacher of 64, batch 512, and 16,000 steps for a margin.
 runner.register(runner.Experiment(
     name="placement_tuned", notebook="12_where_the_norm_goes", train=_placement_unit,
     grid={"activation": ACTIVATIONS, "arrangement": ARRANGEMENTS}, seeds=SEEDS, steps=STEPS, seeds_per_unit=10,
@@ -842,12 +834,9 @@ runner.register(runner.Experiment(
     tuning=runner.Tuning(key="lr", rates=RATES, pilot_seeds=PILOT_SEEDS, score=pilot_scores,
                          learned_below=NOTHING),
     budget_s=5400,
-    # The reproducibility check re-trains unit 13, ReLU, LN -> act at its best rate, seeds 0 to 9: its
-    # first 20 steps agree across the kernel paths to 6e-7 in the losses (`python -m helpers.evidence.reproduction`;
-    # the other reported units, on torch's plain path against AVX-512: 5e-7 to 3e-6 relative for tanh and
-    # GELU no norm; GELU LN -> act 1.4e-5, ReLU no norm 1.4e-4, GELU act -> LN 3.8e-3, ReLU act -> LN at
-    # rate 0.1 0.19, where a last-bit difference grows step by step). Pilot units are no good for it (at
-    # the largest rates, chaotic).
+    # The reproducibility check re-trains unit 13, ReLU, LN -> act at its best rate, seeds 0 to 9, a
+    # calm one: in other reported units (ReLU act -> LN at rate 0.1 most) a last-bit difference grows
+    # step by step. Pilot units are no good for it (at the largest rates, chaotic).
     repro_rtol=0.0,
     repro_atol=6e-6,
     repro_measured=5.96e-7,
@@ -858,10 +847,8 @@ runner.register(runner.Experiment(
     grid={"form": tuple(FORMS), "blocks": XIONG_DEPTHS}, seeds=XIONG_SEEDS, steps=1,
     seeds_per_unit=len(XIONG_SEEDS), fixed={"n": N_COPY, "vocab": VOCAB, "width": 32, "heads": 2, "batch": 32},
     summarize=xiong_verdicts,
-    # the stored run took 7 s
     budget_s=60,
-    # The reproducibility check re-runs the last unit, Post-LN with 24 blocks (the deepest, every seed):
-    # across the kernel paths its gradient norms agree to 9.2e-8, the residual stream's size to 1.2e-7.
+    # The reproducibility check re-runs the last unit, Post-LN with 24 blocks (the deepest, every seed).
     repro_rtol=0.0,
     repro_atol=1.2e-6,
     repro_measured=1.19e-7,

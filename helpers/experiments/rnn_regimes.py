@@ -391,16 +391,10 @@ def _mechanism_unit(*, lr: float, seeds, steps: int, **fixed) -> pd.DataFrame:
     return rnn_eval_runs(seeds=seeds, lrs=(lr,), steps=steps, **fixed)
 
 
-# How they were sized. Measured on this set's 2-core machine (one thread, the other core busy), one
-# training step of a stack (forward, backward, clipping, Adam): the pilot stack of one regime
-# (2 variants x 6 rates x 3 seeds = 36 models) takes 0.0074 s at T 10, hidden 16, 0.13 s at T 50,
-# hidden 64, and 0.34 s at T 50, hidden 128; a reported stack of 10 seeds, 0.17 s at T 50,
-# hidden 128. A first ``rnn_regimes`` (6 rates, 600 steps, evaluations every 25) took 506 s; at
-# T 50 almost no run of either arm reached the threshold within 600 steps, and at T 10 most runs
-# got there within 50 to 125 steps, which evaluations 25 steps apart resolve too coarsely to rank
-# neighbouring rates. Hence 1,000 steps, evaluations every 10, and 7 rates: about 20 minutes.
-# ``rnn_mechanism`` (depth 3, hidden 64, T 10, 6 arms x 10 seeds per rate, ICS at every
-# evaluation) about 0.2 s per step and rate: 5 minutes (285 s measured).
+# How they were sized. A first ``rnn_regimes`` (6 rates, 600 steps, evaluations every 25): at T 50
+# almost no run of either arm reached the threshold within 600 steps, and at T 10 most runs got there
+# within 50 to 125 steps, which evaluations 25 steps apart resolve too coarsely to rank neighbouring
+# rates. Hence 1,000 steps, evaluations every 10, and 7 rates.
 #: The evaluation intervals (steps) of the two experiments: a difference in steps to the threshold
 #: below them is flagged in the words.
 REGIME_EVAL_EVERY = 10
@@ -419,8 +413,7 @@ runner.register(runner.Experiment(
     fixed={"batch": 32, "clip": 1.0, "eval_every": REGIME_EVAL_EVERY}, summarize=regime_verdicts, keep=keep_rows,
     tuning=runner.Tuning(key="lr", rates=RATES, pilot_seeds=PILOT_SEEDS, score=regime_scores, learned_below=1000),
     budget_s=1500,
-    # The reproducibility check re-trains the last unit, LN at T 50, hidden 128, 10 seeds at its best rate:
-    # its first 20 steps agree across the kernel paths to 9.5e-7 (`python -m helpers.evidence.reproduction`)
+    # The reproducibility check re-trains the last unit, LN at T 50, hidden 128, 10 seeds at its best rate
     repro_rtol=0.0,
     repro_atol=9.6e-6,
     repro_measured=9.54e-7,
@@ -431,18 +424,12 @@ runner.register(runner.Experiment(
     fixed={"depth": 3, "hidden": 64, "seq_len": 10, "batch": 32, "clip": 1.0, "eval_every": MECHANISM_EVAL_EVERY,
            "variants": ("no norm", "LayerNorm", "noisy LayerNorm"), "noises": NOISES, "measure_ics": True},
     summarize=mechanism_verdicts, keep=keep_rows,
-    # The stored run took 2,045 s of unit time (3 units, one at a time) with other work loading the
-    # machine (a load average near 5 on its 2 cores); drawing noise per activation costs more than the
-    # per-unit noise of version 1 (285 s, the machine quieter).
     budget_s=2100,
-    # Every unit trains every arm, noisy LN included, and none stays calm: across the kernel paths
-    # (`python -m helpers.evidence.reproduction`), in version 1 of this experiment, unit 0's losses agreed
-    # to 2e-6 at step 0, 3e-5 at step 1, 4e-4 by step 4 and 4e-3 by step 19 (1.6% relative; 1.0% was seen
-    # on an Intel Xeon). One Adam step already multiplies a last-bit difference about 15-fold in every
-    # arm, LN without noise too: Adam's first update is about lr * g / |g| per weight, whatever the size
-    # of g. So the check compares the first 2 steps: step 0's losses, ICS and its cosine (computed from
-    # an update at the unit's rate) and step 1's loss, each within 10 times its measured difference
-    # (version 2, over those 2 steps: the cosine 4.7e-5, the rest 1.6e-5).
+    # Every unit trains every arm, noisy LN included, and none stays calm: one Adam step already
+    # multiplies a last-bit difference about 15-fold in every arm, LN without noise too: Adam's first
+    # update is about lr * g / |g| per weight, whatever the size of g. So the check compares the first 2
+    # steps: step 0's losses, ICS and its cosine (computed from an update at the unit's rate) and step
+    # 1's loss.
     repro_steps=2,
     repro_rtol=0.0,
     repro_atol=1.7e-4,

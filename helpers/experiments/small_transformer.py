@@ -740,19 +740,14 @@ def _small_transformer_unit(*, variant: str, lr, seeds, steps: int, **fixed) -> 
                      **fixed)
 
 
-# How it was sized. Measured on this set's 2-core machine (AMD EPYC, one thread, the other core
-# busy with other work), n = 8, V = 16, batch 32, one training step (minibatch, forward, backward,
-# clipping, Adam) per model: 6.2 to 6.7 ms with LN in a stack of 7 or more (5.5 to 5.9 ms without),
-# about 9 ms in a stack of 2, 11.4 ms alone (8.9 ms without LN). One held-out evaluation (128
-# sequences) per model: about 12 ms. Probe seeds (900 and 901, neither pilot nor reported) reached
-# the threshold within 35 to 100 steps at rates 0.003 to 0.03 in every arm (Pre-LN: 40 to 50 steps
-# at 0.01 and 0.03; Post-LN: 100 at 0.003; no norm: 35 at 0.01), none at 1e-4 within 600 steps,
-# and Post-LN stuck at the no-copy level from 0.01 or 0.03 on. So: a cap of 400 steps (about four
-# times what the good rates need, and as long as 3e-4 needs), an evaluation every 5 steps (the
-# resolution of the steps to the threshold), a warm-up of 40 steps (10% of the cap), a grid from
-# 3e-4 to 0.3 (every arm's best rate inside it), and two seeds per unit (a pilot unit is one arm at
-# its 7 rates, 14 or 7 models; a reported unit one arm, 2 seeds). Estimated: 155 runs of 400 steps
-# at 6 to 9 ms a step plus 80 evaluations, about 10 minutes.
+# How it was sized. Probe seeds (900 and 901, neither pilot nor reported) reached the threshold within
+# 35 to 100 steps at rates 0.003 to 0.03 in every arm (Pre-LN: 40 to 50 steps at 0.01 and 0.03;
+# Post-LN: 100 at 0.003; no norm: 35 at 0.01), none at 1e-4 within 600 steps, and Post-LN stuck at the
+# no-copy level from 0.01 or 0.03 on. So: a cap of 400 steps (about four times what the good rates
+# need, and as long as 3e-4 needs), an evaluation every 5 steps (the resolution of the steps to the
+# threshold), a warm-up of 40 steps (10% of the cap), a grid from 3e-4 to 0.3 (every arm's best rate
+# inside it), and two seeds per unit (a pilot unit is one arm at its 7 rates, 14 or 7 models; a
+# reported unit one arm, 2 seeds).
 runner.register(runner.Experiment(
     name="small_transformer", notebook="13_does_it_speed_up_training", train=_small_transformer_unit,
     grid={"variant": tuple(ARMS)}, seeds=SEEDS, steps=STEPS, threshold=THRESHOLD, seeds_per_unit=2,
@@ -761,14 +756,9 @@ runner.register(runner.Experiment(
     summarize=small_transformer_verdicts, keep=keep_rows,
     tuning=runner.Tuning(key="lr", rates=RATES, pilot_seeds=PILOT_SEEDS, score=pilot_scores,
                          learned_below=STEPS),
-    # the first five arms alone took 577 s (pilot units of 7 or 14 models 22 to 50 s each, reported units
-    # of 2 models 8 to 9 s); all nine took 1,995 s with three other jobs on the two cores (pilot units
-    # 45 to 120 s, reported units 10 to 20 s)
     budget_s=2100,
     # The reproducibility check re-trains the last unit, Post-LN + warm-up seeds 8 and 9 at their best
-    # rate: its first 20 steps agree across the kernel paths to 7.2e-7 in the losses (`python -m
-    # helpers.evidence.reproduction`; every reported unit, on torch's plain path against AVX-512: at most 2.7e-7
-    # relative). The first 20 steps sit on the no-copy plateau, where nothing amplifies a last-bit
+    # rate: the first 20 steps sit on the no-copy plateau, where nothing amplifies a last-bit
     # difference; pilot units are no good for it (at rate 0.3 training is chaotic).
     repro_rtol=0.0,
     repro_atol=7.2e-6,
