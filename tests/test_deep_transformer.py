@@ -14,6 +14,7 @@ import torch
 from helpers.evidence import runner, statistics
 from helpers.experiments import deep_transformer as dt
 from helpers.experiments import small_transformer as st
+from helpers.experiments.threshold_runs import steps_to_threshold
 
 #: A few steps of the declared model, for the tests that train it.
 KW = {**dt.FIXED, "steps": 3, "eval_every": 1}
@@ -175,7 +176,7 @@ def test_the_stored_stages_hold_the_seeds_and_rates_the_protocol_says(stored):
 def test_pre_ln_needs_over_a_hundred_steps_and_post_ln_fails_where_pre_ln_trains(stored):
     # the regime the experiment was sized for, on the reported seeds: the answers are not free
     frame = stored.frame
-    reached = st.lstm_steps_to_threshold(frame[frame["stage"] == "report"], dt.THRESHOLD)
+    reached = steps_to_threshold(frame[frame["stage"] == "report"], dt.THRESHOLD)
     pre = reached[reached["variant"] == "Pre-LN"]["steps"]
     assert 100 <= pre.median() <= 400
     checked = frame[frame["stage"].isin(("report", "check"))]

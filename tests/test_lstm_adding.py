@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from helpers.evidence import runner, statistics
-from helpers.experiments import lstm_adding
+from helpers.experiments import lstm_adding, training
 
 
 def _words(verdicts):
@@ -211,7 +211,7 @@ def test_clipping_is_per_model_and_bounds_each_models_gradient():
     b = torch.zeros(3, 2, 2, requires_grad=True)
     a.grad = torch.tensor([[0.3, 0.0, 0.0, 0.0], [6.0, 0.0, 0.0, 0.0], [math.nan, 1.0, 0.0, 0.0]])
     b.grad = torch.tensor([[[0.4, 0.0], [0.0, 0.0]], [[8.0, 0.0], [0.0, 0.0]], [[math.inf, 0.0], [0.0, 0.0]]])
-    norms = lstm_adding.clip_per_model([a, b], clip=1.0)
+    norms = training.clip_per_model([a, b], clip=1.0)
     torch.testing.assert_close(norms, torch.tensor([0.5, 10.0, 1.0]))
     torch.testing.assert_close(a.grad[0], torch.tensor([0.3, 0.0, 0.0, 0.0]))  # under the clip: untouched
     after = (a.grad.flatten(1) ** 2).sum(1) + (b.grad.flatten(1) ** 2).sum(1)
@@ -229,7 +229,7 @@ def test_clipping_bounds_each_models_gradient_without_touching_the_others():
         model.zero_grad()
         (((model(x) - y) ** 2).mean(1) * scale).sum().backward()
         params = [p for p in model.parameters() if p.grad is not None]
-        norms = lstm_adding.clip_per_model(params, clip=1.0)
+        norms = training.clip_per_model(params, clip=1.0)
         return norms, [p.grad.clone() for p in params]
 
     free_norms, free = grads(torch.tensor([0.1, 0.1]))
@@ -247,7 +247,7 @@ def test_keep_rows_keeps_the_first_steps_and_the_evaluations():
     frame = lstm_adding.lstm_runs(seeds=(0,), lrs=(1e-2,), variants=("LSTM",), steps=45, seq_len=5, hidden=4,
                            eval_every=10)
     assert len(frame) == 46 and frame["loss"].isna().sum() == 1  # no minibatch after the last update
-    kept = lstm_adding.keep_rows(frame)
+    kept = training.keep_rows(frame)
     assert sorted(kept["step"]) == [*range(runner.REPRO_STEPS), 20, 30, 40, 45]
     assert sorted(kept.loc[kept["eval_loss"].notna(), "step"]) == [0, 10, 20, 30, 40, 45]
 

@@ -323,7 +323,7 @@ def test_the_stored_runs_carry_the_flag_in_their_last_row_only(small_task):
         run = frame[(frame["lr"] == row["lr"]) & frame["eval_loss"].notna()]
         flag, change = pe.converged(run["step"], run["eval_loss"], 10)
         assert bool(row["converged"]) == flag and row["change"] == pytest.approx(change, rel=1e-6)
-    kept = pe.keep_rows(frame)
+    kept = runner.experiment("placement_tuned").keep(frame)
     assert set(kept["step"]) == set(range(10)) | {10}  # the first REPRO_STEPS steps and the evaluations
 
 

@@ -135,7 +135,7 @@ def test_layer_norm_input_starts_standardized_and_no_norm_does_not():
     little under 1 where the summed inputs are tiny and eps counts), so over all tokens too."""
     gens = [torch.Generator().manual_seed(s) for s in (0, 1)]
     model = rm.StackedRNN(2, 1, variants=("no norm", "LayerNorm"), generators=gens)
-    x, _ = rm._stacked_batch(gens, torch.arange(model.n_models) % 2, 32, 10)
+    x, _ = rm.stacked_batch(gens, torch.arange(model.n_models) % 2, 32, 10)
     with torch.no_grad():
         _, pre = model(x)  # (models, batch * seq_len, hidden); models 0, 1: no norm, 2, 3: LayerNorm
     ln, plain = pre[model.n_plain:], pre[:model.n_plain]

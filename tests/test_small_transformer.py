@@ -12,6 +12,7 @@ import torch
 
 from helpers.evidence import runner, statistics
 from helpers.experiments import small_transformer as st
+from helpers.experiments import training
 
 
 def _gens(*seeds):
@@ -327,7 +328,7 @@ def test_a_diverged_model_does_not_touch_the_others():
     torch.testing.assert_close(loss[0:1], clean_loss, rtol=1e-6, atol=1e-7)
     for (name, p), (_, q) in zip(model.named_parameters(), clean.named_parameters(), strict=True):
         torch.testing.assert_close(p[0:1], q, rtol=1e-6, atol=1e-7, msg=name)
-    assert st._finite_or_inf(loss)[1] == math.inf
+    assert training.finite_or_inf(loss)[1] == math.inf
 
 
 # ------------------------------------------------------------------ warm-up and timing
@@ -415,11 +416,11 @@ def test_the_stored_best_rates_are_inside_the_grid():
 
 
 def test_the_best_rate_check_counts_the_report_seeds_that_never_reach_the_threshold():
-    from helpers.experiments.lstm_adding import lstm_steps_to_threshold
+    from helpers.experiments.threshold_runs import steps_to_threshold
 
     stored = runner.load("small_transformer")
     report = stored.frame[stored.frame["stage"] == "report"]
-    reached = lstm_steps_to_threshold(report, st.THRESHOLD)
+    reached = steps_to_threshold(report, st.THRESHOLD)
     for arm in st.ARMS:
         never = int(reached.loc[reached["variant"] == arm, "steps"].isna().sum())
         words = stored.verdicts[f"best rate on the report seeds, {arm}"]

@@ -13,12 +13,15 @@ runs them and the notebooks read what they stored.
   deeper Transformer on a harder copy task, where the placements part ways) and
   :mod:`~helpers.experiments.step_times`:
   does LayerNorm speed up training (deep dive 13), over :mod:`~helpers.experiments.rnn_models` (the
-  adding task, stacked tanh RNNs, per-model Adam, paired verdicts) and read as one table by
+  adding task, stacked tanh RNNs, paired verdicts) and :mod:`~helpers.experiments.threshold_runs`
+  (steps to a loss threshold, in words), and read as one table by
   :mod:`~helpers.experiments.training_speed_table`.
 - :mod:`~helpers.experiments.ln_input_output` and :mod:`~helpers.experiments.norm_family_cnn`:
   LayerNorm's input-to-output map in a trained Transformer, and the family on a small CNN (deep
   dive 15).
 
-They import the evidence machinery, the exercises' checking machinery and the drop-in library,
+The shared parts of their training loops (per-model Adam and clipping, the rows stored) are in
+:mod:`~helpers.experiments.training`, and each tuned rate is said by
+:mod:`~helpers.experiments.tuning_words`. They import the evidence machinery, the exercises' checking machinery and the drop-in library,
 never plots or widgets.
 """

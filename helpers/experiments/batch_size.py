@@ -468,19 +468,15 @@ runner.register(runner.Experiment(
     grid={"norm": NORMS, "batch_size": BATCH_SIZES}, seeds=BATCH_SIZE_SEEDS, seeds_per_unit=10,
     steps=BATCH_SIZE_SAMPLES // min(BATCH_SIZES), summarize=_summarize_batch_size, version=3,
     # 30 units: each (norm, batch size) tuned over 8 rates on 3 pilot seeds, then 10 fresh seeds at its
-    # best rate. The stored run took 3,937 s of unit time, two units at a time (2,025 s of wall-clock),
-    # with other work loading the machine (a load average near 5 on its 2 cores). Steps dominate: a
-    # pilot unit at batch 2 trains 8 rates x 6,400 steps, one at batch 128 8 x 100.
+    # best rate. Steps dominate: a pilot unit at batch 2 trains 8 rates x 6,400 steps, one at batch 128
+    # 8 x 100.
     budget_s=4000,
     tuning=runner.Tuning(key="lr", rates=BATCH_SIZE_RATES, pilot_seeds=BATCH_SIZE_PILOT_SEEDS,
                          score=batch_size_pilot_scores, learned_below=CHANCE_LOSS),
     # The reproducibility check re-trains unit 24, LayerNorm's report unit at batch 128 (after the 15
-    # pilot units and the report units of BatchNorm and of LayerNorm's smaller batches), a calm one: across
-    # the kernel paths (`python -m helpers.evidence.reproduction`) its first 20 steps agree to 1.8e-7 in
-    # the test loss and exactly in the accuracies. BatchNorm's units at small batches are chaotic from
-    # their first step (at batch 2 a variance of two values; in an earlier version of this experiment
-    # the test losses were 4.5e-3 apart at step 0, accuracies up to 24 of the 1,024 test examples). An
-    # accuracy moves by whole examples, so its bound is one of them.
+    # pilot units and the report units of BatchNorm and of LayerNorm's smaller batches), a calm one.
+    # BatchNorm's units at small batches are chaotic from their first step (at batch 2 a variance of two
+    # values). An accuracy moves by whole examples, so its bound is one of them.
     repro_rtol=0.0,
     repro_atol=1.8e-6,
     repro_measured=1.79e-7,

@@ -74,14 +74,10 @@ from helpers.evidence import runner
 from helpers.evidence.statistics import time_to_threshold
 from helpers.evidence.verdicts import Verdict
 from helpers.experiments import small_transformer as st
-from helpers.experiments.lstm_adding import (
-    best_rate_words,
-    keep_rows,
-    lstm_steps_to_threshold,
-    report_rate_words,
-    time_words,
-)
 from helpers.experiments.small_transformer import copy_levels
+from helpers.experiments.threshold_runs import report_rate_words, steps_to_threshold, time_words
+from helpers.experiments.training import keep_rows
+from helpers.experiments.tuning_words import best_rate_words
 
 __all__ = [
     "ARMS",
@@ -262,7 +258,7 @@ def deep_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 
     - ``"best rate, <arm>"``: its best rate on the pilot grid, and whether it is inside the grid;
     - ``"best rate on the report seeds, <arm>"``: whether that rate trains on the reported seeds
-      (:func:`helpers.experiments.lstm_adding.report_rate_words`);
+      (:func:`helpers.experiments.threshold_runs.report_rate_words`);
     - ``"largest stable rate, <arm>"``: the largest rate at which every one of the 10 reported seeds
       ends below :data:`THRESHOLD`, among the 3 checked around its pilot boundary (and its best
       rate), with each rate's count of seeds;
@@ -281,15 +277,15 @@ def deep_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
     arms = [a for a in ARMS if a in set(frame["variant"])]
     scores = deep_pilot_scores(pilot).rename(columns={"variant": "arm"})
-    out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, cap, pilot).items()}
+    out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, pilot, learned_below=cap).items()}
     tuned = frame[frame["stage"].isin(("pilot", "report"))]
     out.update({f"best rate on the report seeds, {arm}": words
-                for arm, words in report_rate_words(tuned, cap, threshold=THRESHOLD).items()})
+                for arm, words in report_rate_words(tuned, cap, THRESHOLD).items()})
     checked = frame[frame["stage"].isin(("report", "check"))]
     for arm in arms:
         out[f"largest stable rate, {arm}"] = _stable_words(checked[checked["variant"] == arm], cap,
                                                            pilot[pilot["variant"] == arm])
-    reached, finals = lstm_steps_to_threshold(report, THRESHOLD), st._finals(report, cap)
+    reached, finals = steps_to_threshold(report, THRESHOLD), st._finals(report, cap)
     out.update({f"time, {arm}": words for arm, words in time_words(reached, cap, arms).items()})
     for arm in arms:
         out[f"steps per seed, {arm}"] = _per_seed_words(reached, cap, arm)
@@ -316,27 +312,15 @@ def _deep_transformer_unit(*, variant: str, lr, seeds, steps: int, **fixed) -> p
     return st._small_transformer_unit(variant=variant, lr=lr, seeds=seeds, steps=steps, **fixed)
 
 
-# How it was sized. A probe on seeds 900 and 901 (neither pilot nor reported), 6 blocks, width 32, batch
-# 32, n = 8, Pre-LN and Post-LN without warm-up at rates 0.001 to 0.03, held out every 10 steps, on
-# this set's 2-core machine with the load average at 5 to 7 (other work on both cores); steps to the
-# threshold (halfway between ln V and the floor):
-#   V = 16 (the small task): Pre-LN 150 (0.001), 80 (0.003), 50 (0.01), 50-60 (0.03); Post-LN 140,
-#     90, and at 0.01 and 0.03 stuck at the no-copy level on both seeds;
-#   V = 64: Pre-LN 330-350, 170-180, 100, 90-160; Post-LN 280-300, 190-210, stuck at 0.01 and 0.03;
-#   V = 256 (cap 500): Pre-LN 310-330 (0.003), 150-160 (0.01), 300-420 (0.03); Post-LN 420 and
-#     stuck (0.003), stuck on both seeds at 0.01.
-# So depth alone (6 blocks against 4) already makes Post-LN fail at the rates where Pre-LN trains
-# best, and the vocabulary sets how long the copy takes. One training step of one model, with the
-# held-out evaluation every 2 steps on 64 sequences, in stacks of 18 to 20: 20 to 22 ms with Pre-LN
-# and 17 ms without LN at V = 128, 36 to 42 ms and 22 ms at V = 256 (at the same load). V = 128 is
-# the largest vocabulary the budget allows: Pre-LN should need about 125 steps at its best rate
-# (between V = 64 and 256 on the probe), well above the warm-up of 20 steps and 60 times the
-# evaluation interval. Rates 0.0003 to 0.1: Post-LN trains at the low end on the probe and Pre-LN
-# slows down by 0.03, so every arm's best rate should lie inside. Estimated: 72 pilot runs, 40
-# reported and up to 80 check runs (2 new rates per arm where the best rate is one of its 3), 600 steps
-# each at about 20 ms: about 2,300 s. The stored run: Pre-LN needs a median of 124 steps (104 to 146),
-# a little under the 150 to 300 aimed at; Post-LN without warm-up ends below the threshold on 0 of 10
-# seeds at 0.01, Pre-LN's best rate.
+# How it was sized. A probe on seeds 900 and 901 (neither pilot nor reported), 6 blocks, Pre-LN and
+# Post-LN without warm-up at rates 0.001 to 0.03: at vocabularies V = 16, 64 and 256, Post-LN stayed at
+# the no-copy level on both seeds at 0.01, where Pre-LN trains best, and Pre-LN at its best rate needed
+# about 50, 100 and 150 steps. So depth alone (6 blocks against 4) already makes Post-LN fail at the
+# rates where Pre-LN trains best, and the vocabulary sets how long the copy takes. V = 128 is the
+# largest vocabulary the budget allows: Pre-LN should need about 125 steps at its best rate, well
+# above the warm-up of 20 steps and 60 times the evaluation interval. Rates 0.0003 to 0.1: Post-LN
+# trains at the low end on the probe and Pre-LN slows down by 0.03, so every arm's best rate should
+# lie inside.
 runner.register(runner.Experiment(
     name="deep_transformer", notebook="13_does_it_speed_up_training", train=_deep_transformer_unit,
     grid={"variant": ARMS}, seeds=SEEDS, steps=STEPS, threshold=THRESHOLD, seeds_per_unit=10,
@@ -344,15 +328,9 @@ runner.register(runner.Experiment(
     summarize=deep_transformer_verdicts, keep=keep_rows,
     tuning=runner.Tuning(key="lr", rates=RATES, pilot_seeds=PILOT_SEEDS, score=deep_pilot_scores,
                          learned_below=STEPS, check_rates=boundary_rates),
-    # the stored run took 2,437 s with --jobs 1 (load average about 3.5 on the 2 cores: other work):
-    # pilot units of 18 models 230 to 287 s, reported units of 10 models 108 to 169 s, check units of
-    # 20 models 186 to 251 s
     budget_s=2500,
     # The reproducibility check re-trains unit 7, Post-LN + warm-up's reported seeds at its best rate
-    # (0.003): its first 20 steps are inside the warm-up, where a last-bit difference stays small. They
-    # agree across the kernel paths (AVX-512, AVX2, plain, the BLAS's compatible path, 2 threads) to
-    # 9.5e-7 in the losses, flat over the 20 steps (`python -m helpers.evidence.reproduction
-    # deep_transformer`).
+    # (0.003): its first 20 steps are inside the warm-up, where a last-bit difference stays small.
     repro_rtol=0.0,
     repro_atol=1e-5,
     repro_measured=9.54e-7,

@@ -558,9 +558,7 @@ DRIFT_STEPS = 400
 runner.register(runner.Experiment(
     name="drift", notebook="13_does_it_speed_up_training", train=_drift_unit, grid={}, seeds=DRIFT_SEEDS,
     steps=DRIFT_STEPS + 1, fixed=DRIFT_SETTINGS, summarize=drift_verdicts, budget_s=120, version=3,
-    # Percentiles and LN's centred means sit near 0, where only an absolute tolerance can serve. Across
-    # the kernel paths (`python -m helpers.evidence.reproduction`) the first 20 steps agree to 9.0e-6 (a
-    # percentile of the layer's outputs; the loss to 8.1e-6, the unit means' drift closer); the bound is 10 times that.
+    # Percentiles and LN's centred means sit near 0, where only an absolute tolerance can serve.
     repro_rtol=0.0,
     repro_atol=9.1e-5,
     repro_measured=9.04e-6))

@@ -409,19 +409,15 @@ def coverage_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-# How it was sized: a repetition (a paired sample, then every method's interval) takes about 11 ms at
-# 10 seeds, most of it BCa's 9,999 resamples; 11 scenarios x 4 sizes x 2,000 repetitions, about 16
-# minutes on one core. 2,000 repetitions give a coverage of 95% to within about 1 point (2 standard
-# errors), enough to tell 93% from 95%. The stored run took 1,566 s, one unit at a time, with other
-# training loading the 2 cores (a load average near 5).
+# How it was sized: 2,000 repetitions per scenario and size give a coverage of 95% to within about
+# 1 point (2 standard errors), enough to tell 93% from 95%.
 runner.register(runner.Experiment(
     name="interval_coverage", notebook="10_how_a_claim_is_tested", train=coverage_runs,
     grid={"scenario": tuple(SCENARIOS), "n": SIZES}, seeds=(0, 1, 2, 3), steps=1,
     fixed={"reps": REPS, "in_use": INTERVAL_METHOD},
     summarize=coverage_verdicts, budget_s=2000,
-    # numpy and SciPy only, no torch: the counts are the same on every kernel path of this machine
-    # (`python -m helpers.evidence.reproduction interval_coverage`); elsewhere a last-bit difference in
-    # numpy's log could move an interval end across the truth, which 1 count would show, or a mean width
-    # in its last digits
+    # numpy and SciPy only, no torch: the counts are the same on every kernel path; on another machine a
+    # last-bit difference in numpy's log could move an interval end across the truth, which 1 count would
+    # show, or a mean width in its last digits
     repro_rtol=0.0, repro_atol=0.0, repro_measured=0.0, repro_atol_by_column={"covered": 1.0, "width": 1e-9},
     repro_measured_by_column={"covered": 0.0, "width": 0.0}, repro_unit=0))

@@ -227,15 +227,11 @@ runner.register(runner.Experiment(
     fixed={"lr": S_LR, "n": N_COPY, "vocab": VOCAB, "width": 32, "blocks": 4, "heads": 2, "batch": 32,
            "clip": 1.0, "points": POINTS, "point_seeds": POINT_SEEDS},
     summarize=s_shape_verdicts,
-    # the stored run took 199 s (5 units of 2 seeds: 400 steps, then 18 fits of 61,440 points each), with
-    # both cores busy with other work
     budget_s=300,
     # The reproducibility check re-runs the last unit with 1 training step and compares the rows both
     # have, those at initialisation (step 0): after 400 steps a last-bit difference has grown into
-    # another trained model (on torch's plain kernel path, R² differs by up to 0.1), so the trained fits
-    # are checked by recomputing the verdicts from the stored table, not by re-training. Measured across
-    # the kernel paths (`python -m helpers.evidence.reproduction`): the tanh fit's amplitude `a` differs by up to
-    # 2.3e-6, every other column by up to 3.2e-7 (the R² by 3e-9); each bound is 10 times that.
+    # another trained model, so the trained fits are checked by recomputing the verdicts from the
+    # stored table, not by re-training.
     repro_steps=1,
     repro_rtol=0.0,
     repro_atol=3.3e-6,

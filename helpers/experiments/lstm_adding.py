@@ -42,11 +42,18 @@ from helpers.evidence import runner
 from helpers.evidence.statistics import threshold_level
 from helpers.experiments.rnn_models import (
     LEARNED_NOTHING,
-    _adam,
-    _stacked_batch,
     adding_task,
     normed_vs_plain,
+    stacked_batch,
 )
+from helpers.experiments.threshold_runs import (
+    report_rate_words,
+    restricted_mean_steps,
+    steps_to_threshold,
+    time_words,
+)
+from helpers.experiments.training import adam, clip_per_model, finite_or_inf, keep_rows
+from helpers.experiments.tuning_words import best_rate_words
 from helpers.functional import layer_norm
 
 __all__ = [
@@ -57,24 +64,18 @@ __all__ = [
     "LEARNED_NOTHING",
     "PILOT_SEEDS",
     "RATES",
-    "RUN_KEYS",
     "SEEDS",
     "SEQ_LEN",
     "STEPS",
     "THRESHOLD",
     "VARIANTS",
     "StackedLSTM",
-    "best_rate_words",
-    "clip_per_model",
     "heldout_batch",
     "heldout_loss",
-    "keep_rows",
     "lstm_runs",
     "lstm_steps_to_threshold",
     "lstm_verdicts",
     "pilot_scores",
-    "report_rate_words",
-    "time_words",
 ]
 
 #: The arms, in the order :class:`StackedLSTM` stacks them.
@@ -278,25 +279,6 @@ def heldout_batch(seq_len: int, size: int = HELDOUT_SIZE) -> tuple[torch.Tensor,
     return adding_task(size, seq_len, torch.Generator().manual_seed(HELDOUT_SEED))
 
 
-def clip_per_model(params, clip: float) -> torch.Tensor:
-    """Clip each model's gradient to global norm ``clip``: returns the norms before clipping.
-
-    Model ``m``'s norm is taken over ``p.grad[m]`` of every parameter ``p`` (the leading dim is the
-    model), as :func:`torch.nn.utils.clip_grad_norm_` takes it over one model's parameters; a model
-    whose norm is above ``clip`` has its gradients scaled by ``clip / (norm + 1e-6)``, the others
-    are left alone. NaN and infinite gradients (a diverged model) are set to 0 first.
-    """
-    grads = [p.grad for p in params if p.grad is not None]
-    with torch.no_grad():
-        for grad in grads:
-            torch.nan_to_num(grad, 0.0, 0.0, 0.0, out=grad)
-        norms = torch.stack([g.flatten(1).pow(2).sum(1) for g in grads]).sum(0).sqrt()
-        scale = (clip / (norms + 1e-6)).clamp(max=1.0)
-        for grad in grads:
-            grad.mul_(scale.view(-1, *[1] * (grad.ndim - 1)))
-    return norms
-
-
 def heldout_loss(model: StackedLSTM, x: torch.Tensor, y: torch.Tensor, chunk: int = 128) -> torch.Tensor:
     """Each model's mean squared error on ``(x, y)`` (one batch for all models), ``chunk`` sequences
     at a time so that the input terms of a long batch need not be held at once."""
@@ -307,11 +289,6 @@ def heldout_loss(model: StackedLSTM, x: torch.Tensor, y: torch.Tensor, chunk: in
     return total / len(y)
 
 
-def _finite_or_inf(t: torch.Tensor) -> torch.Tensor:
-    """``t`` with every NaN or infinity as ``inf``: in the table, NaN means "not measured"."""
-    return torch.where(torch.isfinite(t), t, math.inf)
-
-
 def lstm_runs(seeds=(0, 1, 2), lrs=(1e-3,), *, variants=VARIANTS, steps: int = 300, seq_len: int = SEQ_LEN,
               hidden: int = 64, batch: int = 32, clip: float = 1.0, eval_every: int = EVAL_EVERY,
               embed: bool = True, progress: bool = False) -> pd.DataFrame:
@@ -319,9 +296,10 @@ def lstm_runs(seeds=(0, 1, 2), lrs=(1e-3,), *, variants=VARIANTS, steps: int = 3
 
     Each step: one minibatch of ``batch`` sequences of length ``seq_len`` per seed (the same for
     every model of that seed), the mean squared error, its gradient clipped per model to norm
-    ``clip`` (:func:`clip_per_model`), then one Adam step (torch's defaults, each model its own
-    rate). At step 0, every ``eval_every`` steps and after the last update (``step == steps``),
-    the loss on the fixed :func:`heldout_batch` too, measured before that step's update.
+    ``clip`` (:func:`helpers.experiments.training.clip_per_model`), then one Adam step (torch's
+    defaults, each model its own rate). At step 0, every ``eval_every`` steps and after the last
+    update (``step == steps``), the loss on the fixed :func:`heldout_batch` too, measured before
+    that step's update.
     Evaluating draws no random numbers, so the training does not depend on ``eval_every``.
     ``embed``: the input embedding of :class:`StackedLSTM` (``False``: the 2 features straight
     into the gates, the version whose LN erases the distractors' values).
@@ -350,16 +328,16 @@ def lstm_runs(seeds=(0, 1, 2), lrs=(1e-3,), *, variants=VARIANTS, steps: int = 3
         steps_iter = tqdm(steps_iter, desc="LSTM steps", leave=False)
     for step in steps_iter:
         if step % eval_every == 0 or step == steps:
-            evals[step] = _finite_or_inf(heldout_loss(model, x_eval, y_eval))
+            evals[step] = finite_or_inf(heldout_loss(model, x_eval, y_eval))
         if step == steps:
             break
-        x, y = _stacked_batch(gens, seed_of, batch, seq_len)
+        x, y = stacked_batch(gens, seed_of, batch, seq_len)
         loss = ((model(x) - y) ** 2).mean(1)
         model.zero_grad()
         loss.nan_to_num(0.0, 0.0, 0.0).sum().backward()
         clip_per_model(params, clip)
-        _adam(params, lr, step, moments)
-        losses.append(_finite_or_inf(loss.detach()))
+        adam(params, lr, step, moments)
+        losses.append(finite_or_inf(loss.detach()))
     n = model.n_models
     loss_table = torch.full((steps + 1, n), math.nan)
     if losses:
@@ -377,68 +355,20 @@ def lstm_runs(seeds=(0, 1, 2), lrs=(1e-3,), *, variants=VARIANTS, steps: int = 3
     })
 
 
-def keep_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows to store: every run's first :data:`helpers.evidence.runner.REPRO_STEPS` steps and its
-    evaluation steps (where ``eval_loss`` was measured)."""
-    return frame[(frame["step"] < runner.REPRO_STEPS) | frame["eval_loss"].notna()]
-
-
 # ------------------------------------------------------------ summaries
 
 
-#: The columns that can name one run of a stored table, in order (those a frame has).
-RUN_KEYS = ("stage", "seq_len", "hidden", "depth", "variant", "noise", "lr", "seed")
-
-
-def _run_keys(frame: pd.DataFrame) -> list[str]:
-    return [k for k in RUN_KEYS if k in frame]
-
-
 def lstm_steps_to_threshold(frame: pd.DataFrame, threshold: float = THRESHOLD) -> pd.DataFrame:
-    """The first evaluation step at which each run's held-out loss is below ``threshold``.
-
-    Returns:
-        One row per run: its keys (those of :data:`RUN_KEYS` that ``frame`` has)
-        and ``steps`` (NaN where it never got there: censored at the step cap).
-    """
-    evals = frame[frame["eval_loss"].notna()]
-    keys = _run_keys(evals)
-    first = evals[evals["eval_loss"] < threshold].groupby(keys, sort=False)["step"].min()
-    runs = evals[keys].drop_duplicates().set_index(keys)
-    return runs.assign(steps=first.astype("float64")).reset_index()
+    """:func:`helpers.experiments.threshold_runs.steps_to_threshold` at :data:`THRESHOLD` by default:
+    each run's first evaluation step below it (NaN where it never got there)."""
+    return steps_to_threshold(frame, threshold)
 
 
-def pilot_scores(frame: pd.DataFrame, arm_keys=("variant",), threshold: float = THRESHOLD) -> pd.DataFrame:
-    """The tuning's score: per arm (the columns ``arm_keys``) and rate, the restricted mean steps to
-    ``threshold`` over the seeds in ``frame``, a run that never gets there counting as the step cap
-    (the last step of ``frame``). Lower is better; the cap itself means that no seed got there."""
-    from helpers.evidence.statistics import time_to_threshold
-
-    cap = int(frame["step"].max())
-    reached = lstm_steps_to_threshold(frame, threshold)
-    keys = [*arm_keys, "lr"]
-    rows = [{**dict(zip(keys, key, strict=True)), "score": time_to_threshold(run["steps"], cap).restricted_mean}
-            for key, run in reached.groupby(keys, sort=False)]
-    return pd.DataFrame(rows, columns=[*keys, "score"])
-
-
-def best_rate_words(scores: pd.DataFrame, cap: int, pilot: pd.DataFrame) -> dict[str, str]:
-    """``{arm: words}``: each arm's best rate on the pilot grid, as the runner picked it from
-    ``scores`` (columns ``arm``, ``lr``, ``score``: restricted mean steps, :func:`pilot_scores`), and
-    whether it is inside the grid; ``pilot`` is the pilot rows, for the seeds they name."""
-    from helpers.evidence.statistics import best_rates
-
-    grid = sorted(scores["lr"].unique())
-    seeds = ", ".join(str(s) for s in sorted(pilot["seed"].unique()))
-    out = {}
-    for row in best_rates(scores, learned_below=cap).itertuples():
-        if not row.learned:
-            out[row.arm] = f"none: no pilot run reached the threshold within {cap} steps at any rate"
-            continue
-        where = "on the grid's edge: a better rate may lie beyond it" if row.on_edge else "inside the grid"
-        out[row.arm] = (f"{row.best_lr:g}, {where} ({grid[0]:g} to {grid[-1]:g}); restricted mean "
-                        f"{row.best_score:.0f} steps to the threshold over pilot seeds {seeds}")
-    return out
+def pilot_scores(frame: pd.DataFrame) -> pd.DataFrame:
+    """The tuning's score of ``lstm_adding``: per variant and rate, the restricted mean steps to
+    :data:`THRESHOLD` over the seeds in ``frame``
+    (:func:`helpers.experiments.threshold_runs.restricted_mean_steps`)."""
+    return restricted_mean_steps(frame, THRESHOLD)
 
 
 def grid_resolution(scores: pd.DataFrame, arms) -> tuple[float, str] | None:
@@ -452,41 +382,6 @@ def grid_resolution(scores: pd.DataFrame, arms) -> tuple[float, str] | None:
     steps = {arm: grid_step(scores.loc[scores["arm"] == arm, "lr"], scores.loc[scores["arm"] == arm, "score"])
              for arm in arms}
     return coarser(steps, lambda arm, step: f"{arm}'s pilot restricted mean steps by {step:.0%}")
-
-
-def report_rate_words(frame: pd.DataFrame, cap: int, arm_of=None, threshold: float = THRESHOLD) -> dict[str, str]:
-    """``{arm: words}``: whether each arm's best rate trains on the report seeds
-    (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds never reached
-    ``threshold`` before the step cap ``cap`` (the tuning's learned-nothing definition: a restricted mean
-    of ``cap`` steps), against the pilot runs at the neighbouring rates.
-
-    Args:
-        frame: the stored table, pilot and report rows (``stage``).
-        cap: the step cap (the tuning's ``learned_below``).
-        arm_of: ``arm_of(runs) -> Series`` of arm names, one per run of
-            :func:`lstm_steps_to_threshold`'s table; default its ``variant``.
-        threshold: the loss threshold.
-    """
-    from helpers.evidence.statistics import best_rate_check
-
-    reached = lstm_steps_to_threshold(frame, threshold)
-    arms = reached["variant"] if arm_of is None else arm_of(reached)
-    table = best_rate_check(reached.assign(arm=arms, value=reached["steps"]), learned_below=cap,
-                            stuck=f"did not reach the threshold before step {cap}")
-    return dict(zip(table["arm"], table["words"], strict=True))
-
-
-def time_words(reached: pd.DataFrame, cap: int, variants) -> dict[str, str]:
-    """``{variant: words}``: the runs' steps to the threshold (:func:`lstm_steps_to_threshold`'s
-    table) as :func:`helpers.evidence.statistics.time_to_threshold` says them, and the rates they ran at."""
-    from helpers.evidence.statistics import time_to_threshold
-
-    out = {}
-    for variant in variants:
-        at = reached[reached["variant"] == variant]
-        rates = ", ".join(f"{r:g}" for r in sorted(at["lr"].unique()))
-        out[variant] = f"{time_to_threshold(at['steps'], cap)} at lr {rates}"
-    return out
 
 
 #: The paired comparisons of ``lstm_adding``: ``(key suffix, arm a, arm b, claim)``. The first is Ba et
@@ -513,7 +408,7 @@ def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     - ``"best rate, <variant>"``: each arm's best rate on the pilot grid (recomputed from the pilot
       rows, as the runner picked it), and whether it is inside the grid;
     - ``"best rate on the report seeds, <variant>"``: whether that rate trains on the report seeds
-      (:func:`report_rate_words`);
+      (:func:`helpers.experiments.threshold_runs.report_rate_words`);
     - ``"time, <variant>"``: the reported runs' steps to :data:`THRESHOLD` (Kaplan-Meier median,
       how many got there; :func:`helpers.evidence.statistics.time_to_threshold`);
     - ``"steps"``: LN-LSTM vs LSTM on the restricted mean steps to the threshold, a run that never
@@ -534,8 +429,9 @@ def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
     scores = pilot_scores(pilot).rename(columns={"variant": "arm"})
-    out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, cap, pilot).items()}
-    out.update({f"best rate on the report seeds, {arm}": words for arm, words in report_rate_words(frame, cap).items()})
+    out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, pilot, learned_below=cap).items()}
+    out.update({f"best rate on the report seeds, {arm}": words
+                for arm, words in report_rate_words(frame, cap, THRESHOLD).items()})
     reached = lstm_steps_to_threshold(report)
     variants = [v for v in VARIANTS if v in set(reached["variant"])]
     out.update({f"time, {v}": words for v, words in time_words(reached, cap, variants).items()})
@@ -560,22 +456,16 @@ def _lstm_unit(*, variant: str, lr, seeds, steps: int, **fixed) -> pd.DataFrame:
                      **fixed)
 
 
-# How it was sized (version 2: the embedding and the ablation arm). Measured on this set's 2-core
-# machine (AMD EPYC, one thread, the other core busy with other work), T = 100, H = 64, batch 32,
-# one training step (forward, backward, clipping, Adam) per model in a stack of 5: LSTM 0.018 s,
-# LN-LSTM 0.071 s, without input LN 0.054 s (alone: 0.055, 0.098 and 0.109 s). One held-out
-# evaluation (512 sequences) of a stack of 5: 0.6 to 1.1 s. So a unit stacks 5 seeds (the pilot's
-# 5 rates x 3 seeds are 15 models, one unit per arm; the reported runs two units of 5 seeds per
-# arm), and the whole experiment, 3 x (15 + 10) runs, costs about 3.6 s per step of the cap plus
-# 13 s per evaluation round: 1,400 steps would take about 90 minutes, over the 75 it is given.
-# So, against version 1: the grid keeps the 5 rates around version 1's best ones (0.03 for the
-# LSTM, 0.01 for the LN-LSTM), dropping 0.0003, at which no arm did best; and the cap is 1,200
-# steps (version 1: 1,400). A probe seed (999, not one of the experiment's) reached the threshold
-# after 300 and 250 steps with the LN-LSTM at 0.01 and 0.03, after 450 and 500 without input LN,
-# and after 750 with the LSTM at 0.01 (never within 1,400 at 0.03). LSTM runs that have not reached the
-# threshold by the cap are censored (never dropped), which can only understate the LN arms'
-# advantage in steps; their final loss is read at the cap, where a run that has only just got there
-# is still above the floor.
+# How it was sized (version 2: the embedding and the ablation arm). A unit stacks 5 seeds (the
+# pilot's 5 rates x 3 seeds are 15 models, one unit per arm; the reported runs two units of 5 seeds
+# per arm). Against version 1, to fit the budget: the grid keeps the 5 rates around version 1's best
+# ones (0.03 for the LSTM, 0.01 for the LN-LSTM), dropping 0.0003, at which no arm did best; and the
+# cap is 1,200 steps (version 1: 1,400). A probe seed (999, not one of the experiment's) reached the
+# threshold after 300 and 250 steps with the LN-LSTM at 0.01 and 0.03, after 450 and 500 without
+# input LN, and after 750 with the LSTM at 0.01 (never within 1,400 at 0.03). LSTM runs that have not
+# reached the threshold by the cap are censored (never dropped), which can only understate the LN
+# arms' advantage in steps; their final loss is read at the cap, where a run that has only just got
+# there is still above the floor.
 runner.register(runner.Experiment(
     name="lstm_adding", notebook="13_does_it_speed_up_training", train=_lstm_unit,
     grid={"variant": VARIANTS}, seeds=SEEDS, steps=STEPS, threshold=THRESHOLD, seeds_per_unit=5,
@@ -584,15 +474,10 @@ runner.register(runner.Experiment(
     tuning=runner.Tuning(key="lr", rates=RATES, pilot_seeds=PILOT_SEEDS, score=pilot_scores,
                          learned_below=STEPS),
     version=2,
-    # estimated 4,600 s from the timings above; the stored run took 6,546 s with --jobs 1 (the machine
-    # loaded by other work: its first two units, the LSTM's and the LN-LSTM's pilots, ran at 3 to 4
-    # times the per-step cost measured before it, 1,525 s and 2,429 s; the last seven, 2,592 s in all)
     budget_s=7000,
-    # The reproducibility check re-trains unit 4, the LSTM's seeds 5 to 9 at its best rate (0.01):
-    # its first 20 steps agree across the kernel paths to 5.4e-7 in the loss (`python -m
-    # helpers.evidence.reproduction lstm_adding --unit 4`). The LN-LSTM's report units reach 2.4e-5,
-    # and the last unit (without input LN at 0.03) 0.07: at the larger rate a last-bit difference
-    # grows about 10-fold per step. Pilot units are no good for it either (rate 0.1 is chaotic).
+    # The reproducibility check re-trains unit 4, the LSTM's seeds 5 to 9 at its best rate (0.01): in
+    # the other report units, at the larger rate 0.03, a last-bit difference grows about 10-fold per
+    # step. Pilot units are no good for it either (rate 0.1 is chaotic).
     repro_rtol=0.0,
     repro_atol=6e-6,
     repro_measured=5.36e-7,

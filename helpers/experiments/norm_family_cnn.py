@@ -60,6 +60,7 @@ from torch import nn
 from helpers.evidence import runner
 from helpers.evidence.statistics import EQUIVALENCE_MARGIN, grid_resolution
 from helpers.experiments.placement_tuned import cosine_factor
+from helpers.experiments.tuning_words import best_rate_words
 from helpers.modules import BatchNorm2d, GroupNorm, InstanceNorm2d
 
 __all__ = [
@@ -787,25 +788,22 @@ def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:
       vs 32"``, ``"loss, <norm>: batch <b> vs 32"`` and ``"error, BatchNorm, batch <b>: eval vs train
       mode"``: each row of :func:`comparisons`, its words followed by the two means.
     """
-    from helpers.evidence.statistics import best_rates
-
     out = {}
     pilot = frame[frame["stage"] == "pilot"] if "stage" in frame else frame.iloc[:0]
     if not pilot.empty:
         scores = pilot_scores(pilot)
-        grid = sorted(scores["lr"].unique())
-        seeds = ", ".join(str(s) for s in sorted(pilot["seed"].unique()))
         scores["arm"] = scores["norm"] + ", batch " + scores["batch_size"].astype(str)
-        best = best_rates(scores.drop(columns=["norm"]), arm="arm", lr="lr", score="score", learned_below=CHANCE_ERROR)
-        for row, b in zip(best.itertuples(), scores.drop_duplicates("arm")["batch_size"], strict=True):
-            span = f"{scaled_lr(grid[0], b):g} to {scaled_lr(grid[-1], b):g}"
-            if not row.learned:
-                said = f"none: at no rate of the grid ({span}) is the mean error below chance"
-            else:
-                where = "on the grid's edge: a better rate may lie beyond it" if row.on_edge else "inside the grid"
-                said = (f"{scaled_lr(row.best_lr, b):g} ({row.best_lr:g} scaled from batch {LR_BATCH} to {b}), "
-                        f"{where} ({span}); mean final validation error {row.best_score:.1%} over pilot seeds {seeds}")
-            out[f"best rate, {row.arm}"] = said
+        batch = dict(zip(scores["arm"], scores["batch_size"], strict=True))
+
+        def rate(arm, lr):  # the grid is in units of batch LR_BATCH: each arm's rate is scaled to its batch
+            return f"{scaled_lr(lr, batch[arm]):g}"
+
+        best = best_rate_words(scores, pilot, learned_below=CHANCE_ERROR, rate=rate,
+                               best=lambda arm, lr: f"{rate(arm, lr)} ({lr:g} scaled from batch {LR_BATCH} "
+                                                    f"to {batch[arm]})",
+                               score="mean final validation error {:.1%}",
+                               none="none: at no rate of the grid ({grid}) is the mean error below chance")
+        out.update({f"best rate, {arm}": words for arm, words in best.items()})
         out.update({f"best rate on the report seeds, {arm}": words for arm, words in report_rate_words(frame).items()})
     for row in error_table(frame).itertuples():
         said = (f"at lr {row.lr:g}: test error {row.error:.1%} (95% CI {row.error_low:.1%} to {row.error_high:.1%}), "
@@ -855,20 +853,10 @@ def _norm_family_unit(*, norm: str, batch_size: int, lr, seeds, steps: int) -> p
     return cnn_runs(norm, seeds, batch=batch_size, lr=scaled_lr(lr, batch_size), steps=steps, eval_set="test")
 
 
-# How it was sized. Measured on this set's 2-core machine (AMD EPYC, one thread, the other core busy
-# with other work), a stack of 10 seeds, 24,576 samples seen: 130 s at batch 2 for BN (123 s for GN;
-# 4 to 7 ms a step, most of it the per-step overhead of small tensors), 83 s at batch 8, 57 s at
-# batch 32; one evaluation on 2,048 images in chunks of 32, 0.8 s for 10 seeds (chunks of 512 took
-# 3 to 5 times longer: out of the cache). The first convolution's maps (16 channels at 16x16) cost
-# the most; the helpers' norms (autograd through their means and variances) take about twice torch's
-# fused kernels. Probe seeds 900 to 902 at batch 32 over rates 0.01 to 3 (30,720 samples): every
-# norm's best mean validation error lies inside 0.03 to 0.3 (GN 0.1: 22.5%, BN 0.3: 21.5%, LN 0.1:
-# 29.0%, IN 0.3: 33.1%), at 1 and 3 GN and LN stay at chance (5/6) and BN, IN end near 40% and 72%
-# or at chance: so the grid 0.01 to 1. IN learns slowly (at 0.1, 57%; see the module docstring for
-# why this CNN is hard on it) but ends well below chance at its best rate. With 6 passes (36,864
-# samples) the estimate was about 1,600 s for the 4 reported units (10 seeds, 3 batch sizes each) and
-# 500 s for the 4 pilot units (3 seeds, 5 rates each). The stored run took 1,657 s, with 2 to 3 other
-# jobs sharing the 2 cores: pilot units 94 to 169 s (538 s), reported units 218 to 329 s (1,119 s).
+# How it was sized. Probe seeds 900 to 902 at batch 32 over rates 0.01 to 3: every norm's best mean
+# validation error lies inside 0.03 to 0.3, and at 1 and 3 GN and LN stay at chance (5/6) and BN, IN
+# end near 40% and 72% or at chance: so the grid 0.01 to 1. IN learns slowly (see the module
+# docstring for why this CNN is hard on it) but ends well below chance at its best rate.
 runner.register(runner.Experiment(
     name="norm_family_cnn", notebook="15_the_normalization_family", train=_norm_family_unit,
     grid={"norm": NORMS, "batch_size": BATCH_SIZES}, seeds=SEEDS, seeds_per_unit=len(SEEDS),
@@ -877,18 +865,12 @@ runner.register(runner.Experiment(
                          learned_below=CHANCE_ERROR),
     # 24 units: each (norm, batch size) tuned on 5 rates over 3 pilot seeds (the 15 models of a pilot unit
     # in one stack: the same numbers as one at a time, to the last bit), then 10 fresh seeds at its best
-    # rate. The stored run took 5,297 s of unit time on an Intel Xeon with the load average at 2.5 to 3.5
-    # on its 2 cores: pilot units 116 to 425 s (BN the slowest: its float32 statistics are computed in
-    # float64), reported units 81 to 415 s. A pilot unit costs about what its 15 models cost one by one:
-    # at these sizes the arithmetic, not the per-step overhead, dominates, so the stack saves little.
+    # rate.
     budget_s=5500,
     # The reproducibility check re-trains unit 17, GroupNorm's reported runs at batch 32 (10 seeds), the
-    # calmest: across the kernel paths (`python -m helpers.evidence.reproduction`) its minibatch losses
-    # agree to 6.4e-6 over the first 6 steps, 1.6e-5 over 8 and 6.4e-4 over 15 (measured again in
-    # version 2, on an Intel Xeon, against rows made there): a last-bit difference that grows about 100-fold in 10 steps at these rates (BN's unit
-    # grows faster: 1.9e-3 relative after 20 steps on torch's plain path). Hence its first 8 steps,
-    # within 10 times 1.6e-5. Every unit's test error agrees exactly; an error moves by whole test
-    # images (1/2048 each), so its bound is 10 of them.
+    # calmest: even there a last-bit difference grows about 100-fold in 10 steps at these rates (BN's
+    # unit grows faster). Hence its first 8 steps. An error moves by whole test images (1/2048 each), so
+    # its bound is 10 of them.
     repro_steps=8,
     repro_rtol=0.0,
     repro_atol=1.6e-4,

@@ -35,8 +35,9 @@ from torch import nn
 
 from helpers.evidence import runner
 from helpers.evidence.verdicts import Verdict
-from helpers.experiments.rnn_models import _adam
 from helpers.experiments.small_transformer import N_COPY, VOCAB, StackedDecoder, copy_task
+from helpers.experiments.training import adam, keep_rows
+from helpers.experiments.tuning_words import best_rate_words
 from helpers.functional import layer_norm
 
 __all__ = [
@@ -71,7 +72,6 @@ __all__ = [
     "draw",
     "final_rows",
     "init_gain",
-    "keep_rows",
     "make_task",
     "mlp_runs",
     "pilot_scores",
@@ -381,7 +381,7 @@ def _train_step(model: StackedMLP, task: Task, gens, seed_of: torch.Tensor, lr: 
     loss = ((model(x[seed_of]) - y[seed_of]) ** 2).mean(1)
     model.zero_grad()
     loss.nan_to_num(0.0, 0.0, 0.0).sum().backward()  # a diverged model adds nothing to the others
-    _adam(list(model.parameters()), lr, step, moments)
+    adam(list(model.parameters()), lr, step, moments)
     loss = loss.detach()
     return torch.where(torch.isfinite(loss), loss, math.inf)
 
@@ -458,12 +458,6 @@ def mlp_runs(seeds=(0,), lrs=(1e-3,), *, activation: str = "relu", arrangement: 
         "change": change.flatten(),
         "converged": flags,
     })
-
-
-def keep_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows to store: every run's first :data:`helpers.evidence.runner.REPRO_STEPS` steps and its
-    evaluation steps (where ``eval_loss`` was measured)."""
-    return frame[(frame["step"] < runner.REPRO_STEPS) | frame["eval_loss"].notna()]
 
 
 # ------------------------------------------------------------------ summaries of placement_tuned
@@ -574,23 +568,13 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     :func:`helpers.evidence.statistics.verdict`); a difference smaller than one step of the tuning grid
     is flagged (:func:`_grid_step`).
     """
-    from helpers.evidence.statistics import best_rates
-
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
-    out = {}
     scores = pilot_scores(pilot)
     scores = scores.assign(arm=scores["activation"] + ", " + scores["arrangement"])
-    grid = sorted(scores["lr"].unique())
-    pilot_seeds = ", ".join(str(s) for s in sorted(pilot["seed"].unique()))
-    for row in best_rates(scores[["arm", "lr", "score"]], learned_below=NOTHING).itertuples():
-        if not row.learned:
-            said = f"none: at no rate of the grid ({grid[0]:g} to {grid[-1]:g}) does the median end below {NOTHING:g}"
-        else:
-            where = "on the grid's edge: a better rate may lie beyond it" if row.on_edge else "inside the grid"
-            said = (f"{row.best_lr:g}, {where} ({grid[0]:g} to {grid[-1]:g}); median final loss "
-                    f"{row.best_score:.4f} over pilot seeds {pilot_seeds}")
-        out[f"best rate, {row.arm}"] = said
+    best = best_rate_words(scores, pilot, learned_below=NOTHING, score="median final loss {:.4f}",
+                           none=f"none: at no rate of the grid ({{grid}}) does the median end below {NOTHING:g}")
+    out = {f"best rate, {arm}": words for arm, words in best.items()}
     out.update({f"best rate on the report seeds, {arm}": words for arm, words in report_rate_words(frame).items()})
     finals = final_rows(report)
     for act in ACTIVATIONS:
@@ -811,20 +795,12 @@ def _xiong_unit(*, form: str, blocks: int, seeds, steps: int, **fixed) -> pd.Dat
     return xiong_grad_norms(forms=(form,), depths=(blocks,), seeds=seeds, **fixed)
 
 
-# How it was sized. Measured on this set's 2-core machine (AMD EPYC, one thread). A first version
-# (students of 32 units, a teacher of 128, batch 64, 10,000 steps) ended with only 2 to 9 of each
-# arm's 10 runs converged: their loss still fell by about 1% over the last 2,000 steps. Probes
-# (seeds 900 to 902, tanh, LN -> act and act -> LN, rates 3e-3 and 1e-2, 10,000 steps; the share of
-# runs that met the convergence rule): 20,000 steps at batch 64, 1 of 4; batch 512 with 32 units,
-# 6 of 12, the loss still changing by 0.9 to 1.8%; batch 512 with 16 units, 9 of 12 (0.5 to 1.8%);
-# the same on a teacher of 64 units (depth 4, gain 2.5, loss near 0.27 to 0.34, a third of the
-# variance unexplained), 11 of 12 (tanh LN -> act and ReLU act -> LN; 0.4 to 1.1%). Narrower students
-# stop improving sooner; a larger batch and more steps help less. So: 16 units, the teacher of 64,
-# batch 512, and 16,000 steps for a margin. One step (each seed's fresh minibatch and its teacher
-# targets, forward, backward, Adam): 10 to 11 ms for a stack without a norm (3 seeds x 6 rates, or
-# 10 seeds), 16 to 19 ms with one; with the evaluations, about 4,500 s of training in all. The stored
-# run: 4,249 s (pilot units 106 to 334 s, reported units 137 to 269 s), 37 minutes with `--jobs 2`; 8 to
-# 10 of each arm's 10 runs converged.
+# How it was sized. A first version (students of 32 units, a teacher of 128, batch 64, 10,000 steps)
+# ended with only 2 to 9 of each arm's 10 runs converged: their loss still fell by about 1% over the
+# last 2,000 steps. On probes (seeds 900 to 902, tanh, LN -> act and act -> LN, rates 3e-3 and 1e-2),
+# narrower students converged more often (batch 512: 6 of 12 runs with 32 units, 9 of 12 with 16, 11
+# of 12 with 16 on a teacher of 64 units, a third of its variance unexplained); a larger batch and
+# more steps helped less. So: 16 units, the teacher of 64, batch 512, and 16,000 steps for a margin.
 runner.register(runner.Experiment(
     name="placement_tuned", notebook="12_where_the_norm_goes", train=_placement_unit,
     grid={"activation": ACTIVATIONS, "arrangement": ARRANGEMENTS}, seeds=SEEDS, steps=STEPS, seeds_per_unit=10,
@@ -833,12 +809,9 @@ runner.register(runner.Experiment(
     tuning=runner.Tuning(key="lr", rates=RATES, pilot_seeds=PILOT_SEEDS, score=pilot_scores,
                          learned_below=NOTHING),
     budget_s=5400,
-    # The reproducibility check re-trains unit 13, ReLU, LN -> act at its best rate, seeds 0 to 9: its
-    # first 20 steps agree across the kernel paths to 6e-7 in the losses (`python -m helpers.evidence.reproduction`;
-    # the other reported units, on torch's plain path against AVX-512: 5e-7 to 3e-6 relative for tanh and
-    # GELU no norm; GELU LN -> act 1.4e-5, ReLU no norm 1.4e-4, GELU act -> LN 3.8e-3, ReLU act -> LN at
-    # rate 0.1 0.19, where a last-bit difference grows step by step). Pilot units are no good for it (at
-    # the largest rates, chaotic).
+    # The reproducibility check re-trains unit 13, ReLU, LN -> act at its best rate, seeds 0 to 9, a
+    # calm one: in other reported units (ReLU act -> LN at rate 0.1 most) a last-bit difference grows
+    # step by step. Pilot units are no good for it (at the largest rates, chaotic).
     repro_rtol=0.0,
     repro_atol=6e-6,
     repro_measured=5.96e-7,
@@ -849,10 +822,8 @@ runner.register(runner.Experiment(
     grid={"form": tuple(FORMS), "blocks": XIONG_DEPTHS}, seeds=XIONG_SEEDS, steps=1,
     seeds_per_unit=len(XIONG_SEEDS), fixed={"n": N_COPY, "vocab": VOCAB, "width": 32, "heads": 2, "batch": 32},
     summarize=xiong_verdicts,
-    # the stored run took 7 s
     budget_s=60,
-    # The reproducibility check re-runs the last unit, Post-LN with 24 blocks (the deepest, every seed):
-    # across the kernel paths its gradient norms agree to 9.2e-8, the residual stream's size to 1.2e-7.
+    # The reproducibility check re-runs the last unit, Post-LN with 24 blocks (the deepest, every seed).
     repro_rtol=0.0,
     repro_atol=1.2e-6,
     repro_measured=1.19e-7,

@@ -1,4 +1,4 @@
-"""Deep dive 13's building blocks: the adding task, a stacked tanh RNN, per-model Adam and the paired
+"""Deep dive 13's building blocks: the adding task, a stacked tanh RNN, its minibatches and the paired
 LN-vs-plain verdicts. (The notebook's two exercises are in :mod:`helpers.exercises.training_speed`.)
 
 Does LayerNorm speed up training? The stored experiments deep dive 13 reads are declared in
@@ -16,8 +16,8 @@ Does LayerNorm speed up training? The stored experiments deep dive 13 reads are 
   mean 1) and shift to every activation, from a distribution that changes at every training step
   (Santurkar et al. 2018's "noisy" norm, which moves each unit's input distribution on purpose:
   :meth:`StackedRNN.noisy`), at one or more strengths (:func:`arms`, :func:`arm_label`).
-- ``_stacked_batch`` and ``_adam``: one adding-task minibatch per seed, gathered for every
-  model of the stack, and one Adam step with each model's own learning rate.
+- :func:`stacked_batch`: one adding-task minibatch per seed, gathered for every model of the stack
+  (each model trains with its own rate: :func:`helpers.experiments.training.adam`).
 - :func:`paired` and :func:`normed_vs_plain`: a normalized arm against its plain twin, paired by
   seed, on steps to a threshold and on the final loss, in words.
 
@@ -49,6 +49,7 @@ __all__ = [
     "arms",
     "normed_vs_plain",
     "paired",
+    "stacked_batch",
 ]
 
 #: The variants, in the order :class:`StackedRNN` stacks them.
@@ -235,27 +236,13 @@ def _layers(t: torch.Tensor, lo: int, hi: int, depth: int) -> torch.Tensor:
     return t if (lo, hi) == (0, depth) else t[:, lo:hi]
 
 
-def _stacked_batch(gens, seed_of: torch.Tensor, batch: int, seq_len: int):
+def stacked_batch(gens, seed_of: torch.Tensor, batch: int, seq_len: int):
     """One adding-task batch per seed's generator, gathered so that model ``m`` gets seed ``seed_of[m]``'s.
 
     Returns ``x`` of shape ``(n_models, batch, seq_len, 2)`` and ``y`` of shape ``(n_models, batch)``.
     """
     data = [adding_task(batch, seq_len, g) for g in gens]
     return torch.stack([d[0] for d in data])[seed_of], torch.stack([d[1] for d in data])[seed_of]
-
-
-def _adam(params, lrs, step: int, moments: dict) -> None:
-    """One Adam step (torch's defaults): rate ``lrs``, or ``lrs[m]`` for model ``m`` (the leading dim)."""
-    with torch.no_grad():
-        for p in params:
-            if p.grad is None:  # a 1-layer RNN's empty w_up
-                continue
-            grad = p.grad.nan_to_num(0.0, 0.0, 0.0)
-            m1, m2 = moments.setdefault(p, (torch.zeros_like(p), torch.zeros_like(p)))
-            m1.lerp_(grad, 0.1)
-            m2.lerp_(grad * grad, 0.001)
-            update = (m1 / (1 - 0.9 ** (step + 1))) / ((m2 / (1 - 0.999 ** (step + 1))).sqrt() + 1e-8)
-            p -= (lrs.view(-1, *[1] * (p.ndim - 1)) if isinstance(lrs, torch.Tensor) else lrs) * update
 
 
 # ------------------------------------------------------------ LN vs no norm, paired by seed

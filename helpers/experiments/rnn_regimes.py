@@ -38,20 +38,21 @@ from torch.func import functional_call
 
 from helpers.evidence import runner
 from helpers.evidence.statistics import EQUIVALENCE_MARGIN
-from helpers.experiments.lstm_adding import (
-    EVAL_EVERY,
-    THRESHOLD,
-    _finite_or_inf,
-    _stacked_batch,
-    best_rate_words,
-    clip_per_model,
-    heldout_batch,
-    lstm_steps_to_threshold,
-    pilot_scores,
+from helpers.experiments.lstm_adding import EVAL_EVERY, THRESHOLD, heldout_batch
+from helpers.experiments.rnn_models import (
+    LEARNED_NOTHING,
+    StackedRNN,
+    normed_vs_plain,
+    stacked_batch,
+)
+from helpers.experiments.threshold_runs import (
     report_rate_words,
+    restricted_mean_steps,
+    steps_to_threshold,
     time_words,
 )
-from helpers.experiments.rnn_models import LEARNED_NOTHING, StackedRNN, _adam, normed_vs_plain
+from helpers.experiments.training import adam, clip_per_model, finite_or_inf, keep_rows
+from helpers.experiments.tuning_words import best_rate_words
 
 __all__ = [
     "HIDDEN",
@@ -189,7 +190,7 @@ def rnn_eval_runs(seeds=(0, 1, 2), lrs=(1e-2,), *, variants=("no norm", "LayerNo
 
     Each step: one minibatch of ``batch`` sequences per seed (the same for every model of that
     seed), the mean squared error, each model's gradient clipped to norm ``clip``
-    (:func:`helpers.experiments.lstm_adding.clip_per_model`), one Adam step with the model's own rate. At step 0,
+    (:func:`helpers.experiments.training.clip_per_model`), one Adam step with the model's own rate. At step 0,
     every ``eval_every`` steps and after the last update, before that step's update: the loss on
     :func:`helpers.experiments.lstm_adding.heldout_batch` in eval mode (noise off) and the drift per unit since the
     previous evaluation (:func:`unit_moments`); with ``measure_ics`` and ``depth > 1``, also
@@ -225,14 +226,14 @@ def rnn_eval_runs(seeds=(0, 1, 2), lrs=(1e-2,), *, variants=("no norm", "LayerNo
         evaluate = step % eval_every == 0 or step == steps
         if evaluate:
             prediction, mean, std = unit_moments(model, x_eval)
-            table["eval_loss"][step] = _finite_or_inf(((prediction - y_eval) ** 2).mean(1))
+            table["eval_loss"][step] = finite_or_inf(((prediction - y_eval) ** 2).mean(1))
             if previous is not None:
                 table["drift_mean"][step] = (mean - previous[0]).abs().mean(1)
                 table["drift_std"][step] = (std / previous[1]).log().abs().mean(1)
             previous = (mean, std)
         if step == steps:
             break
-        x, y = _stacked_batch(gens, seed_of, batch, seq_len)
+        x, y = stacked_batch(gens, seed_of, batch, seq_len)
         noise_state = noise_gen.get_state()
         prediction, _ = model(x, noise_gen)
         loss = ((prediction - y) ** 2).mean(1)
@@ -241,11 +242,11 @@ def rnn_eval_runs(seeds=(0, 1, 2), lrs=(1e-2,), *, variants=("no norm", "LayerNo
         clip_per_model(params, clip)
         before = {k: p.detach().clone() for k, p in zip(names, params, strict=True)} if evaluate and measure_ics \
             and depth > 1 else None
-        _adam(params, lr, step, moments)
+        adam(params, lr, step, moments)
         if before is not None:
             after = dict(zip(names, (p.detach() for p in params), strict=True))
             table["ics"][step], table["ics_cos"][step] = ics(model, before, after, x, y, noise_state, noise_gen)
-        table["loss"][step] = _finite_or_inf(loss.detach())
+        table["loss"][step] = finite_or_inf(loss.detach())
     keep = [k for k in table if k not in ("ics", "ics_cos") or (measure_ics and depth > 1)]
     arm = [model.arms[i] for i in arm_of.tolist()]
     return pd.DataFrame({
@@ -274,16 +275,16 @@ def _finals(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def regime_scores(frame: pd.DataFrame) -> pd.DataFrame:
-    """The tuning's score of ``rnn_regimes`` (:func:`helpers.experiments.lstm_adding.pilot_scores` per regime and
+    """The tuning's score of ``rnn_regimes`` (:func:`helpers.experiments.threshold_runs.restricted_mean_steps` per regime and
     variant): the restricted mean steps to :data:`THRESHOLD` over the pilot seeds."""
-    return pilot_scores(frame, arm_keys=("seq_len", "hidden", "variant"))
+    return restricted_mean_steps(frame, THRESHOLD, arm_keys=("seq_len", "hidden", "variant"))
 
 
 def _speed_words(report: pd.DataFrame, cap: int, label: str, eval_every: int) -> dict:
     """Per variant the time to :data:`THRESHOLD` (Kaplan-Meier), then LN vs no norm, paired by
     seed, on steps and final held-out loss (:func:`helpers.experiments.rnn_models.normed_vs_plain`;
     a difference in steps below ``eval_every``, the evaluation interval, is flagged)."""
-    reached = lstm_steps_to_threshold(report)
+    reached = steps_to_threshold(report, THRESHOLD)
     out = {f"time, {v}, {label}": words for v, words in time_words(reached, cap, ("no norm", "LayerNorm")).items()}
     both = normed_vs_plain(reached, _finals(report), cap, final="final held-out loss", eval_every=eval_every)
     out[f"steps, {label}"], out[f"final loss, {label}"] = both["steps"], both["final loss"]
@@ -295,7 +296,7 @@ def regime_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 
     - ``"best rate, <variant>, <regime>"``: the pilot's best rate and whether it is inside the grid;
     - ``"best rate on the report seeds, <variant>, <regime>"``: whether that rate trains on the report
-      seeds (:func:`helpers.experiments.lstm_adding.report_rate_words`);
+      seeds (:func:`helpers.experiments.threshold_runs.report_rate_words`);
     - ``"time, <variant>, <regime>"``: steps to :data:`THRESHOLD` of the reported runs
       (Kaplan-Meier median, how many got there);
     - ``"steps, <regime>"`` and ``"final loss, <regime>"``: LN vs no norm, each at its best rate,
@@ -311,9 +312,9 @@ def regime_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     scores = regime_scores(pilot)
     names = [f"{v}, {_regime(t, h)}" for t, h, v in zip(scores["seq_len"], scores["hidden"], scores["variant"],
                                                              strict=True)]
-    best = best_rate_words(scores.assign(arm=names), cap, pilot)
+    best = best_rate_words(scores.assign(arm=names), pilot, learned_below=cap)
     out = {f"best rate, {arm}": words for arm, words in best.items()}
-    checked = report_rate_words(frame, cap, lambda runs: [f"{v}, {_regime(t, h)}" for t, h, v in zip(
+    checked = report_rate_words(frame, cap, THRESHOLD, lambda runs: [f"{v}, {_regime(t, h)}" for t, h, v in zip(
         runs["seq_len"], runs["hidden"], runs["variant"], strict=True)])
     out.update({f"best rate on the report seeds, {arm}": words for arm, words in checked.items()})
     for (t, h), part in report.groupby(["seq_len", "hidden"], sort=True):
@@ -376,12 +377,6 @@ def mechanism_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 # ------------------------------------------------------------ the stored experiments (make experiments)
 
 
-def keep_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows to store: every run's first :data:`helpers.evidence.runner.REPRO_STEPS` steps and its
-    evaluation steps; the minibatch-loss columns of the others are not needed."""
-    return frame[(frame["step"] < runner.REPRO_STEPS) | frame["eval_loss"].notna()]
-
-
 def _regime_unit(*, seq_len: int, hidden: int, variant, lr, seeds, steps: int, **fixed) -> pd.DataFrame:
     """One unit of ``rnn_regimes``: one regime; in the pilot both variants and every rate of
     ``lr`` stacked, in the reported runs one variant at its rate."""
@@ -396,16 +391,10 @@ def _mechanism_unit(*, lr: float, seeds, steps: int, **fixed) -> pd.DataFrame:
     return rnn_eval_runs(seeds=seeds, lrs=(lr,), steps=steps, **fixed)
 
 
-# How they were sized. Measured on this set's 2-core machine (one thread, the other core busy), one
-# training step of a stack (forward, backward, clipping, Adam): the pilot stack of one regime
-# (2 variants x 6 rates x 3 seeds = 36 models) takes 0.0074 s at T 10, hidden 16, 0.13 s at T 50,
-# hidden 64, and 0.34 s at T 50, hidden 128; a reported stack of 10 seeds, 0.17 s at T 50,
-# hidden 128. A first ``rnn_regimes`` (6 rates, 600 steps, evaluations every 25) took 506 s; at
-# T 50 almost no run of either arm reached the threshold within 600 steps, and at T 10 most runs
-# got there within 50 to 125 steps, which evaluations 25 steps apart resolve too coarsely to rank
-# neighbouring rates. Hence 1,000 steps, evaluations every 10, and 7 rates: about 20 minutes.
-# ``rnn_mechanism`` (depth 3, hidden 64, T 10, 6 arms x 10 seeds per rate, ICS at every
-# evaluation) about 0.2 s per step and rate: 5 minutes (285 s measured).
+# How they were sized. A first ``rnn_regimes`` (6 rates, 600 steps, evaluations every 25): at T 50
+# almost no run of either arm reached the threshold within 600 steps, and at T 10 most runs got there
+# within 50 to 125 steps, which evaluations 25 steps apart resolve too coarsely to rank neighbouring
+# rates. Hence 1,000 steps, evaluations every 10, and 7 rates.
 #: The evaluation intervals (steps) of the two experiments: a difference in steps to the threshold
 #: below them is flagged in the words.
 REGIME_EVAL_EVERY = 10
@@ -424,8 +413,7 @@ runner.register(runner.Experiment(
     fixed={"batch": 32, "clip": 1.0, "eval_every": REGIME_EVAL_EVERY}, summarize=regime_verdicts, keep=keep_rows,
     tuning=runner.Tuning(key="lr", rates=RATES, pilot_seeds=PILOT_SEEDS, score=regime_scores, learned_below=1000),
     budget_s=1500,
-    # The reproducibility check re-trains the last unit, LN at T 50, hidden 128, 10 seeds at its best rate:
-    # its first 20 steps agree across the kernel paths to 9.5e-7 (`python -m helpers.evidence.reproduction`)
+    # The reproducibility check re-trains the last unit, LN at T 50, hidden 128, 10 seeds at its best rate
     repro_rtol=0.0,
     repro_atol=9.6e-6,
     repro_measured=9.54e-7,
@@ -436,18 +424,12 @@ runner.register(runner.Experiment(
     fixed={"depth": 3, "hidden": 64, "seq_len": 10, "batch": 32, "clip": 1.0, "eval_every": MECHANISM_EVAL_EVERY,
            "variants": ("no norm", "LayerNorm", "noisy LayerNorm"), "noises": NOISES, "measure_ics": True},
     summarize=mechanism_verdicts, keep=keep_rows,
-    # The stored run took 2,045 s of unit time (3 units, one at a time) with other work loading the
-    # machine (a load average near 5 on its 2 cores); drawing noise per activation costs more than the
-    # per-unit noise of version 1 (285 s, the machine quieter).
     budget_s=2100,
-    # Every unit trains every arm, noisy LN included, and none stays calm: across the kernel paths
-    # (`python -m helpers.evidence.reproduction`), in version 1 of this experiment, unit 0's losses agreed
-    # to 2e-6 at step 0, 3e-5 at step 1, 4e-4 by step 4 and 4e-3 by step 19 (1.6% relative; 1.0% was seen
-    # on an Intel Xeon). One Adam step already multiplies a last-bit difference about 15-fold in every
-    # arm, LN without noise too: Adam's first update is about lr * g / |g| per weight, whatever the size
-    # of g. So the check compares the first 2 steps: step 0's losses, ICS and its cosine (computed from
-    # an update at the unit's rate) and step 1's loss, each within 10 times its measured difference
-    # (version 2, over those 2 steps: the cosine 4.7e-5, the rest 1.6e-5).
+    # Every unit trains every arm, noisy LN included, and none stays calm: one Adam step already
+    # multiplies a last-bit difference about 15-fold in every arm, LN without noise too: Adam's first
+    # update is about lr * g / |g| per weight, whatever the size of g. So the check compares the first 2
+    # steps: step 0's losses, ICS and its cosine (computed from an update at the unit's rate) and step
+    # 1's loss.
     repro_steps=2,
     repro_rtol=0.0,
     repro_atol=1.7e-4,

@@ -39,15 +39,15 @@ from torch import nn
 from helpers.evidence import runner
 from helpers.evidence.statistics import EQUIVALENCE_MARGIN, threshold_level
 from helpers.evidence.verdicts import Verdict
-from helpers.experiments.lstm_adding import (
-    best_rate_words,
-    clip_per_model,
-    keep_rows,
-    lstm_steps_to_threshold,
+from helpers.experiments.rnn_models import normed_vs_plain
+from helpers.experiments.threshold_runs import (
     report_rate_words,
+    restricted_mean_steps,
+    steps_to_threshold,
     time_words,
 )
-from helpers.experiments.rnn_models import _adam, normed_vs_plain
+from helpers.experiments.training import adam, clip_per_model, finite_or_inf, keep_rows
+from helpers.experiments.tuning_words import best_rate_words
 from helpers.functional import layer_norm, rms_norm
 
 __all__ = [
@@ -427,11 +427,6 @@ def warmup_factor(step: int, warmup: int) -> float:
     return 1.0 if warmup == 0 else min(1.0, (step + 1) / warmup)
 
 
-def _finite_or_inf(t: torch.Tensor) -> torch.Tensor:
-    """``t`` with every NaN or infinity as ``inf``: in the table, NaN means "not measured"."""
-    return torch.where(torch.isfinite(t), t, math.inf)
-
-
 def _setup(seeds, lrs, variant: str, n: int, vocab: int, width: int, blocks: int, heads: int):
     if variant not in ARMS:
         raise ValueError(f"copy_runs(): argument 'variant' must be one of {tuple(ARMS)}, got {variant!r}")
@@ -455,7 +450,7 @@ def _train_step(model, gens, seed_of, lr: torch.Tensor, step: int, moments: dict
     loss.nan_to_num(0.0, 0.0, 0.0).sum().backward()  # a diverged model adds nothing to the others
     params = list(model.parameters())
     clip_per_model(params, clip)
-    _adam(params, lr, step, moments)
+    adam(params, lr, step, moments)
     return loss.detach()
 
 
@@ -482,12 +477,12 @@ def trained_decoder(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: 
         steps_iter = tqdm(steps_iter, desc=f"{variant} steps", leave=False)
     for step in steps_iter:
         if step % eval_every == 0 or step == steps:
-            evals[step] = _finite_or_inf(heldout_loss(model, heldout))
+            evals[step] = finite_or_inf(heldout_loss(model, heldout))
         if step == steps:
             break
         loss = _train_step(model, gens, seed_of, lr * warmup_factor(step, ramp), step, moments, n=n, vocab=vocab,
                            batch=batch, clip=clip)
-        losses.append(_finite_or_inf(loss))
+        losses.append(finite_or_inf(loss))
     k = model.n_models
     loss_table = torch.full((steps + 1, k), math.nan)
     if losses:
@@ -514,7 +509,7 @@ def copy_runs(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: int = 
 
     Each step: one minibatch of ``batch`` sequences per seed (the same for every model of that
     seed), the mean next-token cross-entropy, its gradient clipped per model to norm ``clip``
-    (:func:`helpers.experiments.lstm_adding.clip_per_model`, every arm alike), then one Adam step (torch's defaults)
+    (:func:`helpers.experiments.training.clip_per_model`, every arm alike), then one Adam step (torch's defaults)
     at each model's rate times :func:`warmup_factor` (``warmup`` steps for the arms whose
     :data:`ARMS` entry warms up, none for the others). At step 0, every ``eval_every`` steps and
     after the last update (``step == steps``), the loss on the fixed :func:`heldout_batch` too
@@ -538,14 +533,9 @@ def copy_runs(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: int = 
 def pilot_scores(frame: pd.DataFrame, threshold: float = THRESHOLD) -> pd.DataFrame:
     """The tuning's score: per (variant, lr), the restricted mean steps to ``threshold`` (default
     :data:`THRESHOLD`) over the seeds in ``frame``, a run that never gets there counting as the step
-    cap (the last step of ``frame``). Lower is better; the cap itself means that no seed got there."""
-    from helpers.evidence.statistics import time_to_threshold
-
-    cap = int(frame["step"].max())
-    reached = lstm_steps_to_threshold(frame, threshold)
-    rows = [{"variant": v, "lr": lr, "score": time_to_threshold(run["steps"], cap).restricted_mean}
-            for (v, lr), run in reached.groupby(["variant", "lr"], sort=False)]
-    return pd.DataFrame(rows, columns=["variant", "lr", "score"])
+    cap (:func:`helpers.experiments.threshold_runs.restricted_mean_steps`). Lower is better; the cap
+    itself means that no seed got there."""
+    return restricted_mean_steps(frame, threshold)
 
 
 def _finals(frame: pd.DataFrame, cap: int) -> pd.DataFrame:
@@ -653,7 +643,7 @@ def small_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     - ``"best rate, <arm>"``: its best rate on the pilot grid (recomputed from the pilot rows, as
       the runner picked it), and whether it is inside the grid;
     - ``"best rate on the report seeds, <arm>"``: whether that rate trains on the report seeds
-      (:func:`helpers.experiments.lstm_adding.report_rate_words`);
+      (:func:`helpers.experiments.threshold_runs.report_rate_words`);
     - ``"largest stable rate, <arm>"``: the largest pilot rate at which every pilot seed still
       learns: ends with a held-out loss below :data:`THRESHOLD`;
     - ``"time, <arm>"``: the reported runs' steps to :data:`THRESHOLD` (Kaplan-Meier median, how
@@ -670,12 +660,12 @@ def small_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
     arms = [a for a in ARMS if a in set(frame["variant"])]
     scores = pilot_scores(pilot).rename(columns={"variant": "arm"})
-    out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, cap, pilot).items()}
+    out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, pilot, learned_below=cap).items()}
     out.update({f"best rate on the report seeds, {arm}": words
-                for arm, words in report_rate_words(frame, cap, threshold=THRESHOLD).items()})
+                for arm, words in report_rate_words(frame, cap, THRESHOLD).items()})
     for arm in arms:
         out[f"largest stable rate, {arm}"] = _largest_stable(pilot, arm, cap)
-    reached, finals = lstm_steps_to_threshold(report, THRESHOLD), _finals(report, cap)
+    reached, finals = steps_to_threshold(report, THRESHOLD), _finals(report, cap)
     out.update({f"time, {arm}": words for arm, words in time_words(reached, cap, arms).items()})
     for arm in arms:
         out[f"learns, {arm}"] = _learns(finals[finals["variant"] == arm])
@@ -718,19 +708,14 @@ def _small_transformer_unit(*, variant: str, lr, seeds, steps: int, **fixed) -> 
                      **fixed)
 
 
-# How it was sized. Measured on this set's 2-core machine (AMD EPYC, one thread, the other core
-# busy with other work), n = 8, V = 16, batch 32, one training step (minibatch, forward, backward,
-# clipping, Adam) per model: 6.2 to 6.7 ms with LN in a stack of 7 or more (5.5 to 5.9 ms without),
-# about 9 ms in a stack of 2, 11.4 ms alone (8.9 ms without LN). One held-out evaluation (128
-# sequences) per model: about 12 ms. Probe seeds (900 and 901, neither pilot nor reported) reached
-# the threshold within 35 to 100 steps at rates 0.003 to 0.03 in every arm (Pre-LN: 40 to 50 steps
-# at 0.01 and 0.03; Post-LN: 100 at 0.003; no norm: 35 at 0.01), none at 1e-4 within 600 steps,
-# and Post-LN stuck at the no-copy level from 0.01 or 0.03 on. So: a cap of 400 steps (about four
-# times what the good rates need, and as long as 3e-4 needs), an evaluation every 5 steps (the
-# resolution of the steps to the threshold), a warm-up of 40 steps (10% of the cap), a grid from
-# 3e-4 to 0.3 (every arm's best rate inside it), and two seeds per unit (a pilot unit is one arm at
-# its 7 rates, 14 or 7 models; a reported unit one arm, 2 seeds). Estimated: 155 runs of 400 steps
-# at 6 to 9 ms a step plus 80 evaluations, about 10 minutes.
+# How it was sized. Probe seeds (900 and 901, neither pilot nor reported) reached the threshold within
+# 35 to 100 steps at rates 0.003 to 0.03 in every arm (Pre-LN: 40 to 50 steps at 0.01 and 0.03;
+# Post-LN: 100 at 0.003; no norm: 35 at 0.01), none at 1e-4 within 600 steps, and Post-LN stuck at the
+# no-copy level from 0.01 or 0.03 on. So: a cap of 400 steps (about four times what the good rates
+# need, and as long as 3e-4 needs), an evaluation every 5 steps (the resolution of the steps to the
+# threshold), a warm-up of 40 steps (10% of the cap), a grid from 3e-4 to 0.3 (every arm's best rate
+# inside it), and two seeds per unit (a pilot unit is one arm at its 7 rates, 14 or 7 models; a
+# reported unit one arm, 2 seeds).
 runner.register(runner.Experiment(
     name="small_transformer", notebook="13_does_it_speed_up_training", train=_small_transformer_unit,
     grid={"variant": tuple(ARMS)}, seeds=SEEDS, steps=STEPS, threshold=THRESHOLD, seeds_per_unit=2,
@@ -739,14 +724,9 @@ runner.register(runner.Experiment(
     summarize=small_transformer_verdicts, keep=keep_rows,
     tuning=runner.Tuning(key="lr", rates=RATES, pilot_seeds=PILOT_SEEDS, score=pilot_scores,
                          learned_below=STEPS),
-    # the first five arms alone took 577 s (pilot units of 7 or 14 models 22 to 50 s each, reported units
-    # of 2 models 8 to 9 s); all nine took 1,995 s with three other jobs on the two cores (pilot units
-    # 45 to 120 s, reported units 10 to 20 s)
     budget_s=2100,
     # The reproducibility check re-trains the last unit, Post-LN + warm-up seeds 8 and 9 at their best
-    # rate: its first 20 steps agree across the kernel paths to 7.2e-7 in the losses (`python -m
-    # helpers.evidence.reproduction`; every reported unit, on torch's plain path against AVX-512: at most 2.7e-7
-    # relative). The first 20 steps sit on the no-copy plateau, where nothing amplifies a last-bit
+    # rate: the first 20 steps sit on the no-copy plateau, where nothing amplifies a last-bit
     # difference; pilot units are no good for it (at rate 0.3 training is chaotic).
     repro_rtol=0.0,
     repro_atol=7.2e-6,

@@ -180,10 +180,10 @@ def _wall_clock(frame: pd.DataFrame, setting: str, report: pd.DataFrame, thresho
     never got there) times its arm's seconds per step, the interval carrying the timing's spread
     over the rounds (:func:`wall_clock_ci`)."""
     from helpers.evidence.statistics import verdict
-    from helpers.experiments.lstm_adding import lstm_steps_to_threshold
+    from helpers.experiments.threshold_runs import steps_to_threshold
 
     cap = int(report["step"].max())
-    reached = lstm_steps_to_threshold(report, threshold)
+    reached = steps_to_threshold(report, threshold)
     reached = reached[reached["variant"].isin((a, b))]
     steps = pd.DataFrame({v: reached[reached["variant"] == v].set_index("seed")["steps"].fillna(cap)
                           for v in (a, b)}).dropna()
@@ -257,14 +257,13 @@ def step_time_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-# The whole experiment: 21 arms x (1 + 10 x 2) short runs of 2 to 25 steps, most of it in the LN-LSTMs
-# at T = 100 (about 50 ms per step). Version 3 took 141 s. Version 3: the LSTMs read their input
-# through the embedding of lstm_adding version 2, and the LSTM without input LN is timed too; 10
-# repeats (was 5: two runs of 5 on this machine put the tiny RNN's LN at 0.82x and 1.09x of no norm
-# at T 10, hidden 128, and the Transformer's Pre-LN at 1.36x and 1.66x: the fastest of 5 was not
-# always undisturbed). Version 4: one unit per round, each timing every arm once, in an order rotated
-# by one arm per round, with the load average recorded, the median over rounds in place of the fastest, intervals over the rounds;
-# the Transformer of deep_transformer timed too.
+# The whole experiment: 21 arms x (1 + 10 x 2) short runs of 2 to 25 steps. Version 3: the LSTMs read
+# their input through the embedding of lstm_adding version 2, and the LSTM without input LN is timed
+# too; 10 repeats (was 5: two runs of 5 put the tiny RNN's LN at 0.82x and 1.09x of no norm at T 10,
+# hidden 128, and the Transformer's Pre-LN at 1.36x and 1.66x: the fastest of 5 was not always
+# undisturbed). Version 4: one unit per round, each timing every arm once, in an order rotated by one
+# arm per round, with the load average recorded, the median over rounds in place of the fastest,
+# intervals over the rounds; the Transformer of deep_transformer timed too.
 runner.register(runner.Experiment(
     name="step_times", notebook="13_does_it_speed_up_training", train=time_arms,
     grid={"rotation": tuple(range(ROUNDS))}, seeds=(0,), steps=LONG, fixed={"arms": TIMED},

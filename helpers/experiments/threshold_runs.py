@@ -1,0 +1,83 @@
+"""Runs scored by the steps they take to a held-out loss threshold, shared by the stored experiments
+that ask whether a norm speeds up training (:mod:`~helpers.experiments.lstm_adding`,
+:mod:`~helpers.experiments.rnn_regimes`, :mod:`~helpers.experiments.small_transformer`,
+:mod:`~helpers.experiments.deep_transformer`, :mod:`~helpers.experiments.step_times`).
+
+- :func:`steps_to_threshold`: each run's first evaluation step below the threshold (NaN where it
+  never got there: censored at the step cap).
+- :func:`restricted_mean_steps`: the tuning's score, per arm and rate, over the pilot seeds.
+- :func:`report_rate_words`, :func:`time_words`: whether each arm's best rate trains on the report
+  seeds, and the report runs' steps to the threshold, in words.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+__all__ = ["RUN_KEYS", "report_rate_words", "restricted_mean_steps", "steps_to_threshold", "time_words"]
+
+#: The columns that can name one run of a stored table, in order (those a frame has).
+RUN_KEYS = ("stage", "seq_len", "hidden", "depth", "variant", "noise", "lr", "seed")
+
+
+def steps_to_threshold(frame: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    """The first evaluation step at which each run's held-out loss is below ``threshold``.
+
+    Returns:
+        One row per run: its keys (those of :data:`RUN_KEYS` that ``frame`` has)
+        and ``steps`` (NaN where it never got there: censored at the step cap).
+    """
+    evals = frame[frame["eval_loss"].notna()]
+    keys = [k for k in RUN_KEYS if k in evals]
+    first = evals[evals["eval_loss"] < threshold].groupby(keys, sort=False)["step"].min()
+    runs = evals[keys].drop_duplicates().set_index(keys)
+    return runs.assign(steps=first.astype("float64")).reset_index()
+
+
+def restricted_mean_steps(frame: pd.DataFrame, threshold: float, arm_keys=("variant",)) -> pd.DataFrame:
+    """The tuning's score: per arm (the columns ``arm_keys``) and rate, the restricted mean steps to
+    ``threshold`` over the seeds in ``frame``, a run that never gets there counting as the step cap
+    (the last step of ``frame``). Lower is better; the cap itself means that no seed got there."""
+    from helpers.evidence.statistics import time_to_threshold
+
+    cap = int(frame["step"].max())
+    reached = steps_to_threshold(frame, threshold)
+    keys = [*arm_keys, "lr"]
+    rows = [{**dict(zip(keys, key, strict=True)), "score": time_to_threshold(run["steps"], cap).restricted_mean}
+            for key, run in reached.groupby(keys, sort=False)]
+    return pd.DataFrame(rows, columns=[*keys, "score"])
+
+
+def report_rate_words(frame: pd.DataFrame, cap: int, threshold: float, arm_of=None) -> dict[str, str]:
+    """``{arm: words}``: whether each arm's best rate trains on the report seeds
+    (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds never reached
+    ``threshold`` before the step cap ``cap`` (the tuning's learned-nothing definition: a restricted mean
+    of ``cap`` steps), against the pilot runs at the neighbouring rates.
+
+    Args:
+        frame: the stored table, pilot and report rows (``stage``).
+        cap: the step cap (the tuning's ``learned_below``).
+        threshold: the loss threshold.
+        arm_of: ``arm_of(runs) -> Series`` of arm names, one per run of
+            :func:`steps_to_threshold`'s table; default its ``variant``.
+    """
+    from helpers.evidence.statistics import best_rate_check
+
+    reached = steps_to_threshold(frame, threshold)
+    arms = reached["variant"] if arm_of is None else arm_of(reached)
+    table = best_rate_check(reached.assign(arm=arms, value=reached["steps"]), learned_below=cap,
+                            stuck=f"did not reach the threshold before step {cap}")
+    return dict(zip(table["arm"], table["words"], strict=True))
+
+
+def time_words(reached: pd.DataFrame, cap: int, variants) -> dict[str, str]:
+    """``{variant: words}``: the runs' steps to the threshold (:func:`steps_to_threshold`'s
+    table) as :func:`helpers.evidence.statistics.time_to_threshold` says them, and the rates they ran at."""
+    from helpers.evidence.statistics import time_to_threshold
+
+    out = {}
+    for variant in variants:
+        at = reached[reached["variant"] == variant]
+        rates = ", ".join(f"{r:g}" for r in sorted(at["lr"].unique()))
+        out[variant] = f"{time_to_threshold(at['steps'], cap)} at lr {rates}"
+    return out

@@ -1,0 +1,50 @@
+"""How a stored experiment says each arm's tuned learning rate: :func:`best_rate_words`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+
+__all__ = ["best_rate_words"]
+
+
+def best_rate_words(scores: pd.DataFrame, pilot: pd.DataFrame, *, learned_below: float,
+                    score: str = "restricted mean {:.0f} steps to the threshold",
+                    none: str = "none: no pilot run reached the threshold within {cap} steps at any rate",
+                    rate: Callable[[str, float], str] | None = None,
+                    best: Callable[[str, float], str] | None = None) -> dict[str, str]:
+    """``{arm: words}``: each arm's best rate on the pilot grid, as the runner picked it from
+    ``scores`` (:func:`helpers.evidence.statistics.best_rates`), and whether it is inside the grid,
+    e.g. ``"0.01, inside the grid (0.001 to 0.1); restricted mean 250 steps to the threshold over
+    pilot seeds 100, 101, 102"``.
+
+    Args:
+        scores: columns ``arm``, ``lr`` and ``score`` (lower is better, aggregated over the pilot
+            seeds), one row per arm and rate.
+        pilot: the pilot rows, for the seeds they name.
+        learned_below: the tuning's learned-nothing level: a best score not below it learned nothing.
+        score: the best score in words, a format string for it. The default is for the restricted
+            mean steps to a threshold (:func:`helpers.experiments.threshold_runs.restricted_mean_steps`).
+        none: the words for an arm that learned nothing at any rate; ``{grid}`` is the grid's span
+            and ``{cap}`` the ``learned_below`` level.
+        rate: ``rate(arm, lr) -> words``, how a rate of the grid is written for ``arm`` (default
+            ``f"{lr:g}"``): the grid's span is written with it.
+        best: the same for the best rate (default ``rate``).
+    """
+    from helpers.evidence.statistics import best_rates
+
+    rate = rate or (lambda arm, lr: f"{lr:g}")
+    best = best or rate
+    grid = sorted(scores["lr"].unique())
+    seeds = ", ".join(str(s) for s in sorted(pilot["seed"].unique()))
+    out = {}
+    for row in best_rates(scores[["arm", "lr", "score"]], learned_below=learned_below).itertuples():
+        span = f"{rate(row.arm, grid[0])} to {rate(row.arm, grid[-1])}"
+        if not row.learned:
+            out[row.arm] = none.format(grid=span, cap=learned_below)
+            continue
+        where = "on the grid's edge: a better rate may lie beyond it" if row.on_edge else "inside the grid"
+        out[row.arm] = (f"{best(row.arm, row.best_lr)}, {where} ({span}); {score.format(row.best_score)} "
+                        f"over pilot seeds {seeds}")
+    return out
