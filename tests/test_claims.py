@@ -13,19 +13,16 @@ import pytest
 import torch
 
 from helpers.evidence import claims, ledgers, runner
+from helpers.evidence.card import CORE_CLAIMS, card_outcome, evidence_card, sentence
 from helpers.evidence.claims import (
-    CORE_CLAIMS,
     OUTCOMES,
     Check,
     Claim,
-    card_outcome,
     checked,
     claims_ledger,
-    evidence_card,
     evidence_ledger,
     ledger_outcomes,
     outcome,
-    sentence,
 )
 from helpers.evidence.verdicts import Verdict
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import helpers
-from helpers.evidence import claims
+from helpers.evidence import card
 from helpers.exercises import (  # noqa: F401 (each registers its exercises)
     checking,
     layer_norm,
@@ -139,15 +139,15 @@ def test_a_passed_check_a_raised_error_and_a_handed_in_answer_speak_chinese_too(
 
 
 def test_the_evidence_card_speaks_the_language_and_links_up_from_notebooks_zh():
-    english = claims.evidence_card()
+    english = card.evidence_card()
     set_language("zh")
-    chinese = claims.evidence_card()
+    chinese = card.evidence_card()
     assert "what the stored runs say" in english and not CJK.search(english)
     assert "存储的实验结果怎么说" in chinese and "what the stored runs say" not in chinese
     links = re.findall(r'href="([^"]+)"', english)
     assert re.findall(r'href="([^"]+)"', chinese) == [f"../{link}" for link in links]
-    for claim in claims.CORE_CLAIMS:
+    for claim in card.CORE_CLAIMS:
         assert isinstance(claim.text, Text) and claim.text.zh in chinese and claim.text in english
-        outcome = claims.outcome(claim)
-        assert claims.sentence(claim) == f"{claim.text.zh}：{claims._SAYS[outcome].zh}。"
-    assert all(isinstance(said, Text) and CJK.search(said.zh) for said in claims._SAYS.values())
+        outcome = card.card_outcome(claim)
+        assert card.sentence(claim) == f"{claim.text.zh}：{card._SAYS[outcome].zh}。"
+    assert all(isinstance(said, Text) and CJK.search(said.zh) for said in card._SAYS.values())

@@ -344,8 +344,8 @@ def test_a_report_seed_stuck_at_the_best_rate_is_said_plainly():
 
 
 def test_the_core_paths_claim_still_reads_the_lstm_verdict():
-    from helpers.evidence import claims
+    from helpers.evidence import card
 
-    (claim,) = [c for c in claims.CORE_CLAIMS if c.experiment == "lstm_adding"]
+    (claim,) = [c for c in card.CORE_CLAIMS if c.experiment == "lstm_adding"]
     assert (claim.key, claim.favours) == ("steps", "LN-LSTM")
     assert claim.key in runner.load("lstm_adding").verdicts

@@ -1,4 +1,4 @@
-"""The lesson's claims against the stored verdicts: one plain outcome per claim, the ledgers, and the card.
+"""The lesson's claims against the stored verdicts: one plain outcome per claim, and the ledgers.
 
 A :class:`Claim` names the stored verdict that speaks to it (experiment and key), what it claims
 (that one arm comes out better, that two are the same, that one is at least as good, or the answer
@@ -8,8 +8,9 @@ lies within or beyond the equivalence margin, or the answer the experiment compu
 the words. It returns ``"supported"``, ``"refuted"`` or ``"undecided"`` (``"not tested"`` when no
 stored result holds the key). A record of the wrong kind, or one that does not name the arm the
 claim favours, raises: no claim is ever classified silently. It is the one place where a claim
-meets its verdict: the deep dives' ledgers (:func:`claims_ledger`) and the core path's card
-(:func:`evidence_card`) both call it.
+meets its verdict: the deep dives' ledgers (:func:`claims_ledger`, which also correct a ledger's
+comparisons for their number: :func:`ledger_outcomes`) and the core path's card
+(:mod:`helpers.evidence.card`) both call it.
 
 Deep dives whose claims rest on computations in the notebook itself (an identity checked against
 torch, a measured error against its bound) rather than on a stored experiment use
@@ -18,15 +19,10 @@ for a check evaluated in the notebook (``"supported"`` when it holds, ``"refuted
 not, so a changed result changes the word), and ``"not tested"`` for a claim that rests on a
 citation alone.
 
-:func:`evidence_card` renders the core path's closing card (HTML): one plain sentence per claim, with
-no number and no statistics word of its own, each linked to its deep dive. It speaks the language
-set by :func:`helpers.set_language`: under ``"zh"`` (the Chinese edition, in ``notebooks/zh/``)
-the sentences are Chinese and the links lead one folder up, to the deep dives.
 """
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -35,10 +31,9 @@ import pandas as pd
 
 from helpers.evidence import runner
 from helpers.evidence.verdicts import Verdict
-from helpers.language import Text, get_language, say
 
-__all__ = ["ALPHA", "CORE_CLAIMS", "KINDS", "OUTCOMES", "Check", "Claim", "card_outcome", "checked", "claims_ledger",
-           "decide", "evidence_card", "evidence_ledger", "ledger_outcomes", "outcome", "sentence"]
+__all__ = ["ALPHA", "KINDS", "OUTCOMES", "Check", "Claim", "checked", "claims_ledger", "decide", "evidence_ledger",
+           "ledger_outcomes", "outcome"]
 
 OUTCOMES = ("supported", "refuted", "undecided", "not tested", "consistent", "assumptions not met")
 
@@ -294,79 +289,3 @@ def evidence_ledger(rows: Iterable[tuple]) -> pd.DataFrame:
             said, words = checked(check.holds), check.measured or "computed in this notebook"
         out.append({"claim": text, "outcome": said, "evidence": words, "shown in": shown_in})
     return pd.DataFrame(out, columns=["claim", "outcome", "evidence", "shown in"]).set_index("claim")
-
-
-_SAYS = {
-    "supported": Text("the runs agree", "实验结果支持"),
-    "refuted": Text("the runs show the opposite", "实验结果恰恰相反"),
-    "undecided": Text("the runs cannot tell", "实验结果分不出高下"),
-    "not tested": Text("not tested here", "这里没有检验"),
-}
-
-
-def card_outcome(claim: Claim) -> str:
-    """``claim``'s outcome as its deep dive's ledger decides it: within the stored claims of that
-    ledger (:data:`helpers.evidence.ledgers.LEDGERS`), which must hold it (same experiment and key)."""
-    from helpers.evidence.ledgers import LEDGERS
-
-    family = LEDGERS[claim.deep_dive]
-    same = [i for i, member in enumerate(family) if (member.experiment, member.key) == (claim.experiment, claim.key)]
-    if not same:
-        raise KeyError(f"card_outcome(): the ledger of {claim.deep_dive} holds no claim on "
-                       f"{claim.experiment}: {claim.key!r}")
-    return ledger_outcomes(family)[same[0]][0]
-
-
-def sentence(claim: Claim) -> str:
-    """The card's plain sentence for ``claim``: the claim, then what the stored runs say, as its deep
-    dive's ledger decides it (:func:`card_outcome`)."""
-    said = card_outcome(claim)
-    if get_language() == "zh":
-        return f"{say(claim.text)}：{say(_SAYS[said])}。"
-    return f"{claim.text}: {_SAYS[said]}."
-
-
-#: The lesson's claims that the stored verdicts speak to, in the lesson's order.
-CORE_CLAIMS = (
-    Claim(Text("With LN, an LSTM needs fewer steps", "加了层归一化，LSTM 需要的训练步数更少"),
-          "lstm_adding", "steps", "LN-LSTM", "13_does_it_speed_up_training.ipynb"),
-    Claim(Text("With LN, a small RNN needs fewer steps", "加了层归一化，小型 RNN 需要的训练步数更少"),
-          "rnn_regimes", "steps, T 10, hidden 64", "LayerNorm", "13_does_it_speed_up_training.ipynb"),
-    # The Transformer rows read the six-block regime (deep_transformer), sized so that the arms can be told apart
-    Claim(Text("With Pre-LN, a six-block Transformer needs fewer steps than with no norm",
-               "用 Pre-LN 的六层 Transformer 比不加归一化时需要的训练步数更少"),
-          "deep_transformer", "steps, Pre-LN vs no norm", "Pre-LN", "13_does_it_speed_up_training.ipynb"),
-    # Per unit, each in its own spread: the spread of LN's whole output is fixed by LN itself, so a
-    # measure of it would favour LN by construction.
-    Claim(Text("With LN, each unit of what enters an activation moves less in training, measured against its own spread",
-               "加了层归一化，训练中进入激活函数的每个单元移动得更少（以该单元自身的分散程度为尺度）"),
-          "drift", "activation input: largest unit mean drift", "LayerNorm's activation input",
-          "13_does_it_speed_up_training.ipynb"),
-    Claim(Text("At tiny batches, LN does better than BN", "批量极小时，层归一化比批量归一化效果更好"),
-          "batch_size", "batch 2: BatchNorm vs LayerNorm", "LayerNorm", "11_batchnorm_in_depth.ipynb"),
-    Claim(Text("LN before tanh ends lower than LN after it", "LN 放在 tanh 之前，最终损失比放在之后更低"),
-          "placement_tuned", "final loss, tanh, LN -> act vs act -> LN", "LN -> act", "12_where_the_norm_goes.ipynb"),
-    Claim(Text("LN before ReLU ends lower than LN after it", "LN 放在 ReLU 之前，最终损失比放在之后更低"),
-          "placement_tuned", "final loss, relu, LN -> act vs act -> LN", "LN -> act", "12_where_the_norm_goes.ipynb"),
-    Claim(Text("A warm-up speeds up a Post-LN Transformer", "学习率预热（warm-up）能让 Post-LN Transformer 训练得更快"),
-          "deep_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up",
-          "13_does_it_speed_up_training.ipynb"),
-)
-
-
-_HEADER = (Text("what the stored runs say", "存储的实验结果怎么说"), Text("deep dive", "深入专题"))
-
-
-def evidence_card(claims=CORE_CLAIMS) -> str:
-    """The card as an HTML table: one row per claim, its plain sentence and a link to its deep dive.
-
-    In Chinese (``helpers.set_language("zh")``) the card is read in ``notebooks/zh/``, one folder
-    below the deep dives, so each link starts with ``../``."""
-    folder = "../" if get_language() == "zh" else ""
-    rows = "".join(
-        f'<tr><td style="text-align: left">{html.escape(sentence(claim))}</td>'
-        f'<td><a href="{folder}{claim.deep_dive}">{claim.deep_dive[:2]}</a></td></tr>'
-        for claim in claims)
-    said, dive = (html.escape(say(t)) for t in _HEADER)
-    return (f'<table><thead><tr><th style="text-align: left">{said}</th><th>{dive}</th>'
-            f"</tr></thead><tbody>{rows}</tbody></table>")

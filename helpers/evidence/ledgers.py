@@ -4,7 +4,7 @@ decide, declared once here so that the ledger and the core path's card decide th
 A ledger corrects its comparisons for their number (Holm's correction over the ledger's comparisons:
 :func:`helpers.evidence.claims.ledger_outcomes`), so a claim's outcome depends on the other claims
 of its ledger. The deep dives print their ledgers from :data:`LEDGERS` (11 beside the checks it
-computes in its cells), and the card (:func:`helpers.evidence.claims.card_outcome`) looks each of its
+computes in its cells), and the card (:func:`helpers.evidence.card.card_outcome`) looks each of its
 rows up in its deep dive's ledger here, so the two always agree.
 
 The grids the keys run over (activations, sequence lengths and widths, DyT's alphas) are the stored

@@ -39,7 +39,7 @@ import torch
 from IPython.display import HTML
 from torch import nn
 
-from helpers.evidence.claims import evidence_card
+from helpers.evidence.card import evidence_card
 from helpers.exercises.layer_norm_at_work import check_rms_norm
 from helpers.widgets.residual_stream import residual_stream_demo
 
