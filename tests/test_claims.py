@@ -76,13 +76,18 @@ def _flipped(record: Verdict, claim: Claim, said: str | None = None) -> Verdict:
     if record.kind == "answer":
         return replace(record, answer={"yes": None, "no": "yes", None: "no"}[record.answer])
     favours_a = claim.favours == record.a
-    if (card_outcome(claim) if said is None else said) == "supported":
-        return replace(record, estimate=0.01, low=-0.02, high=0.04, p=0.5)
+    supported = (card_outcome(claim) if said is None else said) == "supported"
     # a clear difference for the favoured arm: "a has less" (positive relative, negative absolute)
     # where less is better and the claim favours a; unflagged, and far below any Holm threshold
     sign = (1 if record.relative else -1) * (1 if favours_a == record.lower_is_better else -1)
-    return replace(record, estimate=sign * 0.2, low=sign * 0.1, high=sign * 0.3, margin=None, p=1e-9,
-                   rests_on=(), resolution=None)
+
+    def moved(measure: Verdict) -> Verdict:  # every declared measure moves alike
+        if supported:
+            return replace(measure, estimate=0.01, low=-0.02, high=0.04, p=0.5)
+        return replace(measure, estimate=sign * 0.2, low=sign * 0.1, high=sign * 0.3, margin=None, p=1e-9,
+                       rests_on=(), resolution=None)
+
+    return replace(moved(record), alternates=tuple(moved(m) for m in record.alternates))
 
 
 @pytest.mark.parametrize("claim", CORE_CLAIMS, ids=[c.key for c in CORE_CLAIMS])

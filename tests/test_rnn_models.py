@@ -210,3 +210,38 @@ def test_exercises_accept_the_reference_and_name_the_mistakes():
     assert ex.check_noisy_layer_norm(by_hand)
     wrong = ex.check_noisy_layer_norm(lambda a, shift, scale: a * scale + shift)
     assert not wrong and "normalize first" in wrong.message
+
+
+def _curves(losses_by_variant: dict[str, list[list[float]]]) -> pd.DataFrame:
+    """Evaluation rows: ``{variant: [one run's held-out losses at steps 0, 10, 20, ...] per seed]}``."""
+    return pd.DataFrame([{"variant": v, "seed": s, "step": 10 * i, "eval_loss": loss}
+                         for v, runs in losses_by_variant.items() for s, run in enumerate(runs)
+                         for i, loss in enumerate(run)])
+
+
+def test_a_run_that_crosses_and_then_blows_up_counts_only_under_the_first_crossing():
+    from helpers.experiments.threshold_runs import steps_staying_below, steps_to_threshold
+
+    frame = _curves({"a": [[1.0, 0.1, 0.1, 0.1]], "b": [[1.0, 0.1, np.inf, 0.1]], "c": [[0.1, 0.1, 0.1, 0.9]]})
+    first, stays = steps_to_threshold(frame, 0.5), steps_staying_below(frame, 0.5)
+    assert first["steps"].tolist() == [10.0, 10.0, 0.0]
+    assert stays["steps"].tolist()[:2] == [10.0, 30.0] and np.isnan(stays["steps"].iloc[2])  # c ends above
+
+
+def test_the_steps_verdict_depends_on_the_measure_where_the_plain_arm_blows_up_after_crossing():
+    # the plain arm crosses first on every seed, then climbs back until late; LN crosses later and stays
+    rng = np.random.default_rng(0)
+    ln = [[1.0] * (3 + int(rng.integers(2))) + [0.01] * 20 for _ in range(10)]
+    plain = [[1.0] + [0.01] * 2 + [1.0] * (10 + int(rng.integers(4))) + [0.01] * 10 for _ in range(10)]
+    report = _curves({"LayerNorm": [r[:23] for r in ln], "no norm": [r[:23] for r in plain]})
+    from helpers.experiments.threshold_runs import steps_staying_below, steps_to_threshold
+
+    finals = _arm_table("final", [0.01] * 10, [0.01] * 10)
+    first_only = rm.normed_vs_plain(steps_to_threshold(report, 0.05), finals, cap=220)["steps"]
+    both = rm.normed_vs_plain(steps_to_threshold(report, 0.05), finals, cap=220,
+                              staying=steps_staying_below(report, 0.05))["steps"]
+    assert first_only.outcome == "refuted" and first_only.favoured == "no norm"  # LN first crosses later
+    assert both.alternates[0].favoured == "LayerNorm"  # but stays below sooner
+    assert not both.agree and both.outcome == "undecided" and both.favoured is None
+    assert both.words.startswith("depends on the measure: the opposite of the claim: LayerNorm needs")
+    assert "; staying below to the end: LayerNorm needs " in both.words

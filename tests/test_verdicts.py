@@ -42,7 +42,10 @@ def test_new_words_keep_what_a_stored_record_decides_and_a_moved_interval_change
         decided = (record.favoured, record.same, record.beyond_margin, record.outcome)
         assert (reworded.favoured, reworded.same, reworded.beyond_margin, reworded.outcome) == decided, key
         # the interval mirrored about 0: the other arm comes out better (where one did)
-        mirrored = replace(record, estimate=-record.estimate, low=-record.high, high=-record.low)
+        def mirror(m):
+            return replace(m, estimate=-m.estimate, low=-m.high, high=-m.low) if m.has_interval else m
+
+        mirrored = replace(mirror(record), alternates=tuple(mirror(m) for m in record.alternates))
         if record.favoured is not None:
             assert mirrored.favoured == ({record.a, record.b} - {record.favoured}).pop(), key
 

@@ -144,6 +144,8 @@ def decide(claim: Claim, record: Verdict, holds: bool = True) -> str:
     if claim.favours not in (record.a, record.b):
         raise ValueError(f"outcome(): the claim favours {claim.favours!r}, which the verdict for "
                          f"{claim.experiment}: {claim.key!r} does not compare: {record.a!r} vs {record.b!r}")
+    if not record.agree:
+        return "undecided"  # the declared measures disagree: it depends on the measure
     if record.same:
         return "refuted" if claim.kind == "better" else "supported"
     if record.favoured is None or record.weak or not holds:
@@ -168,8 +170,9 @@ def _stored(claim: Claim) -> Verdict:
 
 
 def _in_family(claim: Claim, record: Verdict) -> bool:
-    """Whether ``claim`` is one of its ledger's tests of a difference: a comparison with a p-value."""
-    return claim.kind in ("better", "same", "at least as good") and record.p is not None
+    """Whether ``claim`` is one of its ledger's tests of a difference: a comparison with a p-value
+    (under every measure it declares)."""
+    return claim.kind in ("better", "same", "at least as good") and record.p_all is not None
 
 
 def ledger_outcomes(claims: Iterable[Claim]) -> list[tuple[str, bool | None]]:
@@ -182,7 +185,7 @@ def ledger_outcomes(claims: Iterable[Claim]) -> list[tuple[str, bool | None]]:
     claims = list(claims)
     records = [_stored(claim) for claim in claims]
     members = [i for i, (c, r) in enumerate(zip(claims, records, strict=True)) if _in_family(c, r)]
-    rejected = dict(zip(members, holm([records[i].p for i in members], ALPHA), strict=True))
+    rejected = dict(zip(members, holm([records[i].p_all for i in members], ALPHA), strict=True))
     return [(decide(c, r, rejected.get(i, True)), bool(rejected[i]) if i in rejected else None)
             for i, (c, r) in enumerate(zip(claims, records, strict=True))]
 

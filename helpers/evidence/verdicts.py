@@ -35,7 +35,7 @@ __all__ = ["KINDS", "WEAK_FLAGS", "Verdict", "as_verdict"]
 KINDS = ("comparison", "answer", "note")
 
 #: The fields a record stores; the rest of :meth:`Verdict.to_dict`'s output is computed from them.
-_DERIVED = ("words", "favoured", "same", "flags", "outcome")
+_DERIVED = ("words", "favoured", "same", "flags", "outcome", "agree")
 
 #: The flags that make a detected difference too weak to decide a claim: smaller than what the
 #: experiment can resolve, an interval end that rounds to 0, or one that a single seed decides.
@@ -65,6 +65,11 @@ class Verdict:
             ledger corrects it for the number of claims it decides (Holm).
         verb, comparatives, fmt, prefix, suffix: how the words say it, e.g.
             ``f"{prefix}{a} {verb} 31% {comparatives[0]} {measure} than {b} (95% CI ...){suffix}"``.
+        alternates: the same comparison under the other measures the experiment declared before its
+            run (e.g. the steps until a run stays below the threshold, beside the steps to its first
+            crossing): a claim is decided only where every measure says the same (:attr:`agree`).
+        label: how the words name this measure where it is another's alternate (e.g. ``"staying
+            below to the end"``).
     Attributes of an answer: ``answer`` (``"yes"``, ``"no"`` or None) and ``text`` (its words).
     A note has ``text`` only; so does a comparison with no interval (its reason).
     """
@@ -87,6 +92,8 @@ class Verdict:
     resolution: tuple[float, str] | None = None
     rests_on: tuple[str, ...] = ()
     p: float | None = None
+    alternates: tuple[Verdict, ...] = ()
+    label: str = ""
     verb: str = "needs"
     comparatives: tuple[str, str] = ("fewer", "more")
     fmt: str = ".3g"
@@ -158,8 +165,9 @@ class Verdict:
     @property
     def favoured(self) -> str | None:
         """The arm the interval says comes out better (by ``lower_is_better``); None when it holds 0,
-        when the two are the same within the margin, or for other kinds."""
-        if self.same or self.direction is None:
+        when the two are the same within the margin, when the declared measures disagree
+        (:attr:`agree`), or for other kinds."""
+        if self.same or self.direction is None or not self.agree:
             return None
         a_has_less = self.direction == "fewer"
         return self.a if a_has_less == self.lower_is_better else self.b
@@ -189,8 +197,23 @@ class Verdict:
 
     @property
     def weak(self) -> bool:
-        """Whether a detected difference carries a flag of :data:`WEAK_FLAGS`: it then decides nothing."""
-        return any(code in WEAK_FLAGS for code, _ in self.flags)
+        """Whether a detected difference carries a flag of :data:`WEAK_FLAGS`, under any of its measures:
+        it then decides nothing."""
+        return any(code in WEAK_FLAGS for m in (self, *self.alternates) for code, _ in m.flags)
+
+    @property
+    def agree(self) -> bool:
+        """Whether every declared measure of the comparison (this one and :attr:`alternates`) finds the
+        same: the same direction, or none, and sameness within the margin alike. Where they do not,
+        the verdict depends on the measure and decides nothing."""
+        return all((m.direction, m.same) == (self.direction, self.same) for m in self.alternates)
+
+    @property
+    def p_all(self) -> float | None:
+        """The p-value of "every measure finds this difference": the largest of the measures' p-values
+        (an intersection-union test); None where a measure has none."""
+        ps = [m.p for m in (self, *self.alternates)]
+        return None if any(p is None for p in ps) else max(ps)
 
     @property
     def outcome(self) -> str | None:
@@ -201,7 +224,7 @@ class Verdict:
             return {"yes": "supported", "no": "refuted"}.get(self.answer, "undecided")
         if self.kind == "note" or self.claim is None and self.has_interval:
             return None
-        if self.direction is None or self.same or self.weak:
+        if self.direction is None or self.same or self.weak or not self.agree:
             return "undecided"
         return "supported" if self.direction == self.claim else "refuted"
 
@@ -222,7 +245,9 @@ class Verdict:
         """The verdict in words, generated from the record (one sentence, no final full stop)."""
         if not self.has_interval:
             return self.text
-        return f"{self.prefix}{self._said()}{''.join(f'; {w}' for _, w in self.flags)}{self.suffix}"
+        depends = "" if self.agree else "depends on the measure: "
+        others = "".join(f"; {m.label}: {m.words}" if m.label else f"; {m.words}" for m in self.alternates)
+        return f"{self.prefix}{depends}{self._said()}{''.join(f'; {w}' for _, w in self.flags)}{others}{self.suffix}"
 
     def _said(self) -> str:
         more, lo, hi = self._more()
@@ -253,11 +278,15 @@ class Verdict:
         out = {"kind": self.kind}
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            if field.name != "kind" and value != field.default:
+            if field.name == "alternates" and value:
+                out[field.name] = [m.to_dict() for m in value]
+            elif field.name != "kind" and value != field.default:
                 out[field.name] = list(value) if isinstance(value, tuple) else value
         out["words"] = self.words
         if self.kind == "comparison":
             out.update(favoured=self.favoured, same=self.same, flags=[code for code, _ in self.flags])
+            if self.alternates:
+                out["agree"] = self.agree
         out["outcome"] = self.outcome
         return out
 
@@ -268,6 +297,7 @@ class Verdict:
         for name in ("resolution", "rests_on", "comparatives"):
             if fields.get(name) is not None:
                 fields[name] = tuple(fields[name])
+        fields["alternates"] = tuple(cls.from_dict(m) for m in fields.get("alternates", ()))
         return cls(**fields)
 
 

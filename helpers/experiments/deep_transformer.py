@@ -75,7 +75,12 @@ from helpers.evidence.statistics import time_to_threshold
 from helpers.evidence.verdicts import Verdict
 from helpers.experiments import small_transformer as st
 from helpers.experiments.small_transformer import copy_levels
-from helpers.experiments.threshold_runs import report_rate_words, steps_to_threshold, time_words
+from helpers.experiments.threshold_runs import (
+    report_rate_words,
+    steps_staying_below,
+    steps_to_threshold,
+    time_words,
+)
 from helpers.experiments.training import keep_rows
 from helpers.experiments.tuning_words import best_rate_words
 
@@ -286,6 +291,7 @@ def deep_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         out[f"largest stable rate, {arm}"] = _stable_words(checked[checked["variant"] == arm], cap,
                                                            pilot[pilot["variant"] == arm])
     reached, finals = steps_to_threshold(report, THRESHOLD), st._finals(report, cap)
+    staying = steps_staying_below(report, THRESHOLD)
     out.update({f"time, {arm}": words for arm, words in time_words(reached, cap, arms).items()})
     for arm in arms:
         out[f"steps per seed, {arm}"] = _per_seed_words(reached, cap, arm)
@@ -297,7 +303,7 @@ def deep_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
                 out[f"at Pre-LN's best rate, {arm}"] = _fails_at(frame, cap, arm, pre_best)
     for a, b, claim in COMPARISONS:
         if a in arms and b in arms:
-            for what, words in st._paired_verdicts(reached, finals, cap, a, b, claim, LEVELS).items():
+            for what, words in st._paired_verdicts(reached, finals, cap, a, b, claim, LEVELS, staying).items():
                 out[f"{what}, {a} vs {b}"] = words
             out[f"steps per seed, {a} vs {b}"] = _paired_per_seed(reached, cap, a, b)
     return out

@@ -49,6 +49,7 @@ from helpers.experiments.rnn_models import (
 from helpers.experiments.threshold_runs import (
     report_rate_words,
     restricted_mean_steps,
+    steps_staying_below,
     steps_to_threshold,
     time_words,
 )
@@ -432,7 +433,7 @@ def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     out = {f"best rate, {arm}": words for arm, words in best_rate_words(scores, pilot, learned_below=cap).items()}
     out.update({f"best rate on the report seeds, {arm}": words
                 for arm, words in report_rate_words(frame, cap, THRESHOLD).items()})
-    reached = lstm_steps_to_threshold(report)
+    reached, staying = lstm_steps_to_threshold(report), steps_staying_below(report, THRESHOLD)
     variants = [v for v in VARIANTS if v in set(reached["variant"])]
     out.update({f"time, {v}": words for v, words in time_words(reached, cap, variants).items()})
     last = report[report["step"] == cap]
@@ -441,7 +442,8 @@ def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         if not {a, b} <= set(variants):
             continue
         said = normed_vs_plain(reached, final, cap, a=a, b=b, final="final held-out loss", claim=claim,
-                               eval_every=_eval_every(frame), grid_resolution=grid_resolution(scores, (a, b)))
+                               eval_every=_eval_every(frame), grid_resolution=grid_resolution(scores, (a, b)),
+                               staying=staying)
         out.update({f"{key}{suffix}": words for key, words in said.items()})
     return out
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -261,11 +262,17 @@ def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a:
                     nothing: float = LEARNED_NOTHING, nothing_name: str = "the learned-nothing level",
                     noun: str = "variant", floor: float | None = None, eval_every: int | None = None,
                     steps_margin: float | None = None, loss_margin: float | None = None,
-                    grid_resolution: tuple[float, str] | None = None) -> dict[str, str]:
+                    grid_resolution: tuple[float, str] | None = None,
+                    staying: pd.DataFrame | None = None) -> dict[str, Verdict]:
     """Arm ``a`` (normalized) against arm ``b`` (its plain twin), paired by seed, in two verdicts.
 
     - ``"steps"``: the steps to the threshold, a run that never gets there (``steps`` NaN in
-      ``reached``) counting as ``cap``, so that no run is dropped;
+      ``reached``) counting as ``cap``, so that no run is dropped. With ``staying`` (the steps from
+      which each run stays below the threshold to the end:
+      :func:`helpers.experiments.threshold_runs.steps_staying_below`), the same comparison on those
+      steps is the verdict's second declared measure (its ``alternates``): a run that crosses the
+      threshold and then blows up counts as reaching it under the first, never under the second,
+      and where the two disagree the verdict depends on the measure;
     - ``"final loss"``: ``finals``' ``final`` column, capped at ``nothing`` (default
       :data:`LEARNED_NOTHING`: a diverged run, or one that ended worse than predicting the mean,
       learned nothing), worded with ``final`` as the quantity. Where the task's ``floor`` is known
@@ -287,20 +294,22 @@ def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a:
     """
     from helpers.evidence.statistics import paired_difference_ci, verdict
 
-    out = {}
-    sa, sb, seeds = paired(reached.assign(steps=reached["steps"].fillna(cap)), "steps", a, b)
-    if (sa == cap).all() and (sb == cap).all():
-        out["steps"] = Verdict.no_interval(a, b, "steps to the threshold",
-                                           f"no run of either {noun} reaches the threshold within {cap} steps")
-    else:
+    def steps(runs: pd.DataFrame, quantity: str, never: str) -> Verdict:
+        sa, sb, seeds = paired(runs.assign(steps=runs["steps"].fillna(cap)), "steps", a, b)
+        if (sa == cap).all() and (sb == cap).all():
+            return Verdict.no_interval(a, b, quantity, f"no run of either {noun} {never} within {cap} steps")
         ci = paired_difference_ci(sa, sb, relative=True, seeds=seeds)
         # the difference in steps is about the relative one times B's typical (geometric mean) steps
         resolution = None if eval_every is None else (
             eval_every / float(np.exp(np.mean(np.log(sb)))), f"the evaluation interval ({eval_every} steps)")
         if grid_resolution is not None and (resolution is None or grid_resolution[0] > resolution[0]):
             resolution = grid_resolution
-        out["steps"] = verdict(ci, a=a, b=b, claim=claim, quantity="steps to the threshold", margin=steps_margin,
-                               resolution=resolution)
+        return verdict(ci, a=a, b=b, claim=claim, quantity=quantity, margin=steps_margin, resolution=resolution)
+
+    out = {"steps": steps(reached, "steps to the threshold", "reaches the threshold")}
+    if staying is not None:
+        below = steps(staying, "steps until it stays below the threshold", "stays below the threshold")
+        out["steps"] = replace(out["steps"], alternates=(replace(below, label="staying below to the end"),))
     fa, fb, seeds = paired(finals.assign(final=finals["final"].clip(upper=nothing)), "final", a, b)
     if (fa == nothing).all() and (fb == nothing).all():
         out["final loss"] = Verdict.no_interval(a, b, final,

@@ -48,6 +48,7 @@ from helpers.experiments.rnn_models import (
 from helpers.experiments.threshold_runs import (
     report_rate_words,
     restricted_mean_steps,
+    steps_staying_below,
     steps_to_threshold,
     time_words,
 )
@@ -286,7 +287,8 @@ def _speed_words(report: pd.DataFrame, cap: int, label: str, eval_every: int) ->
     a difference in steps below ``eval_every``, the evaluation interval, is flagged)."""
     reached = steps_to_threshold(report, THRESHOLD)
     out = {f"time, {v}, {label}": words for v, words in time_words(reached, cap, ("no norm", "LayerNorm")).items()}
-    both = normed_vs_plain(reached, _finals(report), cap, final="final held-out loss", eval_every=eval_every)
+    both = normed_vs_plain(reached, _finals(report), cap, final="final held-out loss", eval_every=eval_every,
+                           staying=steps_staying_below(report, THRESHOLD))
     out[f"steps, {label}"], out[f"final loss, {label}"] = both["steps"], both["final loss"]
     return out
 

@@ -43,6 +43,7 @@ from helpers.experiments.rnn_models import normed_vs_plain
 from helpers.experiments.threshold_runs import (
     report_rate_words,
     restricted_mean_steps,
+    steps_staying_below,
     steps_to_threshold,
     time_words,
 )
@@ -608,19 +609,21 @@ def _learns(finals: pd.DataFrame, levels: Levels | None = None) -> Verdict:
 
 
 def _paired_verdicts(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, a: str, b: str,
-                     claim: str | None, levels: Levels | None = None) -> dict[str, str]:
+                     claim: str | None, levels: Levels | None = None,
+                     staying: pd.DataFrame | None = None) -> dict[str, Verdict]:
     """Arm ``a`` against arm ``b``, paired by seed: steps to the threshold (a run that never gets there
     counting as ``cap``) and the final held-out loss's excess over the :data:`FLOOR` (capped at
     :data:`NO_COPY`: a diverged run learned nothing), each a relative difference with its interval, in
     words (:func:`helpers.experiments.rnn_models.normed_vs_plain`). A difference in steps below
     :data:`EVAL_EVERY` is flagged; where nothing is claimed (``claim`` None: each arm is said to
     match the other), "the same" may be said within :data:`MATCH_MARGIN`. ``levels``: the task's
-    (default :data:`LEVELS`)."""
+    (default :data:`LEVELS`); ``staying``: each run's steps until it stays below the threshold, the
+    steps' second declared measure."""
     levels = levels or LEVELS
     margin = MATCH_MARGIN if claim is None else None
     return normed_vs_plain(reached, finals, cap, a=a, b=b, final="final held-out loss", claim=claim,
                            nothing=levels.no_copy, nothing_name="the no-copy level", noun="arm", floor=levels.floor,
-                           eval_every=levels.eval_every, steps_margin=margin, loss_margin=margin)
+                           eval_every=levels.eval_every, steps_margin=margin, loss_margin=margin, staying=staying)
 
 
 #: The paired comparisons of the verdicts: (A, B, the claim about A). LN is claimed to speed
@@ -666,12 +669,13 @@ def small_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     for arm in arms:
         out[f"largest stable rate, {arm}"] = _largest_stable(pilot, arm, cap)
     reached, finals = steps_to_threshold(report, THRESHOLD), _finals(report, cap)
+    staying = steps_staying_below(report, THRESHOLD)
     out.update({f"time, {arm}": words for arm, words in time_words(reached, cap, arms).items()})
     for arm in arms:
         out[f"learns, {arm}"] = _learns(finals[finals["variant"] == arm])
     for a, b, claim in COMPARISONS:
         if a in arms and b in arms:
-            for what, words in _paired_verdicts(reached, finals, cap, a, b, claim).items():
+            for what, words in _paired_verdicts(reached, finals, cap, a, b, claim, staying=staying).items():
                 out[f"{what}, {a} vs {b}"] = words
     return out
 

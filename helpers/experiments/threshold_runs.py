@@ -4,7 +4,10 @@ that ask whether a norm speeds up training (:mod:`~helpers.experiments.lstm_addi
 :mod:`~helpers.experiments.deep_transformer`, :mod:`~helpers.experiments.step_times`).
 
 - :func:`steps_to_threshold`: each run's first evaluation step below the threshold (NaN where it
-  never got there: censored at the step cap).
+  never got there: censored at the step cap); :func:`steps_staying_below`: the evaluation step from
+  which it stays below to the end (NaN where it ends at or above it). The two measures a claim of
+  "fewer steps" is decided on: a run that crosses the threshold and then blows up counts as
+  reaching it under the first, never under the second.
 - :func:`restricted_mean_steps`: the tuning's score, per arm and rate, over the pilot seeds.
 - :func:`report_rate_words`, :func:`time_words`: whether each arm's best rate trains on the report
   seeds, and the report runs' steps to the threshold, in words.
@@ -14,7 +17,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["RUN_KEYS", "report_rate_words", "restricted_mean_steps", "steps_to_threshold", "time_words"]
+__all__ = ["RUN_KEYS", "report_rate_words", "restricted_mean_steps", "steps_staying_below", "steps_to_threshold",
+           "time_words"]
 
 #: The columns that can name one run of a stored table, in order (those a frame has).
 RUN_KEYS = ("stage", "seq_len", "hidden", "depth", "variant", "noise", "lr", "seed")
@@ -30,6 +34,26 @@ def steps_to_threshold(frame: pd.DataFrame, threshold: float) -> pd.DataFrame:
     evals = frame[frame["eval_loss"].notna()]
     keys = [k for k in RUN_KEYS if k in evals]
     first = evals[evals["eval_loss"] < threshold].groupby(keys, sort=False)["step"].min()
+    runs = evals[keys].drop_duplicates().set_index(keys)
+    return runs.assign(steps=first.astype("float64")).reset_index()
+
+
+def steps_staying_below(frame: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    """The evaluation step from which each run's held-out loss stays below ``threshold`` to the end:
+    the first evaluation after its last one at or above the threshold (or not finite), or its first
+    evaluation where none is. A run whose last evaluation is at or above the threshold never stays
+    below it: NaN, censored at the step cap.
+
+    Returns:
+        One row per run, as :func:`steps_to_threshold`: its keys and ``steps``.
+    """
+    evals = frame[frame["eval_loss"].notna()]
+    keys = [k for k in RUN_KEYS if k in evals]
+    above = ~(evals["eval_loss"] < threshold)  # NaN and inf count as above
+    last_above = evals["step"].where(above).groupby([evals[k] for k in keys], sort=False).max()
+    after = evals.join(last_above.rename("last_above"), on=keys)
+    stays = after[after["last_above"].isna() | (after["step"] > after["last_above"])]
+    first = stays.groupby(keys, sort=False)["step"].min()
     runs = evals[keys].drop_duplicates().set_index(keys)
     return runs.assign(steps=first.astype("float64")).reset_index()
 

@@ -43,8 +43,9 @@ import helpers  # noqa: E402,F401
 # these seed counts was checked by simulation; runs that never reach the target are kept, as
 # censored runs. The words follow the interval, and only four kinds of sentence are allowed: the
 # claim (with its interval), "no difference detectable with N seeds", "the opposite of the claim",
-# or "the same ... within ±10%" where a margin was declared for the comparison. How often each kind
-# occurs among all stored verdicts:
+# or "the same ... within ±10%" where a margin was declared for the comparison. Where a comparison
+# was declared under two measures and they disagree, the sentence starts "depends on the measure".
+# How often each kind occurs among all stored verdicts:
 
 # %%
 import importlib.resources
@@ -64,9 +65,11 @@ records = [record for f in sorted(results.iterdir(), key=lambda f: f.name) if f.
 
 
 def sentence_kind(record):
-    """Which of the four kinds of sentence a stored verdict's record makes, from its numbers."""
+    """Which kind of sentence a stored verdict's record makes, from its numbers."""
     if not record.has_interval:
         return "a count, a rate or a level (no comparison)"
+    if not record.agree:
+        return "depends on the measure"
     if record.same:
         return "the same, within a margin"
     if record.direction is None:
@@ -185,8 +188,10 @@ assert abs(interval.estimate - (1 - np.exp(np.log(ratios).mean()))) < 1e-12  # 1
 print(f"LN-LSTM needs {interval.estimate:.0%} fewer steps (95% CI {interval.low:.0%} to {interval.high:.0%}), "
       f"{interval.n} paired seeds")
 said = verdict(interval, a="LN-LSTM", b="LSTM", claim="fewer", quantity="steps to the threshold")
-assert said.words == stored.verdicts["steps"]  # the stored verdict, recomputed from the stored runs
-print("stored verdict:", stored.verdicts["steps"])
+record = stored.records["steps"]  # the stored verdict, recomputed from the stored runs: the same numbers
+assert (record.estimate, record.low, record.high, record.n) == (said.estimate, said.low, said.high, said.n)
+print("recomputed:", said)
+print("stored verdict:", record)
 
 # %% [markdown]
 # Why t, and not the bootstrap (resampling the seeds with replacement, Efron 1979), which the set
@@ -228,6 +233,11 @@ runner.print_verdicts("interval_coverage", "in use", "methods that reach 93%")
 #   (`EQUIVALENCE_MARGIN` in `helpers.evidence.statistics`: where one arm is said to *match* another)
 #   and the whole interval lies inside it, as printed too. Else the words add whether the interval
 #   lies wholly beyond the margin or only partly.
+# - Steps to a threshold are counted two ways, both declared before the runs: to the **first
+#   crossing**, and until the run **stays below** the threshold to the end (a run that crosses and
+#   then blows up never does: it is censored). The stored sentence gives both. Where they disagree
+#   in direction, or one finds a difference and the other none, it starts **"depends on the
+#   measure"**, and the verdict decides nothing.
 #
 # Flags follow the sentence: a difference **smaller than** the evaluation interval (how often the
 # held-out loss was measured) or than one step of the tuning grid (how much a neighbouring learning
