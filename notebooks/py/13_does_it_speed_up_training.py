@@ -90,9 +90,9 @@ from helpers import plots
 from helpers.exercises.training_speed import check_first_step_below, check_noisy_layer_norm
 from helpers.experiments import rnn_regimes as rr
 from helpers.experiments import small_transformer as st
-from helpers.experiments.threshold_runs import steps_staying_below, steps_to_threshold
 from helpers.experiments.drift import drift_by_seed, drift_intervals, drift_summary
 from helpers.experiments.rnn_models import LEARNED_NOTHING, adding_task
+from helpers.experiments.threshold_runs import steps_staying_below, steps_to_threshold
 from helpers.experiments.training_speed_table import evidence_state, evidence_table, tuning_table
 from helpers.lessons.group_stats import rounded
 from helpers.widgets import speed_demo
