@@ -67,7 +67,7 @@ LEDGERS: dict[str, tuple[Claim, ...]] = {
         Claim("... than Post-LN", "small_transformer", "largest stable rate, Post-LN", deep_dive=_12, kind="level"),
     ),
     _13: (
-        Claim("LN speeds up training: LSTM, T 100 (Ba et al.'s setting)", "lstm_adding", "steps", "LN-LSTM", _13),
+        Claim("LN speeds up training: LSTM, T 100 (Ba et al.'s architecture, a synthetic task)", "lstm_adding", "steps", "LN-LSTM", _13),
         Claim("LN improves convergence: LSTM, T 100", "lstm_adding", "final loss", "LN-LSTM", _13),
         Claim("LN on the recurrent term and cell alone speeds up training: LSTM, T 100", "lstm_adding",
               "steps, LN-LSTM without input LN vs LSTM", "LN-LSTM without input LN", _13),
