@@ -419,16 +419,15 @@ def report_rate_words(frame: pd.DataFrame) -> dict[str, str]:
     (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds end with a test loss at
     or above :data:`CHANCE_LOSS` (the tuning's learned-nothing level; a diverged run too), against the
     pilot runs at the neighbouring rates. ``frame``: the stored table, pilot and report rows."""
-    from helpers.evidence.statistics import best_rate_check
+    from helpers.experiments.tuning_words import report_seed_words
 
     # final_accuracy keeps the report rows of a frame that has both: each stage on its own
     finals = pd.concat([final_accuracy(frame[frame["stage"] == stage]) for stage in ("pilot", "report")],
                        ignore_index=True)
     runs = finals.assign(arm=finals["norm"] + ", batch " + finals["batch_size"].astype(str),
                          value=finals["test_loss"])
-    table = best_rate_check(runs, learned_below=CHANCE_LOSS,
-                            stuck=f"ended with a test loss at or above chance ({CHANCE_LOSS:.3f})")
-    return dict(zip(table["arm"], table["words"], strict=True))
+    return report_seed_words(runs, learned_below=CHANCE_LOSS,
+                             stuck=f"ended with a test loss at or above chance ({CHANCE_LOSS:.3f})")
 
 
 def _summarize_batch_size(frame: pd.DataFrame) -> dict[str, str]:

@@ -60,7 +60,7 @@ from torch import nn
 from helpers.evidence import runner
 from helpers.evidence.statistics import EQUIVALENCE_MARGIN, grid_resolution
 from helpers.experiments.placement_tuned import cosine_factor
-from helpers.experiments.tuning_words import best_rate_words
+from helpers.experiments.tuning_words import best_rate_words, report_seed_words
 from helpers.modules import BatchNorm2d, GroupNorm, InstanceNorm2d
 
 __all__ = [
@@ -710,13 +710,10 @@ def report_rate_words(frame: pd.DataFrame) -> dict[str, str]:
     at or above :data:`CHANCE_ERROR` (the tuning's learned-nothing level; a diverged run too), against
     the pilot runs (validation error) at the neighbouring rates of the grid scaled to the batch size.
     ``frame``: the stored table, pilot and report rows."""
-    from helpers.evidence.statistics import best_rate_check
-
     finals = final_errors(frame, stage=None)
     runs = finals.assign(arm=finals["norm"] + ", batch " + finals["batch_size"].astype(str), value=finals["error"])
-    table = best_rate_check(runs, learned_below=CHANCE_ERROR,
-                            stuck=f"ended with an error at or above chance ({CHANCE_ERROR:.1%})")
-    return dict(zip(table["arm"], table["words"], strict=True))
+    return report_seed_words(runs, learned_below=CHANCE_ERROR,
+                             stuck=f"ended with an error at or above chance ({CHANCE_ERROR:.1%})")
 
 
 def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:

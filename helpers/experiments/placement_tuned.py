@@ -37,7 +37,7 @@ from helpers.evidence import runner
 from helpers.evidence.verdicts import Verdict
 from helpers.experiments.small_transformer import N_COPY, VOCAB, StackedDecoder, copy_task
 from helpers.experiments.training import adam, keep_rows
-from helpers.experiments.tuning_words import best_rate_words
+from helpers.experiments.tuning_words import best_rate_words, report_seed_words
 from helpers.functional import layer_norm
 
 __all__ = [
@@ -601,13 +601,10 @@ def report_rate_words(frame: pd.DataFrame) -> dict[str, str]:
     (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds end at or above
     :data:`NOTHING` (the tuning's learned-nothing level; a diverged run too), against the pilot runs at
     the neighbouring rates. ``frame``: the stored table, pilot and report rows."""
-    from helpers.evidence.statistics import best_rate_check
-
     finals = final_rows(frame)
     runs = finals.assign(arm=finals["activation"] + ", " + finals["arrangement"], value=finals["final"])
-    table = best_rate_check(runs, learned_below=NOTHING,
-                            stuck=f"ended at or above the learned-nothing loss ({NOTHING:g})")
-    return dict(zip(table["arm"], table["words"], strict=True))
+    return report_seed_words(runs, learned_below=NOTHING,
+                             stuck=f"ended at or above the learned-nothing loss ({NOTHING:g})")
 
 
 def _pct(x: float) -> str:
