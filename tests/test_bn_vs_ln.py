@@ -152,8 +152,6 @@ def test_a_stacked_mlp_of_one_norm_is_that_norms_slice_of_the_full_one():
     torch.testing.assert_close(bn_only(x[:2]), full(x)[:2])
     ln_only = StackedMLP(2, generators=gens(), width=8, norms=("LayerNorm",))
     torch.testing.assert_close(ln_only(x[2:4]), full(x)[2:4])
-    with pytest.raises(ValueError, match=r"argument 'norms' must be a non-empty tuple of .*got \('GroupNorm',\)"):
-        StackedMLP(2, generators=gens(), norms=("GroupNorm",))
 
 
 def test_grouped_forward_is_training_mode_bn_on_each_group_and_leaves_the_buffers_alone():
@@ -222,10 +220,6 @@ def test_batch_size_runs_are_seeded_and_a_step_cap_trains_the_same_first_steps(s
                              record=range(0, 50, 7))
     assert sorted(capped["step"].unique()) == list(range(0, 50, 7))
     pd.testing.assert_frame_equal(capped[capped["step"] == 49].reset_index(drop=True), again)
-    with pytest.raises(ValueError, match=r"'record' must hold steps in \[0, 9\] at batch size 2, got \[10\]"):
-        batch_size_runs(batch_sizes=(2,), seeds=(0,), samples=20, record=(10,))
-    with pytest.raises(ValueError, match=r"'n_test' must be a multiple of every batch size, got 100 and \(64,\)"):
-        batch_size_runs(batch_sizes=(64,), seeds=(0,), n_test=100)
 
 
 def test_bn_fails_at_batch_2_in_every_mode_and_learns_at_batch_64(small_runs):

@@ -69,8 +69,6 @@ def test_one_tidy_row_per_model_site_and_step(runs):
 def test_recorded_steps_and_recording_does_not_change_the_training():
     assert recorded_steps(5) == [0, 1, 2, 3, 4, 5]
     assert recorded_steps(25, 3, 10) == [0, 1, 2, 3, 10, 20, 25]
-    with pytest.raises(ValueError, match="argument 'every' must be a positive int, got 0"):
-        recorded_steps(5, 2, 0)
     every = hidden_drift(True, steps=30)
     sparse = hidden_drift(True, steps=30, dense_until=4, every=10)
     kept = every[every["step"].isin(sparse["step"])].reset_index(drop=True)
@@ -142,14 +140,6 @@ def test_unit_mean_drift_shapes_nan_and_errors():
     # the constant unit has no scale of its own; the other moved by 1 in its spread sqrt(35 / 12)
     assert math.isnan(drift[0]) and drift[1] == pytest.approx(1 / math.sqrt(35 / 12), rel=1e-12)
     assert math.isnan(unit_mean_drift(flat, flat)[0])
-    with pytest.raises(ValueError, match=r"argument 'before' must be a 2-D tensor \(samples, units\).*got \(64,\)"):
-        unit_mean_drift(torch.zeros(64), torch.zeros(64, 3))
-    with pytest.raises(ValueError, match=r"argument 'after' must be a 2-D tensor.*at least 2 samples, got \(1, 3\)"):
-        unit_mean_drift(torch.zeros(4, 3), torch.zeros(1, 3))
-    with pytest.raises(ValueError, match=r"argument 'after' must be a 2-D tensor.*got ndarray"):
-        unit_mean_drift(torch.zeros(4, 3), np.zeros((4, 3)))
-    with pytest.raises(ValueError, match=r"'before' and 'after' must have the same number of units.*got 3 and 4"):
-        unit_mean_drift(torch.zeros(4, 3), torch.zeros(4, 4))
 
 
 def test_the_recorded_unit_mean_drift_is_each_sites_units_against_step_0():
@@ -237,12 +227,6 @@ def test_the_loss_of_the_mean_is_the_probe_targets_variance(runs):
     w = torch.randn(16, 1, generator=generator)
     y = torch.sin(x[:64] @ w)
     assert runs["loss_of_mean"].iloc[0] == pytest.approx(y.var(unbiased=False).item(), rel=1e-6)
-
-
-@pytest.mark.parametrize("layer", [-1, 8])
-def test_layer_out_of_range_says_so(layer):
-    with pytest.raises(ValueError, match=rf"argument 'layer' must be in \[0, 7\] \(depth=8\), got {layer}"):
-        hidden_drift(False, layer=layer)
 
 
 def test_a_progress_bar_changes_nothing_but_stderr(capsys):

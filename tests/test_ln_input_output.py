@@ -34,18 +34,9 @@ def test_the_tanh_fit_is_never_worse_than_the_line():
     assert fit["r2_tanh"] >= fit["r2_linear"] and 0 <= fit["removed"] <= 1
 
 
-def test_fit_s_shape_names_what_is_wrong():
-    with pytest.raises(ValueError, match="same length"):
-        nf.fit_s_shape(np.arange(6.0), np.arange(5.0))
-    with pytest.raises(ValueError, match="finite"):
-        nf.fit_s_shape(np.array([0, 1, 2, 3, np.nan]), np.arange(5.0))
-
-
 def test_layer_names_follow_the_models_norm_order():
     assert nf.layer_names(2) == ["block 1, attention", "block 1, MLP", "block 2, attention", "block 2, MLP",
                                  "final"]
-    with pytest.raises(ValueError, match="'blocks'"):
-        nf.layer_names(0)
 
 
 def test_a_short_run_fits_every_ln_at_both_moments_and_samples_its_points():

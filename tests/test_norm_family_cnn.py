@@ -96,18 +96,6 @@ def test_example_images_give_each_class_in_order():
     assert all(img.shape == (16, 16) for img in ex["image"])
 
 
-@pytest.mark.parametrize(("call", "name"), [
-    (lambda: nf.make_images(0, torch.Generator()), "'n'"),
-    (lambda: nf.make_images(4, torch.Generator(), noise=-1.0), "'noise'"),
-    (lambda: nf.make_images(4, torch.Generator(), size=4), "'size'"),
-    (lambda: nf.make_images(4, 0), "'generator'"),
-    (lambda: nf.example_images(0), "'per_class'"),
-])
-def test_task_arguments_are_checked_by_name(call, name):
-    with pytest.raises(ValueError, match=name):
-        call()
-
-
 # ------------------------------------------------------------------ the norms and the model
 
 
@@ -193,18 +181,6 @@ def test_batch_norm_arm_uses_batch_statistics_in_train_and_running_ones_in_eval(
             torch.testing.assert_close(layer(x), layer.eval()(x))
 
 
-@pytest.mark.parametrize(("call", "name"), [
-    (lambda: nf.norm_layer("RMSNorm", 8), "'norm'"),
-    (lambda: nf.norm_layer("GroupNorm", 6), "'channels'"),
-    (lambda: nf.norm_layer("BatchNorm", 8, 0), "'n_models'"),
-    (lambda: nf.StackedCNN("GroupNorm", []), "'generators'"),
-    (lambda: nf.StackedCNN("GroupNorm", _gens(0), channels=(8, 8)), "'channels'"),
-])
-def test_model_arguments_are_checked_by_name(call, name):
-    with pytest.raises(ValueError, match=name):
-        call()
-
-
 @pytest.mark.parametrize("norm", nf.NORMS)
 def test_a_stack_trains_as_its_models_would_one_by_one(norm):
     """The stack's logits, gradients and BN's running statistics are each model's own."""
@@ -232,8 +208,6 @@ def test_a_seed_starts_from_the_same_weights_whatever_the_norm():
             assert torch.equal(w, v)
     feats = models[0].features(torch.randn(1, 2, 1, 16, 16))
     assert [tuple(f.shape) for f in feats] == [(2, 16, 16, 16), (2, 32, 8, 8), (2, 32, 4, 4)]
-    with pytest.raises(ValueError, match=r"models=1"):
-        models[0](torch.randn(2, 2, 1, 16, 16))
 
 
 # ------------------------------------------------------------------ the rate and the runs
@@ -244,10 +218,6 @@ def test_rates_scale_linearly_with_the_batch():
     assert nf.scaled_lr(0.1, 2) == pytest.approx(0.00625)
     assert nf.scaled_lr(0.1, 8) == pytest.approx(0.025)
     assert nf.scaled_lr(0.3, 4, base=8) == pytest.approx(0.15)
-    for bad, name in ((dict(lr=0.0, batch=2), "'lr'"), (dict(lr=0.1, batch=0), "'batch'"),
-                      (dict(lr=math.inf, batch=2), "'lr'"), (dict(lr=0.1, batch=2, base=-1), "'base'")):
-        with pytest.raises(ValueError, match=name):
-            nf.scaled_lr(**bad)
 
 
 def test_a_seed_sees_the_same_images_in_the_same_order_at_every_batch_size():
@@ -309,20 +279,6 @@ def test_training_learns_the_noise_free_task():
     start, end = run[run["step"] == 0].iloc[0], run[run["step"] == 64].iloc[0]
     assert start["eval_error"] > 0.75 and end["eval_error"] < 0.5  # chance: 5/6
     assert end["eval_loss"] < start["eval_loss"] - 0.4
-
-
-@pytest.mark.parametrize(("kw", "name"), [
-    (dict(norm="LayerNorm2d"), "'norm'"),
-    (dict(seeds=()), "'seeds'"),
-    (dict(batch=7), "'batch'"),
-    (dict(evals=5), "'evals'"),
-    (dict(eval_set="train"), "'eval_set'"),
-    (dict(lr=-0.1), "'lr'"),
-    (dict(steps=0), "'steps'"),
-])
-def test_run_arguments_are_checked_by_name(kw, name, tiny_task):
-    with pytest.raises(ValueError, match=name):
-        nf.cnn_runs(**{"samples": 96, "batch": 8, "evals": 2, "task": tiny_task, **kw})
 
 
 # ------------------------------------------------------------------ tables and verdicts

@@ -134,10 +134,6 @@ def test_standard_gains_are_torchs_and_gelu_gets_relus():
     for act in pe.ACTIVATIONS:
         assert pe.init_gain(act, "no norm") == pe.standard_gain(act)
         assert pe.init_gain(act, "LN -> act") == pe.init_gain(act, "act -> LN") == 1.0
-    with pytest.raises(ValueError, match="arrangement"):
-        pe.init_gain("tanh", "LN")
-    with pytest.raises(ValueError, match="activation"):
-        pe.standard_gain("sigmoid")
 
 
 @pytest.mark.parametrize("activation", pe.ACTIVATIONS)
@@ -250,8 +246,6 @@ def test_a_runs_first_steps_do_not_depend_on_the_cap_for_a_given_decay(small_tas
           "batch": 64, "eval_every": 100, "task": small_task}
     short, full = pe.mlp_runs(steps=5, decay=12, **kw), pe.mlp_runs(steps=12, **kw)
     np.testing.assert_array_equal(short["loss"][:5], full["loss"][:5])
-    with pytest.raises(ValueError, match="decay"):
-        pe.mlp_runs(steps=5, decay=4, **kw)
 
 
 def test_the_cosine_schedule_runs_from_1_down_towards_0():
@@ -259,8 +253,6 @@ def test_the_cosine_schedule_runs_from_1_down_towards_0():
     assert factors[0] == 1.0 and all(a > b for a, b in zip(factors, factors[1:], strict=False))
     assert 0 < factors[-1] < 1e-3
     assert pe.cosine_factor(50, 100) == pytest.approx(0.5)
-    with pytest.raises(ValueError):
-        pe.cosine_factor(100, 100)
 
 
 # ------------------------------------------------------------------ the task's levels
@@ -442,8 +434,6 @@ def test_the_depth_slope_recovers_a_known_slope_and_is_the_pooled_least_squares_
     assert ci.low <= slope <= ci.high and ci.high - ci.low < 0.1 and ci.n == 20
     pooled = np.polyfit(np.log(table["blocks"]), np.log(table["grad_norm"]), 1)[0]
     assert ci.estimate == pytest.approx(pooled, rel=1e-9, abs=1e-12)
-    with pytest.raises(ValueError, match="every seed"):
-        pe.depth_slope(table.iloc[1:])
 
 
 def test_xiong_gradients_are_each_models_own_and_both_forms_share_weights_and_batch():

@@ -215,8 +215,6 @@ def test_rmsnorm_and_dyt_arms_start_from_the_same_weights_and_dyt_alpha_from_its
     for name, arm in st.ARMS.items():
         assert arm.norm in st.NORMS and arm.placement in st.PLACEMENTS, name
     assert [a.alpha for a in st.ARMS.values() if a.norm == "DyT"] == list(st.DYT_ALPHAS)
-    with pytest.raises(ValueError, match="'norm' must be one of"):
-        _model("pre", 0, norm="BatchNorm")
 
 
 def test_rmsnorm_leaves_its_biases_without_a_gradient_and_dyt_learns_alpha():
@@ -243,9 +241,6 @@ def test_norm_maps_records_each_ln_input_and_its_standardised_output():
         torch.testing.assert_close(y, torch.nn.functional.layer_norm(x, (8,)), rtol=1e-5, atol=1e-5)
     # the first norm reads the embeddings themselves
     torch.testing.assert_close(maps[0][0][0], model.tok[0][seqs[:, :-1]] + model.pos[0], rtol=0, atol=0)
-    for placement, norm in (("none", "LN"), ("pre", "DyT")):
-        with pytest.raises(ValueError, match="LN norms"):
-            _model(placement, 0, norm=norm).norm_maps(seqs)
 
 
 def test_a_later_token_does_not_change_earlier_logits():
@@ -337,8 +332,6 @@ def test_a_diverged_model_does_not_touch_the_others():
 def test_the_warm_up_is_linear_and_does_not_depend_on_the_cap():
     assert [st.warmup_factor(s, 4) for s in range(6)] == [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]
     assert [st.warmup_factor(s, 0) for s in range(3)] == [1.0, 1.0, 1.0]
-    with pytest.raises(ValueError, match="warmup"):
-        st.warmup_factor(0, -1)
     # the first update of a warm-up arm is the plain arm's at a quarter of the rate (warm-up 4)
     kw = {"seeds": (0,), "steps": 1, "n": 4, "vocab": 6, "width": 8, "blocks": 2, "batch": 8, "eval_every": 1}
     warm = st.copy_runs(lrs=(4e-2,), variant="Post-LN + warm-up", warmup=4, **kw)

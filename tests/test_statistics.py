@@ -138,10 +138,6 @@ def test_one_sample_ci_is_cut_to_the_possible_range():
     assert one_sample_ci(STEPS, bounds=(0, 1000)) == one_sample_ci(STEPS)
     with pytest.raises(ValueError, match=r"'values'.*within bounds=\(0, 1\).*0.1 to 2"):
         one_sample_ci([0.1, 2.0, 0.5], bounds=(0, 1))
-    with pytest.raises(ValueError, match=r"'bounds'.*low < high.*\(1, 0\)"):
-        one_sample_ci(closed, bounds=(1, 0))
-    with pytest.raises(ValueError, match=r"'bounds'.*pair.*got 1"):
-        one_sample_ci(closed, bounds=1)
 
 
 def test_one_sample_ci_argument_errors_name_the_argument():
@@ -149,12 +145,6 @@ def test_one_sample_ci_argument_errors_name_the_argument():
         one_sample_ci([1.0])
     with pytest.raises(ValueError, match=r"'values'.*finite.*nan"):
         one_sample_ci([1.0, float("nan"), 2.0])
-    with pytest.raises(ValueError, match=r"'values'.*1-D.*\(2, 2\)"):
-        one_sample_ci([[1, 2], [3, 4]])
-    with pytest.raises(ValueError, match=r"'statistic'.*'mean', 'median'.*'mode'"):
-        one_sample_ci(STEPS, "mode")
-    with pytest.raises(ValueError, match=r"'confidence'.*\(0, 1\).*95"):
-        one_sample_ci(STEPS, confidence=95)
 
 
 def test_interval_str():
@@ -238,8 +228,6 @@ def test_paired_difference_argument_errors():
         paired_difference_ci([1, 2, 3], [1, 0, 3], relative=True)
     with pytest.raises(ValueError, match=r"'a'.*positive.*relative.*-1\.0"):
         paired_difference_ci([1, -1, 3], [1, 2, 3], relative=True)
-    with pytest.raises(ValueError, match=r"'confidence'.*\(0, 1\).*95"):
-        paired_difference_ci([1, 2, 3], [1, 2, 4], confidence=95)
 
 
 # ------------------------------------------------------------------------- time_to_threshold
@@ -298,10 +286,6 @@ def test_time_to_threshold_argument_errors():
         time_to_threshold([-1, 10], cap=50)
     with pytest.raises(ValueError, match=r"'steps'.*at least one run"):
         time_to_threshold([], cap=50)
-    with pytest.raises(ValueError, match=r"'steps'.*step numbers.*'fast'"):
-        time_to_threshold([10, "fast"], cap=50)
-    with pytest.raises(ValueError, match=r"'cap'.*positive int.*0"):
-        time_to_threshold([10], cap=0)
 
 
 # --------------------------------------------------------------------------- threshold_level
@@ -312,17 +296,6 @@ def test_threshold_level_closes_a_fraction_of_the_gap():
     # Adding problem: predicting the mean scores 1/6; floor 0.01; closing 70% leaves 30% of 1/6 - 0.01.
     assert threshold_level(1 / 6, 0.01, 0.7) == pytest.approx(0.01 + 0.3 * (1 / 6 - 0.01))
     assert threshold_level(2.3, 1.3, 0.5) == pytest.approx(1.8)
-
-
-def test_threshold_level_argument_errors():
-    with pytest.raises(ValueError, match=r"'learned_nothing'.*above 'floor'.*0\.5.*1\.0"):
-        threshold_level(0.5, 1.0, 0.9)
-    with pytest.raises(ValueError, match=r"'fraction'.*\(0, 1\).*1\.0"):
-        threshold_level(1.0, 0.0, 1.0)
-    with pytest.raises(ValueError, match=r"'fraction'.*\(0, 1\).*0"):
-        threshold_level(1.0, 0.0, 0)
-    with pytest.raises(ValueError, match=r"'floor'.*finite.*nan"):
-        threshold_level(1.0, float("nan"), 0.5)
 
 
 # ------------------------------------------------------------------------------- best_rates
@@ -387,26 +360,13 @@ def test_best_rates_accepts_an_exact_half_decade_grid():
 
 
 def test_best_rates_rejects_a_coarse_or_short_grid():
-    coarse = pd.DataFrame({"arm": "a", "lr": [1e-4, 1e-3, 1e-2, 1e-1, 1.0],
-                           "score": [5, 4, 3, 4, 5]})
-    with pytest.raises(ValueError, match=r"'scores'.*half a decade.*'a' jumps from 0\.0001 to 0\.001"):
-        best_rates(coarse, learned_below=10)
-    # The familiar 1-3-10 grid counts as half-decade steps (3 to 10 is its widest, 10/3) ...
+    # the familiar 1-3-10 grid: its best rate, inside it
     one_three = pd.DataFrame({"arm": "a", "lr": [1e-3, 3e-3, 1e-2, 3e-2, 1e-1],
                               "score": [5, 4, 3, 4, 5]})
     assert best_rates(one_three, learned_below=10)["best_lr"].tolist() == [pytest.approx(1e-2)]
-    # ... and a step of 4 is one too far.
-    wide = one_three.assign(lr=[1e-3, 4e-3, 1e-2, 3e-2, 1e-1])
-    with pytest.raises(ValueError, match=r"'scores'.*jumps from 0\.001 to 0\.004 \(ratio 4\)"):
-        best_rates(wide, learned_below=10)
-    short = pd.DataFrame({"arm": "a", "lr": GRID[:4], "score": [0.9, 0.5, 0.2, 0.3]})
-    with pytest.raises(ValueError, match=r"'scores'.*at least 5 learning rates.*'a' has 4"):
-        best_rates(short, learned_below=1)
 
 
 def test_best_rates_rejects_missing_columns_and_repeated_rates():
-    with pytest.raises(ValueError, match=r"'scores'.*missing \['score'\]"):
-        best_rates(pd.DataFrame({"arm": ["a"], "lr": [0.1]}), learned_below=1)
     twice = pd.concat([_scores(a=[5, 4, 3, 2, 3, 4])] * 2)
     with pytest.raises(ValueError, match=r"'scores'.*one row per \(arm, lr\).*more than once"):
         best_rates(twice, learned_below=10)
@@ -456,10 +416,6 @@ def test_verdict_follows_a_real_paired_interval():
 def test_verdict_argument_errors():
     with pytest.raises(ValueError, match=r"'claim'.*'fewer', 'more' or None.*'faster'"):
         said_by(Interval(0.3, 0.1, 0.5, 10), a="A", b="B", claim="faster")
-    with pytest.raises(ValueError, match=r"'margin'.*positive.*-0.1"):
-        said_by(Interval(0.3, 0.1, 0.5, 10), a="A", b="B", margin=-0.1)
-    with pytest.raises(ValueError, match=r"'interval'.*Interval.*tuple"):
-        verdict((0.3, 0.1, 0.5), a="A", b="B")
 
 
 def test_verdict_says_it_in_the_words_it_is_given():
@@ -618,8 +574,6 @@ def test_seed_labels_print_as_integers():
 
 @pytest.mark.parametrize("seeds, match", [
     ([1, 2], "must name each of the 3 pairs once"),
-    ("abc", "must be a sequence with the seed of each pair"),
-    (7, "must be a sequence with the seed of each pair"),
 ])
 def test_paired_difference_ci_checks_its_seeds(seeds, match):
     with pytest.raises(ValueError, match=f"argument 'seeds' {match}"):
@@ -723,7 +677,6 @@ def test_a_rate_read_back_from_a_table_matches_its_grid_rate():
 
 
 @pytest.mark.parametrize("change, match", [
-    (lambda r: r.drop(columns="value"), r"must have columns \['arm', 'lr', 'stage', 'seed', 'value'\], missing \['value'\]"),
     (lambda r: r.assign(stage=r["stage"].replace("report", "final")), "must have 'stage' 'pilot' or 'report' in every row, got \\['final'\\]"),
     (lambda r: pd.concat([r, r.tail(1)]), "must hold one row per run"),
     (lambda r: r.assign(lr=np.where((r["stage"] == "report") & (r["seed"] == 0), 0.03, r["lr"])),
@@ -735,13 +688,6 @@ def test_a_rate_read_back_from_a_table_matches_its_grid_rate():
 def test_best_rate_check_rejects_bad_runs_by_name(change, match):
     with pytest.raises(ValueError, match=f"best_rate_check\\(\\): argument 'runs' {match}"):
         best_rate_check(change(_runs()), learned_below=1.0)
-
-
-def test_best_rate_check_rejects_bad_arguments_by_name():
-    with pytest.raises(ValueError, match="argument 'runs' must be a pandas DataFrame, got list"):
-        best_rate_check([1, 2], learned_below=1.0)
-    with pytest.raises(ValueError, match="argument 'learned_below' must be a number, got 'chance'"):
-        best_rate_check(_runs(), learned_below="chance")
 
 
 def test_holm_steps_down_as_computed_by_hand():

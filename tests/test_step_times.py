@@ -25,10 +25,6 @@ def test_the_arms_are_timed_round_robin_each_round_starting_one_arm_later():
     first = frame[(frame["round"] == 0) & (frame["arm"] == arms[0])].iloc[0]
     assert per.loc[0, arms[0]] == (first["seconds_long"] - first["seconds_short"]) / (stt.LONG - stt.SHORT)
     pd.testing.assert_series_equal(stt.seconds_per_step(frame), per.median())
-    with pytest.raises(ValueError, match="'arms' must name at least one arm"):
-        stt.time_arms(rotation=0, arms=(), seeds=(0,), steps=stt.LONG)
-    with pytest.raises(ValueError, match="'steps' must be at least 2 .*, got 1"):
-        stt.time_arms(rotation=0, arms=arms, seeds=(0,), steps=1)
 
 
 def test_the_wall_clock_interval_is_the_seeds_interval_when_the_timing_has_no_spread_and_wider_with_it():

@@ -80,9 +80,6 @@ class StackedMLP(nn.Module):
     def __init__(self, n_seeds: int, *, in_features: int = 8, width: int = 32, generators=None,
                  norms: tuple[str, ...] = NORMS, affine: bool = True):
         super().__init__()
-        unknown = [n for n in norms if n not in NORMS]
-        if unknown or not norms:
-            raise ValueError(f"StackedMLP(): argument 'norms' must be a non-empty tuple of {NORMS}, got {norms!r}")
         self.n_seeds, self.width, self.norms = n_seeds, width, tuple(norms)
         shapes = [(in_features, width), (width, width), (width, 1)]
         self.weights, self.biases = nn.ParameterList(), nn.ParameterList()
@@ -226,9 +223,6 @@ def batch_size_runs(batch_sizes=(2, 4, 8, 32, 128), seeds=(0, 1, 2), *, samples:
         ``train_mode_accuracy``, ``precise_accuracy``.
     """
     seeds = list(seeds)
-    if n_test % max(batch_sizes):
-        raise ValueError(f"batch_size_runs(): argument 'n_test' must be a multiple of every batch size, "
-                         f"got {n_test} and {tuple(batch_sizes)}")
     sizes = batch_sizes
     if progress:
         from tqdm.auto import tqdm
@@ -238,9 +232,6 @@ def batch_size_runs(batch_sizes=(2, 4, 8, 32, 128), seeds=(0, 1, 2), *, samples:
     for b in sizes:
         n_steps = samples // b if steps is None else min(steps, samples // b)
         wanted = ({n_steps - 1} if record is None else set(record(n_steps)) if callable(record) else set(record))
-        if not wanted or min(wanted) < 0 or max(wanted) >= n_steps:
-            raise ValueError(f"batch_size_runs(): argument 'record' must hold steps in [0, {n_steps - 1}] at batch "
-                             f"size {b}, got {sorted(wanted)}")
         rate = lr * math.sqrt(b / lr_batch)
         gens = [torch.Generator().manual_seed(s) for s in seeds]
         train = [make_task(n_train, g) for g in gens]
@@ -428,16 +419,15 @@ def report_rate_words(frame: pd.DataFrame) -> dict[str, str]:
     (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds end with a test loss at
     or above :data:`CHANCE_LOSS` (the tuning's learned-nothing level; a diverged run too), against the
     pilot runs at the neighbouring rates. ``frame``: the stored table, pilot and report rows."""
-    from helpers.evidence.statistics import best_rate_check
+    from helpers.experiments.tuning_words import report_seed_words
 
     # final_accuracy keeps the report rows of a frame that has both: each stage on its own
     finals = pd.concat([final_accuracy(frame[frame["stage"] == stage]) for stage in ("pilot", "report")],
                        ignore_index=True)
     runs = finals.assign(arm=finals["norm"] + ", batch " + finals["batch_size"].astype(str),
                          value=finals["test_loss"])
-    table = best_rate_check(runs, learned_below=CHANCE_LOSS,
-                            stuck=f"ended with a test loss at or above chance ({CHANCE_LOSS:.3f})")
-    return dict(zip(table["arm"], table["words"], strict=True))
+    return report_seed_words(runs, learned_below=CHANCE_LOSS,
+                             stuck=f"ended with a test loss at or above chance ({CHANCE_LOSS:.3f})")
 
 
 def _summarize_batch_size(frame: pd.DataFrame) -> dict[str, str]:

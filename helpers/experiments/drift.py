@@ -115,8 +115,6 @@ def recorded_steps(steps: int, dense_until: int | None = None, every: int = 1) -
 
     ``dense_until=None`` records every step.
     """
-    if every < 1:
-        raise ValueError(f"recorded_steps(): argument 'every' must be a positive int, got {every}")
     dense = steps if dense_until is None else min(dense_until, steps)
     return sorted({*range(dense + 1), *range(0, steps + 1, every), steps})
 
@@ -141,18 +139,7 @@ def unit_mean_drift(before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
         Shape ``(units,)``, float64. NaN for a unit with no spread at either checkpoint (it has no
         scale of its own, whether its mean moved or not) and where the values are not finite (a
         diverged run).
-
-    Raises:
-        ValueError: unless both are 2-D with the same number of units and at least 2 samples each.
     """
-    for name, values in (("before", before), ("after", after)):
-        if not isinstance(values, torch.Tensor) or values.ndim != 2 or values.shape[0] < 2:
-            shape = tuple(values.shape) if isinstance(values, torch.Tensor) else type(values).__name__
-            raise ValueError(f"unit_mean_drift(): argument '{name}' must be a 2-D tensor (samples, units) with at "
-                             f"least 2 samples, got {shape}")
-    if before.shape[1] != after.shape[1]:
-        raise ValueError(f"unit_mean_drift(): arguments 'before' and 'after' must have the same number of units "
-                         f"(columns), got {before.shape[1]} and {after.shape[1]}")
     b, a = before.double(), after.double()
     spread = ((b.var(0, unbiased=False) + a.var(0, unbiased=False)) / 2).sqrt()
     shift = (a.mean(0) - b.mean(0)).abs()
@@ -201,9 +188,6 @@ def hidden_drift(layer_norm: bool, *, layer: int = 6, depth: int = 8, width: int
         (each unit's mean over the probe batch, moved in units of its own spread; units with no
         spread at either step left out, NaN if none has one), 0 at step 0.
     """
-    if not 0 <= layer < depth:
-        raise ValueError(f"hidden_drift(): argument 'layer' must be in [0, {depth - 1}] "
-                         f"(depth={depth}), got {layer}")
     generator = torch.Generator().manual_seed(seed)
     x, y = _regression_task(n_train, in_features, generator)
     probe_x, probe_y = x[:n_probe], y[:n_probe]

@@ -76,8 +76,6 @@ def layer_names(blocks: int) -> list[str]:
     """The names of a Pre-LN :class:`~helpers.experiments.small_transformer.StackedDecoder`'s ``2 blocks + 1``
     LNs, in the order of its ``apply_norm``: ``"block 1, attention"``, ``"block 1, MLP"``, ...,
     ``"final"``."""
-    if blocks < 1:
-        raise ValueError(f"layer_names(): argument 'blocks' must be at least 1, got {blocks}")
     return [f"block {k // 2 + 1}, {('attention', 'MLP')[k % 2]}" for k in range(2 * blocks)] + ["final"]
 
 
@@ -100,11 +98,6 @@ def fit_s_shape(x, y) -> dict[str, float]:
         ``a, b, d, c``.
     """
     x, y = np.asarray(x, dtype=np.float64).ravel(), np.asarray(y, dtype=np.float64).ravel()
-    if x.shape != y.shape or x.size < 5:
-        raise ValueError(f"fit_s_shape(): arguments 'x' and 'y' must be two 1-D arrays of the same length, at "
-                         f"least 5, got {x.size} and {y.size} elements")
-    if not (np.isfinite(x).all() and np.isfinite(y).all()):
-        raise ValueError("fit_s_shape(): arguments 'x' and 'y' must be finite")
     s, c = np.polyfit(x, y, 1)
     sse_line = float(np.sum((y - (s * x + c)) ** 2))
     sst = float(np.sum((y - y.mean()) ** 2))
@@ -154,8 +147,6 @@ def ln_input_output(seeds=(0,), *, lr: float = S_LR, steps: int = STEPS, n: int 
         float32), the same positions for every fit (drawn from a generator of their own).
     """
     seeds = list(seeds)
-    if points < 0:
-        raise ValueError(f"ln_input_output(): argument 'points' must be at least 0, got {points}")
     common = {"variant": "Pre-LN", "n": n, "vocab": vocab, "width": width, "blocks": blocks, "heads": heads,
               "batch": batch, "clip": clip, "eval_every": EVAL_EVERY}
     seqs = heldout_batch(n, vocab)

@@ -165,14 +165,7 @@ class StackedLSTM(nn.Module):
     def __init__(self, n_seeds: int, n_lrs: int = 1, *, variants=VARIANTS, hidden: int = 64, inputs: int = 2,
                  generators, embed: bool = True):
         super().__init__()
-        unknown = [v for v in variants if v not in VARIANTS]
-        if unknown or not variants:
-            raise ValueError(f"StackedLSTM(): argument 'variants' must be a non-empty selection of {VARIANTS}, "
-                             f"got {variants!r}")
         generators = list(generators)
-        if len(generators) != n_seeds:
-            raise ValueError(f"StackedLSTM(): argument 'generators' must hold one generator per seed "
-                             f"(n_seeds={n_seeds}), got {len(generators)}")
         self.variants = tuple(v for v in VARIANTS if v in variants)
         self.n_seeds, self.n_lrs, self.hidden, self.embed = n_seeds, n_lrs, hidden, embed
         repeat = len(self.variants) * n_lrs
@@ -312,8 +305,6 @@ def lstm_runs(seeds=(0, 1, 2), lrs=(1e-3,), *, variants=VARIANTS, steps: int = 3
         squared error; NaN between evaluations). A model that diverged has ``inf`` losses.
     """
     seeds, lrs = list(seeds), list(lrs)
-    if eval_every < 1:
-        raise ValueError(f"lstm_runs(): argument 'eval_every' must be a positive int, got {eval_every!r}")
     gens = [torch.Generator().manual_seed(s) for s in seeds]
     model = StackedLSTM(len(seeds), len(lrs), variants=variants, hidden=hidden, generators=gens, embed=embed)
     m = torch.arange(model.n_models)

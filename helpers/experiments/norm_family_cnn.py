@@ -60,7 +60,7 @@ from torch import nn
 from helpers.evidence import runner
 from helpers.evidence.statistics import EQUIVALENCE_MARGIN, grid_resolution
 from helpers.experiments.placement_tuned import cosine_factor
-from helpers.experiments.tuning_words import best_rate_words
+from helpers.experiments.tuning_words import best_rate_words, report_seed_words
 from helpers.modules import BatchNorm2d, GroupNorm, InstanceNorm2d
 
 __all__ = [
@@ -123,12 +123,6 @@ IMAGE_SIZE = 16
 NOISE = 0.5
 
 
-def _check_count(fn: str, name: str, value: object, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{fn}(): argument '{name}' must be an int of at least {minimum}, got {value!r}")
-    return int(value)
-
-
 def make_images(n: int, generator: torch.Generator, *, size: int = IMAGE_SIZE,
                 noise: float = NOISE) -> tuple[torch.Tensor, torch.Tensor]:
     r"""``n`` images of the task and their labels, every class equally often (up to one image).
@@ -161,13 +155,6 @@ def make_images(n: int, generator: torch.Generator, *, size: int = IMAGE_SIZE,
         ``(x, y)``: ``x`` float32 of shape ``(n, 1, size, size)``, ``y`` int64 of shape ``(n,)``
         in ``0 .. len(CLASSES) - 1``.
     """
-    fn = "make_images"
-    n = _check_count(fn, "n", n)
-    size = _check_count(fn, "size", size, 8)
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(f"{fn}(): argument 'generator' must be a torch.Generator, got {type(generator).__name__}")
-    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0 <= noise < math.inf:
-        raise ValueError(f"{fn}(): argument 'noise' must be a finite number of at least 0, got {noise!r}")
     g, k = generator, len(CLASSES)
     y = (torch.arange(n) % k)[torch.randperm(n, generator=g)]
 
@@ -230,7 +217,6 @@ def example_images(per_class: int = 1, *, seed: int = 0, noise: float = NOISE) -
     """``per_class`` images of every class, for a figure: one row per image, columns ``label``,
     ``name`` (:data:`CLASSES`) and ``image`` (a ``(16, 16)`` numpy array), in class order. Drawn
     from a generator seeded with ``seed`` (none of the task's images)."""
-    per_class = _check_count("example_images", "per_class", per_class)
     x, y = make_images(2 * per_class * len(CLASSES) + 64, torch.Generator().manual_seed(seed), noise=noise)
     rows = []
     for label, name in enumerate(CLASSES):
@@ -271,15 +257,6 @@ def norm_layer(norm: str, channels: int, n_models: int = 1, *, groups: int = GRO
         n_models: how many models are stacked.
         groups: GroupNorm's groups per model.
     """
-    fn = "norm_layer"
-    if norm not in NORMS:
-        raise ValueError(f"{fn}(): argument 'norm' must be one of {NORMS}, got {norm!r}")
-    channels = _check_count(fn, "channels", channels)
-    n_models = _check_count(fn, "n_models", n_models)
-    groups = _check_count(fn, "groups", groups)
-    if norm == "GroupNorm" and channels % groups:
-        raise ValueError(f"{fn}(): argument 'channels' must be a multiple of 'groups' ({groups}) for GroupNorm, "
-                         f"got {channels}")
     total = n_models * channels
     if norm == "BatchNorm":
         return BatchNorm2d(total)
@@ -336,13 +313,7 @@ class StackedCNN(nn.Module):
     def __init__(self, norm: str, generators, *, channels=CHANNELS, classes: int = len(CLASSES)):
         super().__init__()
         generators = list(generators)
-        if not generators or not all(isinstance(g, torch.Generator) for g in generators):
-            raise ValueError(f"StackedCNN(): argument 'generators' must hold at least one torch.Generator (one per "
-                             f"model), got {generators!r}")
         channels = tuple(channels)
-        if len(channels) != len(STRIDES):
-            raise ValueError(f"StackedCNN(): argument 'channels' must hold {len(STRIDES)} channel counts (one per "
-                             f"convolution), got {channels!r}")
         self.norm, self.n_models, self.channels = norm, len(generators), channels
         weights, fan_in = [], 1
         for c in channels:
@@ -367,9 +338,6 @@ class StackedCNN(nn.Module):
 
     def _side_by_side(self, x: torch.Tensor) -> torch.Tensor:
         """``(models, N, C, H, W)`` -> ``(N, models * C, H, W)``: model ``m``'s channels in block ``m``."""
-        if x.dim() != 5 or x.shape[0] != self.n_models:
-            raise ValueError(f"StackedCNN(): the input must have shape (models={self.n_models}, N, C, H, W), "
-                             f"got {tuple(x.shape)}")
         return x.transpose(0, 1).reshape(x.shape[1], -1, *x.shape[3:])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -397,13 +365,6 @@ def scaled_lr(lr: float, batch: int, base: int = LR_BATCH) -> float:
     ``k`` steps. Wu and He used it too (0.1 per 32 images per GPU). With the same number of samples
     seen, a batch 16 times smaller takes 16 times the steps, each at a 16th of the rate.
     """
-    fn = "scaled_lr"
-    rates = tuple(lr) if isinstance(lr, (tuple, list)) else (lr,)
-    if not rates or any(isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < math.inf for r in rates):
-        raise ValueError(f"{fn}(): argument 'lr' must be a positive, finite number or a non-empty tuple of them, "
-                         f"got {lr!r}")
-    batch = _check_count(fn, "batch", batch)
-    base = _check_count(fn, "base", base)
     return lr * batch / base
 
 
@@ -501,28 +462,12 @@ def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr=0.03, s
         ``eval_loss`` and ``eval_error`` (NaN between evaluations), ``train_mode_error`` (BN, last row
         only). Losses and errors are float32 (the sums are float64, then rounded).
     """
-    fn = "cnn_runs"
-    if norm not in NORMS:
-        raise ValueError(f"{fn}(): argument 'norm' must be one of {NORMS}, got {norm!r}")
     seeds = list(seeds)
-    if not seeds:
-        raise ValueError(f"{fn}(): argument 'seeds' must hold at least one seed, got {seeds!r}")
-    batch, samples, evals = (_check_count(fn, k, v) for k, v in (("batch", batch), ("samples", samples),
-                                                                  ("evals", evals)))
-    if samples % batch:
-        raise ValueError(f"{fn}(): argument 'batch' must divide 'samples' ({samples}), got {batch}")
     total = samples // batch
-    if total % evals:
-        raise ValueError(f"{fn}(): argument 'evals' must divide the {total} steps (samples // batch), got {evals}")
-    if eval_set not in ("validation", "test"):
-        raise ValueError(f"{fn}(): argument 'eval_set' must be 'validation' or 'test', got {eval_set!r}")
     rates = tuple(lr) if isinstance(lr, (tuple, list)) else (lr,)
-    if not rates or any(isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 < r < math.inf for r in rates):
-        raise ValueError(f"{fn}(): argument 'lr' must be a positive, finite number or a non-empty tuple of them, "
-                         f"got {lr!r}")
     task = make_task() if task is None else task
     x_eval, y_eval = (task.x_valid, task.y_valid) if eval_set == "validation" else (task.x_test, task.y_test)
-    n_steps = total if steps is None else min(_check_count(fn, "steps", steps), total)
+    n_steps = total if steps is None else min(steps, total)
 
     model_seeds = [s for _ in rates for s in seeds]  # rate-major: (rates, seeds) flattened
     model_rates = torch.tensor([r for r in rates for _ in seeds], dtype=torch.float32)
@@ -765,13 +710,10 @@ def report_rate_words(frame: pd.DataFrame) -> dict[str, str]:
     at or above :data:`CHANCE_ERROR` (the tuning's learned-nothing level; a diverged run too), against
     the pilot runs (validation error) at the neighbouring rates of the grid scaled to the batch size.
     ``frame``: the stored table, pilot and report rows."""
-    from helpers.evidence.statistics import best_rate_check
-
     finals = final_errors(frame, stage=None)
     runs = finals.assign(arm=finals["norm"] + ", batch " + finals["batch_size"].astype(str), value=finals["error"])
-    table = best_rate_check(runs, learned_below=CHANCE_ERROR,
-                            stuck=f"ended with an error at or above chance ({CHANCE_ERROR:.1%})")
-    return dict(zip(table["arm"], table["words"], strict=True))
+    return report_seed_words(runs, learned_below=CHANCE_ERROR,
+                             stuck=f"ended with an error at or above chance ({CHANCE_ERROR:.1%})")
 
 
 def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:

@@ -37,7 +37,7 @@ from helpers.evidence import runner
 from helpers.evidence.verdicts import Verdict
 from helpers.experiments.small_transformer import N_COPY, VOCAB, StackedDecoder, copy_task
 from helpers.experiments.training import adam, keep_rows
-from helpers.experiments.tuning_words import best_rate_words
+from helpers.experiments.tuning_words import best_rate_words, report_seed_words
 from helpers.functional import layer_norm
 
 __all__ = [
@@ -98,8 +98,6 @@ def standard_gain(activation: str) -> float:
     """The usual init gain for ``activation``: :func:`torch.nn.init.calculate_gain`'s (5/3 for tanh,
     sqrt 2 for ReLU). torch has none for GELU; it is given ReLU's, as is usual (GELU is ReLU
     smoothed near 0, and equal to it for large inputs)."""
-    if activation not in _ACT:
-        raise ValueError(f"standard_gain(): argument 'activation' must be one of {ACTIVATIONS}, got {activation!r}")
     return nn.init.calculate_gain("relu" if activation == "gelu" else activation)
 
 
@@ -125,8 +123,6 @@ def init_gain(activation: str, arrangement: str) -> float:
     The first layer reads the raw input (unit variance) and the read-out feeds a linear output:
     the first layer gets the same gain as the others, the read-out gain 1, in every arrangement.
     """
-    if arrangement not in ARRANGEMENTS:
-        raise ValueError(f"init_gain(): argument 'arrangement' must be one of {ARRANGEMENTS}, got {arrangement!r}")
     return standard_gain(activation) if arrangement == "no norm" else 1.0
 
 
@@ -249,15 +245,7 @@ class StackedMLP(nn.Module):
     def __init__(self, n_seeds: int, n_lrs: int = 1, *, activation: str, arrangement: str,
                  in_features: int = IN_FEATURES, width: int = WIDTH, depth: int = DEPTH, generators):
         super().__init__()
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"StackedMLP(): argument 'activation' must be one of {ACTIVATIONS}, got {activation!r}")
-        if arrangement not in ARRANGEMENTS:
-            raise ValueError(f"StackedMLP(): argument 'arrangement' must be one of {ARRANGEMENTS}, "
-                             f"got {arrangement!r}")
         generators = list(generators)
-        if len(generators) != n_seeds:
-            raise ValueError(f"StackedMLP(): argument 'generators' must hold one generator per seed "
-                             f"(n_seeds={n_seeds}), got {len(generators)}")
         self.activation, self.arrangement = activation, arrangement
         self.n_seeds, self.n_lrs, self.width, self.depth = n_seeds, n_lrs, width, depth
         self.act = _ACT[activation]
@@ -305,8 +293,6 @@ class StackedMLP(nn.Module):
 def cosine_factor(step: int, steps: int) -> float:
     """The fraction of its rate a model uses at update ``step`` of ``steps``: ``(1 + cos(pi step / steps)) / 2``,
     from 1 at the first update down towards 0 at the last (Loshchilov and Hutter 2017, without restarts)."""
-    if steps < 1 or not 0 <= step < steps:
-        raise ValueError(f"cosine_factor(): arguments must satisfy 0 <= step < steps, got step={step}, steps={steps}")
     return 0.5 * (1.0 + math.cos(math.pi * step / steps))
 
 
@@ -414,11 +400,7 @@ def mlp_runs(seeds=(0,), lrs=(1e-3,), *, activation: str = "relu", arrangement: 
         rounded). A model that diverged has ``inf`` losses.
     """
     seeds, lrs = list(seeds), list(lrs)
-    if eval_every < 1:
-        raise ValueError(f"mlp_runs(): argument 'eval_every' must be a positive int, got {eval_every!r}")
     decay = steps if decay is None else decay
-    if decay < steps:
-        raise ValueError(f"mlp_runs(): argument 'decay' must be at least 'steps' ({steps}), got {decay}")
     task = make_task() if task is None else task
     gens, model, seed_of, lr_of = _setup(seeds, lrs, activation, arrangement, width, depth, task)
     lr = torch.tensor(lrs)[lr_of]
@@ -619,13 +601,10 @@ def report_rate_words(frame: pd.DataFrame) -> dict[str, str]:
     (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds end at or above
     :data:`NOTHING` (the tuning's learned-nothing level; a diverged run too), against the pilot runs at
     the neighbouring rates. ``frame``: the stored table, pilot and report rows."""
-    from helpers.evidence.statistics import best_rate_check
-
     finals = final_rows(frame)
     runs = finals.assign(arm=finals["activation"] + ", " + finals["arrangement"], value=finals["final"])
-    table = best_rate_check(runs, learned_below=NOTHING,
-                            stuck=f"ended at or above the learned-nothing loss ({NOTHING:g})")
-    return dict(zip(table["arm"], table["words"], strict=True))
+    return report_seed_words(runs, learned_below=NOTHING,
+                             stuck=f"ended at or above the learned-nothing loss ({NOTHING:g})")
 
 
 def _pct(x: float) -> str:
@@ -698,8 +677,6 @@ def depth_slope(table: pd.DataFrame, value: str = "grad_norm"):
     from helpers.evidence.statistics import one_sample_ci
 
     wide = table.pivot_table(index="seed", columns="blocks", values=value)
-    if wide.isna().any().any():
-        raise ValueError("depth_slope(): argument 'table' must hold every seed at every depth")
     x = np.log(wide.columns.to_numpy(dtype=np.float64))
     y = np.log(wide.to_numpy(dtype=np.float64))
     slopes = ((x - x.mean()) * (y - y.mean(axis=1, keepdims=True))).sum(axis=1) / ((x - x.mean()) ** 2).sum()
@@ -848,12 +825,6 @@ def stored_runs_state(frame: pd.DataFrame, activation: str, arrangement: str, ra
         the evaluations), ``table`` (per arrangement: its rate, seeds, converged runs, median loss
         at step 0 and at the end) and ``notes`` (in words, what the choice could not show).
     """
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"stored_runs_state(): argument 'activation' must be one of {ACTIVATIONS}, "
-                         f"got {activation!r}")
-    if arrangement != "all" and arrangement not in ARRANGEMENTS:
-        raise ValueError(f"stored_runs_state(): argument 'arrangement' must be 'all' or one of {ARRANGEMENTS}, "
-                         f"got {arrangement!r}")
     part = frame[(frame["activation"] == activation) & frame["eval_loss"].notna()]
     notes = []
     if rate == "tuned":

@@ -68,11 +68,6 @@ LEARNED_NOTHING = 1 / 6
 def arms(variants=VARIANTS, noises=(NOISE,)) -> list[tuple[str, float]]:
     """The ``(variant, noise)`` pairs to train, in :data:`VARIANTS` order: one per variant, and the
     noisy one once per strength in ``noises``."""
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown or not variants:
-        raise ValueError(f"arms(): argument 'variants' must be a non-empty selection of {VARIANTS}, got {variants!r}")
-    if "noisy LayerNorm" in variants and not all(float(n) > 0 for n in noises):
-        raise ValueError(f"arms(): argument 'noises' must hold strengths > 0, got {noises!r}")
     return [(v, float(n)) for v in VARIANTS if v in variants
             for n in (noises if v == "noisy LayerNorm" else (0.0,))]
 
@@ -124,8 +119,6 @@ class StackedRNN(nn.Module):
     def __init__(self, n_seeds: int, n_lrs: int, *, variants=VARIANTS, noises=(NOISE,), depth: int = 1,
                  hidden: int = 16, generators, gain: float = 1.0):
         super().__init__()
-        if depth < 1:
-            raise ValueError(f"StackedRNN(): argument 'depth' must be at least 1, got {depth}")
         self.arms = arms(variants, noises)
         self.n_seeds, self.n_lrs, self.depth, self.hidden = n_seeds, n_lrs, depth, hidden
         repeat = len(self.arms) * n_lrs

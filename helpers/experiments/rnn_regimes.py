@@ -206,8 +206,6 @@ def rnn_eval_runs(seeds=(0, 1, 2), lrs=(1e-2,), *, variants=("no norm", "LayerNo
         measured. NaN where not measured; ``inf`` losses once a model diverged.
     """
     seeds, lrs = list(seeds), list(lrs)
-    if eval_every < 1:
-        raise ValueError(f"rnn_eval_runs(): argument 'eval_every' must be a positive int, got {eval_every!r}")
     gens = [torch.Generator().manual_seed(s) for s in seeds]
     # the noise comes from the unit's own seeds, so that other seeds draw other noise
     noise_gen = torch.Generator().manual_seed(_noise_seed(seeds))

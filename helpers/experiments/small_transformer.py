@@ -144,8 +144,6 @@ def copy_task(batch: int, n: int, vocab: int, generator: torch.Generator) -> tor
     ``seqs[:, 1:]``): ``2n - 1`` targets, the first ``n - 1`` of them unpredictable, the last ``n``
     copies of tokens it has seen ``n`` places back.
     """
-    if n < 1 or vocab < 2:
-        raise ValueError(f"copy_task(): arguments 'n' and 'vocab' must be at least 1 and 2, got {n} and {vocab}")
     first = torch.randint(0, vocab, (batch, n), generator=generator)
     return torch.cat([first, first], dim=1)
 
@@ -254,16 +252,7 @@ class StackedDecoder(nn.Module):
                  seq_len: int = 2 * N_COPY - 1, width: int = 32, blocks: int = 4, heads: int = 2, generators,
                  norm: str = "LN", alpha: float = 0.5):
         super().__init__()
-        if placement not in PLACEMENTS:
-            raise ValueError(f"StackedDecoder(): argument 'placement' must be one of {PLACEMENTS}, got {placement!r}")
-        if norm not in NORMS:
-            raise ValueError(f"StackedDecoder(): argument 'norm' must be one of {NORMS}, got {norm!r}")
-        if width % heads:
-            raise ValueError(f"StackedDecoder(): argument 'width' must be a multiple of 'heads', got {width} and {heads}")
         generators = list(generators)
-        if len(generators) != n_seeds:
-            raise ValueError(f"StackedDecoder(): argument 'generators' must hold one generator per seed "
-                             f"(n_seeds={n_seeds}), got {len(generators)}")
         self.placement, self.norm_kind, self.n_seeds, self.n_lrs = placement, norm, n_seeds, n_lrs
         self.width, self.heads, self.n_blocks = width, heads, blocks
         models = n_lrs * n_seeds
@@ -377,9 +366,6 @@ class StackedDecoder(nn.Module):
         """Every LN's input and normalized output (before its gain and bias) on ``seqs``
         ``(size, 2n)``, one batch for all models, in the order of :meth:`apply_norm`'s ``k``: a list
         of ``(input, output)`` pairs, each ``(models, size, 2n - 1, width)``."""
-        if self.norm_kind != "LN" or self.placement == "none":
-            raise ValueError(f"norm_maps(): the model must have LN norms, got placement {self.placement!r} "
-                             f"and norm {self.norm_kind!r}")
         self.recorded = []
         try:
             with torch.no_grad():
@@ -423,14 +409,10 @@ def warmup_factor(step: int, warmup: int) -> float:
     """The fraction of its rate a model uses at update ``step`` (from 0): ``(step + 1) / warmup``
     up to 1 over the first ``warmup`` updates, then 1; always 1 for ``warmup = 0`` (no warm-up).
     The schedule does not depend on the step cap."""
-    if warmup < 0:
-        raise ValueError(f"warmup_factor(): argument 'warmup' must be at least 0, got {warmup}")
     return 1.0 if warmup == 0 else min(1.0, (step + 1) / warmup)
 
 
 def _setup(seeds, lrs, variant: str, n: int, vocab: int, width: int, blocks: int, heads: int):
-    if variant not in ARMS:
-        raise ValueError(f"copy_runs(): argument 'variant' must be one of {tuple(ARMS)}, got {variant!r}")
     gens = [torch.Generator().manual_seed(s) for s in seeds]
     arm = ARMS[variant]
     model = StackedDecoder(len(seeds), len(lrs), placement=arm.placement, vocab=vocab, seq_len=2 * n - 1,
@@ -464,8 +446,6 @@ def trained_decoder(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: 
     :func:`copy_runs` returns.
     """
     seeds, lrs = list(seeds), list(lrs)
-    if eval_every < 1:
-        raise ValueError(f"trained_decoder(): argument 'eval_every' must be a positive int, got {eval_every!r}")
     gens, model, seed_of, lr_of = _setup(seeds, lrs, variant, n, vocab, width, blocks, heads)
     lr = torch.tensor(lrs)[lr_of]
     ramp = warmup if ARMS[variant].warmup else 0

@@ -85,13 +85,12 @@ def report_rate_words(frame: pd.DataFrame, cap: int, threshold: float, arm_of=No
         arm_of: ``arm_of(runs) -> Series`` of arm names, one per run of
             :func:`steps_to_threshold`'s table; default its ``variant``.
     """
-    from helpers.evidence.statistics import best_rate_check
+    from helpers.experiments.tuning_words import report_seed_words
 
     reached = steps_to_threshold(frame, threshold)
     arms = reached["variant"] if arm_of is None else arm_of(reached)
-    table = best_rate_check(reached.assign(arm=arms, value=reached["steps"]), learned_below=cap,
-                            stuck=f"did not reach the threshold before step {cap}")
-    return dict(zip(table["arm"], table["words"], strict=True))
+    return report_seed_words(reached.assign(arm=arms, value=reached["steps"]), learned_below=cap,
+                             stuck=f"did not reach the threshold before step {cap}")
 
 
 def time_words(reached: pd.DataFrame, cap: int, variants) -> dict[str, str]:

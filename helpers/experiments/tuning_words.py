@@ -1,4 +1,5 @@
-"""How a stored experiment says each arm's tuned learning rate: :func:`best_rate_words`."""
+"""How a stored experiment says each arm's tuned learning rate (:func:`best_rate_words`) and whether it
+trains on the report seeds (:func:`report_seed_words`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-__all__ = ["best_rate_words"]
+__all__ = ["best_rate_words", "report_seed_words"]
 
 
 def best_rate_words(scores: pd.DataFrame, pilot: pd.DataFrame, *, learned_below: float,
@@ -48,3 +49,15 @@ def best_rate_words(scores: pd.DataFrame, pilot: pd.DataFrame, *, learned_below:
         out[row.arm] = (f"{best(row.arm, row.best_lr)}, {where} ({span}); {score.format(row.best_score)} "
                         f"over pilot seeds {seeds}")
     return out
+
+
+def report_seed_words(runs: pd.DataFrame, *, learned_below: float, stuck: str) -> dict[str, str]:
+    """``{arm: words}``: whether each arm's best rate trains on the report seeds
+    (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds are ``stuck`` (their
+    ``value`` not below ``learned_below``, the tuning's learned-nothing level, or NaN), against the pilot
+    runs at the neighbouring rates. ``runs``: one row per run, pilot and report, with columns ``arm``,
+    ``stage``, ``lr``, ``seed`` and ``value``; ``stuck``: what a stuck run did, in words."""
+    from helpers.evidence.statistics import best_rate_check
+
+    table = best_rate_check(runs, learned_below=learned_below, stuck=stuck)
+    return dict(zip(table["arm"], table["words"], strict=True))
