@@ -29,7 +29,7 @@ import pytest
 
 import helpers
 from helpers import bootstrap
-from helpers.evidence import claims
+from helpers.evidence import card
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -148,12 +148,12 @@ def _card_rows(card: str) -> list[tuple[str, str]]:
 
 def _same_card(en: str, zh: str) -> None:
     en_rows, zh_rows = _card_rows(en), _card_rows(zh)
-    assert len(en_rows) == len(zh_rows) == len(claims.CORE_CLAIMS), (en_rows, zh_rows)
-    for claim, (en_said, en_link), (zh_said, zh_link_) in zip(claims.CORE_CLAIMS, en_rows, zh_rows, strict=True):
+    assert len(en_rows) == len(zh_rows) == len(card.CORE_CLAIMS), (en_rows, zh_rows)
+    for claim, (en_said, en_link), (zh_said, zh_link_) in zip(card.CORE_CLAIMS, en_rows, zh_rows, strict=True):
         assert zh_link_ == f"../{en_link}", (en_link, zh_link_)
         assert en_said.startswith(claim.text) and zh_said.startswith(claim.text.zh), (en_said, zh_said)
-        en_outcome = [k for k, said in claims._SAYS.items() if en_said.endswith(f"{said}.")]
-        zh_outcome = [k for k, said in claims._SAYS.items() if zh_said.endswith(f"{said.zh}。")]
+        en_outcome = [k for k, said in card._SAYS.items() if en_said.endswith(f"{said}.")]
+        zh_outcome = [k for k, said in card._SAYS.items() if zh_said.endswith(f"{said.zh}。")]
         assert en_outcome == zh_outcome and len(en_outcome) == 1, (en_said, zh_said)
 
 
@@ -220,12 +220,12 @@ def test_a_changed_message_card_or_number_is_caught():
             _same_checker_message(en, wrong)
     helpers.set_language("zh")
     try:
-        card_zh = claims.evidence_card()
+        card_zh = card.evidence_card()
     finally:
         helpers.set_language("en")
-    card_en = claims.evidence_card()
+    card_en = card.evidence_card()
     _same_card(card_en, card_zh)
-    outcomes = [said.zh for said in claims._SAYS.values()]
+    outcomes = [said.zh for said in card._SAYS.values()]
     swapped = card_zh.replace(outcomes[0], "@").replace(outcomes[1], outcomes[0]).replace("@", outcomes[1])
     if swapped != card_zh:
         with pytest.raises(AssertionError):
