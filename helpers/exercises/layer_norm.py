@@ -2,8 +2,9 @@
 
 - :func:`check_layer_norm_one_token`: one token's LayerNorm, no gamma or beta (no notebook calls
   it now).
-- :func:`check_layer_norm_last_dim` (no notebook calls it now), :func:`check_biased_variance`
-  (deep dive 14) and :func:`check_output_variance` (core notebook 00): the formula, piece by piece.
+- :func:`check_layer_norm_last_dim` (core notebook 00: ``my_layer_norm(x, gamma, beta)``),
+  :func:`check_biased_variance` (deep dive 14) and :func:`check_output_variance` (core notebook 00):
+  the formula, piece by piece.
 - :func:`check_sentence_layer_norm`: LayerNorm per sentence (core notebook 01); the same over the real
   tokens of a padded batch is :func:`helpers.lessons.sequence.check_masked_sentence_layer_norm`,
   beside the reference it is checked against.
