@@ -3,8 +3,8 @@
 - :func:`check_layer_norm_one_token`: one token's LayerNorm, no gamma or beta (no notebook calls
   it now).
 - :func:`check_layer_norm_last_dim` (core notebook 00: ``my_layer_norm(x, gamma, beta)``),
-  :func:`check_biased_variance` (deep dive 14) and :func:`check_output_variance` (core notebook 00):
-  the formula, piece by piece.
+  :func:`check_biased_variance` and :func:`check_output_variance` (deep dive 14): the formula,
+  piece by piece.
 - :func:`check_sentence_layer_norm`: LayerNorm per sentence (core notebook 01); the same over the real
   tokens of a padded batch is :func:`helpers.lessons.sequence.check_masked_sentence_layer_norm`,
   beside the reference it is checked against.
@@ -167,7 +167,7 @@ def check_sentence_layer_norm(fn: Callable[[torch.Tensor], torch.Tensor]) -> Ver
     return check("sentence_layer_norm", fn)
 
 
-# ---------------------------------- the formula, piece by piece (deep dive 14, core notebook 00)
+# ---------------------------------- the formula, piece by piece (core notebook 00, deep dive 14)
 
 __all__ += ["check_biased_variance", "check_layer_norm_last_dim", "check_output_variance"]
 

@@ -38,7 +38,7 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
-from helpers.exercises.layer_norm import check_layer_norm_last_dim, check_output_variance
+from helpers.exercises.layer_norm import check_layer_norm_last_dim
 from helpers.widgets.deep_stack import deep_stack_demo
 
 # %% [markdown] lesson_point=1
@@ -237,34 +237,6 @@ demo
 # %%
 demo.snapshot(gain=0.5, gamma=2.0, beta=0.5)
 plt.show()
-
-# %% [markdown]
-# ## Your turn: how far under 1?
-#
-# The variances above print as 1, yet are just under it; for small variances, like the lesson's
-# (01 §8), it shows in the 4th decimal. Write `my_output_var(var, eps)`: LN's output variance
-# (no $\gamma$, $\beta$) for tokens of biased variance `var`. The stub fails on purpose: make the check pass.
-
-# %%
-def my_output_var(var, eps):
-    return torch.ones_like(var)  # TODO: exactly 1, always?
-
-
-check_output_variance(my_output_var)
-
-# %% [markdown]
-# <details><summary>Solution</summary>
-#
-# Dividing every value by $c$ divides the variance by $c^2$: dividing by $\sqrt{\mathrm{Var} + \epsilon}$
-# divides it by $\mathrm{Var} + \epsilon$.
-#
-# ```python
-# def my_output_var(var, eps):
-#     return var / (var + eps)
-# ```
-#
-#
-# </details>
 
 # %% [markdown]
 # ## Glossary: the lesson's terms

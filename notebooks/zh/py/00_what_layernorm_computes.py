@@ -38,7 +38,7 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
-from helpers.exercises.layer_norm import check_layer_norm_last_dim, check_output_variance
+from helpers.exercises.layer_norm import check_layer_norm_last_dim
 from helpers.widgets.deep_stack import deep_stack_demo
 
 # %% [markdown] lesson_point=1
@@ -201,31 +201,6 @@ demo
 # %%
 demo.snapshot(gain=0.5, gamma=2.0, beta=0.5)
 plt.show()
-
-# %% [markdown]
-# ## 动手练习：离 1 差多远？
-#
-# 上面的方差打印出来是 1，其实都略小于它；方差较小时，比如原课程里的那些（01 §8），差别在第四位小数就能看出来。写一个 `my_output_var(var, eps)`：对有偏方差为 `var` 的 token，求 LN 输出的方差（不带 $\gamma$、$\beta$）。初始代码故意是错的：把它改到检查通过为止。
-
-# %%
-def my_output_var(var, eps):
-    return torch.ones_like(var)  # TODO: exactly 1, always?
-
-
-check_output_variance(my_output_var)
-
-# %% [markdown]
-# <details><summary>参考答案</summary>
-#
-# 把每个值都除以 $c$，方差就被除以 $c^2$：除以 $\sqrt{\mathrm{Var} + \epsilon}$，方差就被除以 $\mathrm{Var} + \epsilon$。
-#
-# ```python
-# def my_output_var(var, eps):
-#     return var / (var + eps)
-# ```
-#
-#
-# </details>
 
 # %% [markdown]
 # ## 术语表：原课程的术语
