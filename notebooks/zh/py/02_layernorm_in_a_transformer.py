@@ -31,7 +31,7 @@ helpers.set_language("zh")
 # %% [markdown]
 # # 02 · Transformer 中的层归一化
 #
-# **你将学到**：用你在 00 里写的 `LayerNorm` 搭一个 Transformer 模块；它的两种形式 Pre-LN 和 Post-LN，各自与 PyTorch 自带的层对照检查；Pre-LN 为什么胜出，以及已存储的小实验对此怎么说；LN 在 GPT 中的位置，以及 LLaMA 用的 RMSNorm；已存储的实验结果如何评判原课程的各个说法。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/02_layernorm_in_a_transformer.ipynb)
+# **你将学到**：用你在 00 里写的 `LayerNorm` 搭一个 Transformer 模块；它的两种形式 Pre-LN 和 Post-LN，各自与 PyTorch 自带的层对照检查；Pre-LN 为什么胜出；LLaMA 用的 RMSNorm；以及已存储的实验对 Pre-LN 和原课程各个说法的评判。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/02_layernorm_in_a_transformer.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
@@ -117,33 +117,27 @@ plt.show()
 # PyTorch 把这两种形式都做成了 `nn.TransformerEncoderLayer`：`norm_first=True` 是 Pre-LN，`norm_first=False` 是 Post-LN。给它和我们相同的设置（不用 dropout，`activation="gelu"`，`dim_feedforward=4 * d_model`），按它的参数名把我们的权重复制进去（`KEY_MAP`），并把因果掩码作为 `src_mask` 传入。两个模块都处于训练模式（`.train()`，dropout 只在这种模式下起作用；LN 在两种模式下完全一样）。输出和梯度都必须一致。
 
 # %%
-KEY_MAP = {"ln_1": "norm1", "ln_2": "norm2", "attn": "self_attn", "mlp.0": "linear1", "mlp.2": "linear2"}
+KEY_MAP = {"ln_1.": "norm1.", "ln_2.": "norm2.", "attn.": "self_attn.", "mlp.0.": "linear1.", "mlp.2.": "linear2."}
 
 
 def torch_name(name):  # our parameter's name -> nn.TransformerEncoderLayer's
-    part, _, rest = name.partition(".")
-    if part == "mlp":
-        index, _, rest = rest.partition(".")
-        part = f"mlp.{index}"
-    return f"{KEY_MAP[part]}.{rest}"
+    prefix = next(p for p in KEY_MAP if name.startswith(p))
+    return KEY_MAP[prefix] + name[len(prefix):]
 
 
-x = torch.randn(2, 5, 32)  # 2 sequences of 5 tokens, 32 features each
+x = torch.randn(2, 5, 32, requires_grad=True)  # 2 sequences of 5 tokens, 32 features each
 upstream = torch.randn(2, 5, 32)  # a gradient arriving from above
 for Block, norm_first in ((PreLN, True), (PostLN, False)):
     ours = Block(32, 4).train()
     theirs = nn.TransformerEncoderLayer(32, 4, dim_feedforward=4 * 32, dropout=0.0, activation="gelu",
                                         batch_first=True, norm_first=norm_first).train()
     theirs.load_state_dict({torch_name(k): v for k, v in ours.state_dict().items()})
-    x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
-    out1, out2 = ours(x1), theirs(x2, src_mask=causal_mask(5))
-    out1.backward(upstream)
-    out2.backward(upstream)
-    named = dict(theirs.named_parameters())
-    same_grads = torch.allclose(x1.grad, x2.grad, atol=1e-4) and all(
-        torch.allclose(p.grad, named[torch_name(k)].grad, atol=1e-4) for k, p in ours.named_parameters())
+    out1, out2 = ours(x), theirs(x, src_mask=causal_mask(5))
+    params2 = [theirs.get_parameter(torch_name(k)) for k, _ in ours.named_parameters()]  # in our order
+    grads1 = torch.autograd.grad(out1, [x, *ours.parameters()], upstream)
+    grads2 = torch.autograd.grad(out2, [x, *params2], upstream)
     print(f"{Block.__name__} vs norm_first={norm_first}: same outputs:", torch.allclose(out1, out2, atol=1e-5),
-          "| same gradients:", same_grads)
+          "| same gradients:", all(torch.allclose(a, b, atol=1e-4) for a, b in zip(grads1, grads2, strict=True)))
 
 # %% [markdown]
 # ## 4 · Pre-LN 为什么胜出
@@ -200,8 +194,8 @@ print(f"Model: {deep_transformer.BLOCKS} blocks of width {deep_transformer.WIDTH
       f" task: copy {deep_transformer.N_COPY} tokens; {steps.n} seeds per form.")
 print(f"Pre-LN needed about {steps.estimate:.0%} fewer steps than Post-LN"
       f" (with {steps.n} seeds, somewhere between {steps.low:.0%} and {steps.high:.0%}).")
-runner.print_verdicts("deep_transformer", "steps per seed, Pre-LN vs Post-LN", "time, Pre-LN", "time, Post-LN",
-                      "largest stable rate, Post-LN", "largest stable rate, Post-LN + warm-up")
+runner.print_verdicts("deep_transformer", "steps per seed, Pre-LN vs Post-LN", "largest stable rate, Post-LN",
+                      "largest stable rate, Post-LN + warm-up")
 
 # %% [markdown]
 # Pre-LN 用更少的步数就达到了目标。在 Pre-LN 的最佳学习率下，无论有没有短暂的学习率预热，Post-LN 都训练不起来，所以 Post-LN 只能用更小的学习率。这与 Xiong 等报告的方向一致。这些都是很小的模型，只有一个人工构造的任务：这些实验只能说明方向，不能说明在大模型上效果有多大。实验是怎么做的，以及 LN 的其他位置，见深入专题 [12](../12_where_the_norm_goes.ipynb)。
@@ -209,26 +203,13 @@ runner.print_verdicts("deep_transformer", "steps per seed, Pre-LN vs Post-LN", "
 # %% [markdown]
 # ## 5 · 换成 `helpers.LayerNorm` 或 `nn.LayerNorm`
 #
-# 你的 `LayerNorm`、`helpers.LayerNorm`（同一个公式，写在本课程的包里）和 PyTorch 的 `nn.LayerNorm` 都用 `weight` 和 `bias` 这两个参数名。所以同一组权重可以载入这三个模型（`load_state_dict`），三者的输出和梯度都相同。
+# 你的 `LayerNorm`、`helpers.LayerNorm`（同一个公式，写在本课程的包里）和 PyTorch 的 `nn.LayerNorm` 都用 `weight` 和 `bias` 这两个参数名。所以同一组权重可以载入这三个模型（`load_state_dict`），三者的输出都相同。（00 已经把你的梯度和 `nn.LayerNorm` 的对照过了。）
 
 # %%
-x = torch.randn(2, 5, 32)
-upstream = torch.randn(2, 5, 32)
-
-
-def output_and_grads(model):
-    out = model.train()(x)
-    out.backward(upstream)
-    return out, [p.grad for p in model.parameters()]
-
-
-out_mine, grads_mine = output_and_grads(gpt)
 for name, norm in (("helpers.LayerNorm", helpers.LayerNorm), ("nn.LayerNorm", nn.LayerNorm)):
     other = tiny_gpt(norm)
     other.load_state_dict(gpt.state_dict())
-    out, grads = output_and_grads(other)
-    same_grads = all(torch.allclose(a, b, atol=1e-4) for a, b in zip(grads_mine, grads, strict=True))
-    print(f"{name}: same outputs:", torch.allclose(out, out_mine, atol=1e-5), "| same gradients:", same_grads)
+    print(f"{name}: same outputs:", torch.allclose(other(x), gpt(x), atol=1e-5))
 
 # %% [markdown]
 # ## 6 · LLaMA：在同样的位置用 RMSNorm
@@ -264,7 +245,7 @@ check_rms_norm(my_rms_norm)
 # %% [markdown]
 # ## 实验结果怎么说
 #
-# 原课程的各个说法，外加一条关于 Post-LN 的说法，都在小实验里反复运行检验过；每一行都由存储的结果算出，并链接到对应的深入专题（英文）。*训练步数*：损失降到目标值所需的步数；*Post-LN*：LN 放在每次残差相加之后（原始的 Transformer）；*学习率预热*（warm-up）：学习率从很小开始。
+# 原课程的各个说法，外加一条关于 Post-LN 的说法，都在小实验里反复运行检验过；每一行都由存储的结果算出，并链接到对应的深入专题（英文）。*训练步数*：损失降到目标值所需的步数。
 
 # %%
 HTML(evidence_card())
