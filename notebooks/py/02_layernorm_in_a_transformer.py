@@ -211,7 +211,7 @@ print("LayerNorms:", [name for name, m in gpt.named_modules() if isinstance(m, L
 # ### What stored experiments say
 #
 # A small Transformer learned to copy a sequence of tokens, on a CPU. Each form was trained from
-# ten seeds (ten different random starts), each at the learning rate that suits it best. The
+# several seeds (different random starts), each at the learning rate that suits it best. The
 # measure is the number of steps until the loss falls halfway from where a model that copies
 # nothing stands to the best possible loss. The numbers below are read from the stored results.
 

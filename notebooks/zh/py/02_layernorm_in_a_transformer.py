@@ -182,7 +182,7 @@ print("LayerNorms:", [name for name, m in gpt.named_modules() if isinstance(m, L
 # %% [markdown]
 # ### 已存储的实验怎么说
 #
-# 一个小 Transformer 在 CPU 上学习复制一串 token。每种形式都用十个随机种子（十个不同的随机起点）训练，各自用最适合它的学习率。衡量的是训练步数：损失从“什么都不复制”的水平下降到最低可能损失的一半所需的步数。下面的数字都读自存储的结果。
+# 一个小 Transformer 在 CPU 上学习复制一串 token。每种形式都用若干个随机种子（不同的随机起点）训练，各自用最适合它的学习率。衡量的是训练步数：损失从“什么都不复制”的水平下降到最低可能损失的一半所需的步数。下面的数字都读自存储的结果。
 
 # %%
 stored = runner.load("deep_transformer").records
