@@ -37,3 +37,24 @@ def test_builders_do_not_show(monkeypatch, figure):
 def test_find_line_says_what_is_missing(figure):
     with pytest.raises(LookupError, match=r"expected one line with gid 'sample 9', found 0"):
         plots.find_line(figure().axes[0], "sample 9")
+
+
+def test_block_diagrams_are_traced_from_the_blocks_code():
+    from torch import nn
+
+    class Toy(nn.Module):  # Post-LN-like: LN after the residual addition
+        def __init__(self):
+            super().__init__()
+            self.f, self.norm = nn.Linear(4, 4), nn.LayerNorm(4)
+
+        def forward(self, x):
+            return self.norm(x + self.f(x))
+
+    assert plots.block_steps(Toy()) == [("x", "input", []), ("f", "module", [0]), ("+", "add", [0, 1]),
+                                        ("norm", "norm", [2]), ("out", "output", [3])]
+    fig = plots.block_diagrams_figure({"toy": Toy()})
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert labels == ["x", "f", "+", "norm", "out"] and fig.axes[0].get_title(loc="left") == "toy"
+    assert [p.get_gid() for p in fig.axes[0].patches if p.get_gid()] == ["skip 0-2"]
+    assert fig.dpi == plots.DPI and fig.get_size_inches()[0] * fig.dpi >= 900
+    plt.close(fig)

@@ -1,26 +1,31 @@
-"""The Chinese edition of the core path (notebooks/zh/) stays the English one's twin.
+"""The Chinese edition of the core path (notebooks/zh/) teaches what the English one teaches, in
+Chinese sentences. What must stay equal, and nothing more:
 
 - The same notebooks, under the same names.
-- Every code cell equal, character for character, but for one line: the first cell ends with
-  ``helpers.set_language("zh")`` (``helpers.bootstrap.first_cell("zh")``).
-- Every stored output equal (widget model ids aside), but for what speaks the notebook's
-  language: a checker's message (the same ✅ or ❌, exercise and numbers) and the closing evidence
-  card (the same claims, in the same order, with the same outcome each, its links one folder up).
-- The Markdown cells one to one: the same count, the same lesson-point tags, the same heading levels
-  in the same places, and the same numbers, formulas, code (spans and fenced blocks) and links
-  inside each; a link to a deep dive leads one folder up (``../1N_*.ipynb``), an "Open in Colab"
-  link to ``notebooks/zh/``.
+- The same code: every code cell equal once its comments are set aside (a comment may be Chinese),
+  but for one line, the first cell ends with ``helpers.set_language("zh")``
+  (``helpers.bootstrap.first_cell("zh")``). The ``# NBVAL_...`` markers count as code.
+- Every stored output equal (widget model ids aside), but for what speaks the notebook's language:
+  a checker's message (the same ✅ or ❌, exercise and numbers) and the closing evidence card (the
+  same claims, in the same order, with the same outcome each, its links one folder up).
+- The same sections: the same headings, at the same levels, in the same order, with the same
+  lesson-point tags, and the same code cells in each. Inside a section the Markdown may be cut into
+  cells as Chinese sentences need; the section holds the same numbers, formulas, code (spans and
+  fenced blocks) and links as the English one. A link to a deep dive leads one folder up
+  (``../1N_*.ipynb``), an "Open in Colab" link to ``notebooks/zh/``.
 
 A change to an English core notebook that its twin does not follow fails here. To follow it: make
-the same change in ``notebooks/zh/NAME.ipynb`` (Markdown in Chinese), then, in ``notebooks/zh/``,
-``jupyter nbconvert --to notebook --execute --inplace NAME.ipynb`` and
-``jupytext --sync NAME.ipynb`` (its pair is ``notebooks/zh/py/NAME.py``).
+the same change in ``notebooks/zh/py/NAME.py`` (Markdown in Chinese), then
+``jupytext --sync notebooks/zh/NAME.ipynb``, and, in ``notebooks/zh/``,
+``jupyter nbconvert --to notebook --execute --inplace NAME.ipynb`` and ``jupytext --sync NAME.ipynb``.
 """
 
 from __future__ import annotations
 
 import html
+import io
 import re
+import tokenize
 from collections import Counter
 from pathlib import Path
 
@@ -86,16 +91,28 @@ def test_the_chinese_edition_holds_the_whole_core_path():
     assert sorted(p.name for p in ZH.glob("*.ipynb")) == CORE
 
 
+def without_comments(source: str) -> str:
+    """A code cell's code: its comments cut (but ``# NBVAL_`` markers), trailing spaces and blank
+    lines dropped."""
+    lines = source.splitlines()
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    for token in tokens:
+        if token.type == tokenize.COMMENT and not token.string.startswith("# NBVAL_"):
+            row, col = token.start
+            lines[row - 1] = lines[row - 1][:col]
+    return "\n".join(line.rstrip() for line in lines if line.strip())
+
+
 @pytest.mark.parametrize("name", CORE)
-def test_code_cells_are_equal_but_for_the_language_line(name):
+def test_code_cells_are_equal_but_for_comments_and_the_language_line(name):
     en, zh = (_read(NOTEBOOKS / name), _read(ZH / name))
-    en_code = [c.source for c in en.cells if c.cell_type == "code"]
-    zh_code = [c.source for c in zh.cells if c.cell_type == "code"]
+    en_code = [without_comments(c.source) for c in en.cells if c.cell_type == "code"]
+    zh_code = [without_comments(c.source) for c in zh.cells if c.cell_type == "code"]
     assert len(zh_code) == len(en_code), f"{name}: {len(zh_code)} code cells in Chinese, {len(en_code)} in English"
     extra = bootstrap.first_cell("zh").removeprefix(bootstrap.FIRST_CELL)
     assert [line for line in extra.splitlines() if line.strip()] == [bootstrap.LANGUAGE_LINES["zh"]]
-    assert zh_code[0] == en_code[0] + extra, (
-        f"{name}: the Chinese first cell must be the English one plus {bootstrap.LANGUAGE_LINES['zh']!r}")
+    assert zh_code[0] == without_comments(bootstrap.first_cell("zh")) and en_code[0] == without_comments(
+        bootstrap.FIRST_CELL), f"{name}: the first cell must be the bootstrap's, in Chinese with the language line"
     for i, (a, b) in enumerate(zip(en_code[1:], zh_code[1:], strict=True), 2):
         assert a == b, f"{name}, code cell {i} differs from the English one:\n--- en\n{a}\n--- zh\n{b}"
 
@@ -182,20 +199,45 @@ def test_stored_outputs_are_equal_but_for_what_speaks_the_language(name):
     assert spoken["checker"] >= 1, f"{name}: no checker's message (every core notebook has an exercise)"
 
 
+def sections(nb: nbformat.NotebookNode, *, chinese: bool = False) -> list[dict]:
+    """The notebook cut at its Markdown headings: each section's heading level and lesson point, the
+    number of code cells in it, and what its Markdown holds (:func:`markdown_parts`, links as the
+    Chinese twin writes them when ``chinese`` is False)."""
+    found = [{"heading": None, "lesson_point": None, "code cells": 0,
+              **{part: [] for part in ("numbers", "formulas", "code", "links")}}]
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            found[-1]["code cells"] += 1
+            continue
+        if cell.cell_type != "markdown":
+            continue
+        for chunk in re.split(r"(?=^#{1,6}\s)", cell.source, flags=re.MULTILINE):
+            heading = HEADING.match(chunk)
+            if heading:
+                found.append({"heading": len(heading.group(1)), "code cells": 0,
+                              "lesson_point": cell.metadata.get("lesson_point") if cell.source.startswith(chunk) else None,
+                              **{part: [] for part in ("numbers", "formulas", "code", "links")}})
+            parts = markdown_parts(chunk)
+            if not chinese:
+                parts["links"] = [zh_link(t) for t in parts["links"]]
+            for part in ("numbers", "formulas", "code", "links"):
+                found[-1][part] = sorted(found[-1][part] + parts[part])
+    return found
+
+
 @pytest.mark.parametrize("name", CORE)
-def test_markdown_cells_correspond_one_to_one(name):
+def test_the_sections_correspond_one_to_one(name):
     en, zh = (_read(NOTEBOOKS / name), _read(ZH / name))
-    assert [c.cell_type for c in zh.cells] == [c.cell_type for c in en.cells], f"{name}: the cells do not line up"
-    cells = [(i, a, b) for i, (a, b) in enumerate(zip(en.cells, zh.cells, strict=True), 1) if a.cell_type == "markdown"]
-    for i, a, b in cells:
-        assert dict(b.metadata) == dict(a.metadata), f"{name}, cell {i}: metadata {b.metadata} vs {a.metadata}"
-        assert CJK.search(b.source), f"{name}, cell {i} is not translated"
-        expected = markdown_parts(a.source)
-        expected["links"] = sorted(zh_link(t) for t in expected["links"])
-        got = markdown_parts(b.source)
-        for part in expected:
-            assert got[part] == expected[part], (
-                f"{name}, cell {i}: {part} differ\n  English: {expected[part]}\n  Chinese: {got[part]}")
+    for i, cell in enumerate(zh.cells, 1):
+        if cell.cell_type == "markdown":
+            assert CJK.search(cell.source), f"{name}, cell {i} is not translated"
+    en_sections, zh_sections = sections(en), sections(zh, chinese=True)
+    assert [(s["heading"], s["lesson_point"]) for s in zh_sections] == [
+        (s["heading"], s["lesson_point"]) for s in en_sections], f"{name}: the sections do not line up"
+    for k, (a, b) in enumerate(zip(en_sections, zh_sections, strict=True)):
+        for part in a:
+            assert b[part] == a[part], (
+                f"{name}, section {k}: {part} differ\n  English: {a[part]}\n  Chinese: {b[part]}")
 
 
 def test_what_the_markdown_comparison_sees():
@@ -208,6 +250,24 @@ def test_what_the_markdown_comparison_sees():
     assert zh_link("01_before_the_activation_per_token.ipynb") == "01_before_the_activation_per_token.ipynb"
     assert zh_link(bootstrap.colab_url(CORE[0])) == bootstrap.colab_url(f"zh/{CORE[0]}")
     assert zh_link("https://arxiv.org/abs/1607.06450") == "https://arxiv.org/abs/1607.06450"
+    code = "# NBVAL_IGNORE_OUTPUT\n# displays a widget\nx = f('#')  # the x\n\ny = 2\n"
+    assert without_comments(code) == "# NBVAL_IGNORE_OUTPUT\nx = f('#')\ny = 2"
+    assert without_comments(code.replace("# the x", "# 中文注释")) == without_comments(code)
+
+
+def test_what_the_section_comparison_sees():
+    def nb(*cells):
+        return nbformat.v4.new_notebook(cells=[
+            nbformat.v4.new_code_cell(c[5:]) if c.startswith("code:") else nbformat.v4.new_markdown_cell(c)
+            for c in cells])
+    one = nb("## 1 · A\n\nSee 1e-5.", "code:x = 1", "Then `x`.\n\n## 2 · B\n\nDone.")
+    split = nb("## 1 · A", "See 1e-5.", "code:x = 1", "Then `x`.", "## 2 · B\n\nDone.")
+    assert sections(one) == sections(split)
+    assert [(s["heading"], s["code cells"]) for s in sections(one)] == [(None, 0), (2, 1), (2, 0)]
+    moved = nb("## 1 · A\n\nSee 1e-5.", "Then `x`.\n\n## 2 · B\n\nDone.", "code:x = 1")
+    other_number = nb("## 1 · A\n\nSee 1e-6.", "code:x = 1", "Then `x`.\n\n## 2 · B\n\nDone.")
+    for changed in (moved, other_number):
+        assert sections(changed) != sections(one)
 
 
 def test_a_changed_message_card_or_number_is_caught():

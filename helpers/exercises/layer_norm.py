@@ -1,7 +1,8 @@
 """LayerNorm by hand (core notebooks 00 and 01, deep dive 14): the exercises and their checkers.
 
-- :func:`check_biased_variance` (deep dive 14) and :func:`check_output_variance` (core notebook
-  00): the formula, piece by piece.
+- :func:`check_layer_norm_last_dim` (core notebook 00: ``my_layer_norm(x, gamma, beta)``),
+  :func:`check_biased_variance` and :func:`check_output_variance` (deep dive 14): the formula,
+  piece by piece.
 - :func:`check_sentence_layer_norm`: LayerNorm per sentence (core notebook 01); the same over the real
   tokens of a padded batch is :func:`helpers.lessons.sequence.check_masked_sentence_layer_norm`,
   beside the reference it is checked against.
@@ -103,7 +104,118 @@ def check_sentence_layer_norm(fn: Callable[[torch.Tensor], torch.Tensor]) -> Ver
     return check("sentence_layer_norm", fn)
 
 
-# ---------------------------------- the formula, piece by piece (deep dive 14, core notebook 00)
+# ---------------------------------- the formula, piece by piece (core notebook 00, deep dive 14)
+
+__all__ += ["check_layer_norm_last_dim"]
+
+
+def _last_dim_reference(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    return F.layer_norm(x, x.shape[-1:], gamma, beta, eps=1e-5)
+
+
+def _tokens(shape: tuple[int, ...], mean: float = 0.0, std: float = 1.0, *,
+            affine: bool = True) -> Callable[[torch.Generator], tuple]:
+    """``(x, gamma, beta)``: randn tokens, and random gamma/beta (or 1 and 0) of shape ``(dim,)``."""
+    def make(g: torch.Generator) -> tuple:
+        x = torch.randn(shape, generator=g) * std + mean
+        dim = shape[-1]
+        if not affine:
+            return x, torch.ones(dim), torch.zeros(dim)
+        return x, 1.0 + 0.5 * torch.randn(dim, generator=g), torch.randn(dim, generator=g)
+
+    return make
+
+
+def _affine_slip(x, gamma, beta, *, dims=(-1,), **kwargs) -> torch.Tensor:
+    """A slip in the normalization (see ``_per_sentence``), then the right gamma and beta."""
+    return _per_sentence(x, dims, **kwargs) * gamma + beta
+
+
+def _without_keepdim(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """``x.mean(-1)`` without ``keepdim``: broadcasts against the features, or cannot broadcast."""
+    try:
+        mean, var = x.mean(-1), x.var(-1, unbiased=False)
+        return (x - mean) / torch.sqrt(var + 1e-5) * gamma + beta
+    except RuntimeError:  # shapes that do not broadcast: the learner's function raised as well
+        return x.new_empty(0)
+
+
+register(Exercise(
+    name="layer_norm_last_dim",
+    reference=_last_dim_reference,
+    cases=[
+        Case(Text("4 tokens x 4 features, gamma 1 and beta 0",
+                  "4 个 token × 4 个特征，gamma 为 1、beta 为 0"), _tokens((4, 4), affine=False)),
+        Case(Text("the lesson's shape (2, 3, 4), random gamma and beta",
+                  "课程里的形状 (2, 3, 4)，gamma 和 beta 随机"),
+             lambda g: (torch.rand(2, 3, 4, generator=g), *_tokens((4,))(g)[1:])),
+        Case(Text("5 tokens x 8 features, mean 3 and std 10",
+                  "5 个 token × 8 个特征，均值 3、标准差 10"), _tokens((5, 8), 3.0, 10.0)),
+        Case(Text("3 tokens whose 8 features barely differ (std 0.003)",
+                  "3 个 token，各自的 8 个特征几乎相同（标准差 0.003）"), _tokens((3, 8), 0.0, 0.003)),
+        Case(Text("2 tokens whose 4 features are all equal",
+                  "2 个 token，各自的 4 个特征全部相等"), _tokens((2, 4), 0.5, 0.0)),
+        Case(Text("4 tokens x 8 features around 10000 (std 500), gamma 1 and beta 0",
+                  "4 个 token × 8 个特征，在 10000 附近（标准差 500），gamma 为 1、beta 为 0"),
+             _tokens((4, 8), 1e4, 500.0, affine=False)),
+    ],
+    mistakes={
+        Text("`x.mean(-1)` drops the last dim, so `x - mean` lines each token's mean up with the "
+             "features, not with the token: pass `keepdim=True` to the mean and the variance.",
+             "`x.mean(-1)` 会去掉最后一维，于是 `x - mean` 把每个 token 的均值对齐到了特征上，而不是对齐到这个 token：求均值和方差时都要传 `keepdim=True`。"):
+            _without_keepdim,
+        Text("now divide the centred values by `sqrt(var + eps)`, then scale by gamma and shift by beta.",
+             "接下来把减去均值后的值除以 `sqrt(var + eps)`，再乘以 gamma 缩放、加上 beta 平移。"):
+            lambda x, gamma, beta: x - x.mean(-1, keepdim=True),
+        Text("now scale and shift: multiply by gamma, then add beta.",
+             "接下来缩放和平移：先乘以 gamma，再加上 beta。"):
+            lambda x, gamma, beta: _per_sentence(x, (-1,)),
+        Text("scale first, then shift: `x_hat * gamma + beta`, not `(x_hat + beta) * gamma`.",
+             "先缩放，再平移：`x_hat * gamma + beta`，而不是 `(x_hat + beta) * gamma`。"):
+            lambda x, gamma, beta: (_per_sentence(x, (-1,)) + beta) * gamma,
+        Text("gamma and beta are swapped: gamma (the weight) multiplies, beta (the bias) is added.",
+             "gamma 和 beta 弄反了：gamma（weight）用来乘，beta（bias）用来加。"):
+            lambda x, gamma, beta: _per_sentence(x, (-1,)) * beta + gamma,
+        Text("`x.var()` divides by n - 1 (unbiased); LayerNorm divides by n: "
+             "`x.var(-1, unbiased=False, keepdim=True)`.",
+             "`x.var()` 除以 n - 1（无偏）；LayerNorm 除以 n：`x.var(-1, unbiased=False, keepdim=True)`。"):
+            lambda x, gamma, beta: _affine_slip(x, gamma, beta, unbiased=True),
+        Text("eps goes inside the square root: `torch.sqrt(var + eps)`, not `torch.sqrt(var) + eps`.",
+             "eps 应放在根号里面：`torch.sqrt(var + eps)`，而不是 `torch.sqrt(var) + eps`。"):
+            lambda x, gamma, beta: _affine_slip(x, gamma, beta, eps_inside=False),
+        Text("divide by the standard deviation `sqrt(var + eps)`, not by the variance.",
+             "要除以标准差 `sqrt(var + eps)`，而不是除以方差。"):
+            lambda x, gamma, beta: (x - x.mean(-1, keepdim=True))
+            / (x.var(-1, unbiased=False, keepdim=True) + 1e-5) * gamma + beta,
+        Text("add eps = 1e-5 under the square root: it matters when the features barely differ, "
+             "and without it equal features give 0 / 0 = nan.",
+             "在根号里加上 eps = 1e-5：特征之间几乎没有差别时它很关键；没有它，特征全部相等时会得到 0 / 0 = nan。"):
+            lambda x, gamma, beta: (x - x.mean(-1, keepdim=True))
+            / x.var(-1, unbiased=False, keepdim=True).sqrt() * gamma + beta,
+        Text("you took one mean and variance over the whole tensor: each token needs its own, over "
+             "its features: `dim=-1, keepdim=True`.",
+             "你对整个张量只算了一个均值和方差：每个 token 都要在自己的特征上算自己的一组：`dim=-1, keepdim=True`。"):
+            lambda x, gamma, beta: _affine_slip(x, gamma, beta, dims=tuple(range(x.ndim))),
+        Text("you averaged over dim 0, across tokens (that is BatchNorm's direction): LayerNorm "
+             "averages each token over its own features, the last dim.",
+             "你在第 0 维上、跨 token 求了平均（那是 BatchNorm 的方向）：LayerNorm 对每个 token 在它自己的特征上求平均，也就是最后一维。"):
+            lambda x, gamma, beta: _affine_slip(x, gamma, beta, dims=(0,)),
+        _ONE_PASS_HINT:
+            lambda x, gamma, beta: (x - x.mean(-1, keepdim=True))
+            / torch.sqrt(_one_pass_var(x, (-1,)) + 1e-5) * gamma + beta,
+    },
+    hint=Text("per token: mean and biased variance over the last dim (keepdim=True), "
+              "x_hat = (x - mean) / sqrt(var + 1e-5), then x_hat * gamma + beta.",
+              "以 token 为单位：在最后一维上求均值和有偏方差（keepdim=True），x_hat = (x - mean) / sqrt(var + 1e-5)，然后算 x_hat * gamma + beta。"),
+    example="torch.randn(2, 3, 4), torch.ones(4), torch.zeros(4)",
+))
+
+
+def check_layer_norm_last_dim(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> Verdict:
+    """Check ``fn(x, gamma, beta)``: LayerNorm over the last dim with eps = 1e-5, ``x`` of shape
+    ``(*, dim)`` and ``gamma``, ``beta`` of shape ``(dim,)``: ``F.layer_norm(x, (dim,), gamma, beta)``."""
+    return check("layer_norm_last_dim", fn)
+
 
 register(Exercise(
     name="biased_variance",

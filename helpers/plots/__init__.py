@@ -12,6 +12,7 @@ The shared sizes and colours are in :mod:`helpers.plots.core`; each notebook's b
 are in a module named for what they draw. Everything is importable from here.
 """
 
+from helpers.plots.blocks import block_diagrams_figure, block_steps
 from helpers.plots.bn_vs_ln import (
     batch_noise_figure,
     batch_size_figure,
@@ -57,6 +58,8 @@ from helpers.plots.units import dependency_figure
 
 __all__ = [
     "ARM_COLOURS",
+    "block_diagrams_figure",
+    "block_steps",
     "DPI",
     "GEOMETRY_VIEWS",
     "HIGHLIGHT",

@@ -38,7 +38,7 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
-from helpers.exercises.layer_norm import check_output_variance
+from helpers.exercises.layer_norm import check_layer_norm_last_dim
 from helpers.widgets.deep_stack import deep_stack_demo
 
 # %% [markdown] lesson_point=1
@@ -70,8 +70,14 @@ print("BN, each column:\n", standardize(x, dim=0))
 print("LN, each row:\n", standardize(x, dim=-1))
 
 # %% [markdown]
-# BN turns each column into −1 and +1: only *which sample is larger* survives; LN keeps each
-# sample's own order of features. And BN's output for sample 0 depends on sample 1:
+# With a batch of two, BN turns each column into −1 and +1: each value sits one spread away from
+# the pair's mean, so only *which sample is larger* survives.
+#
+# LN keeps each sample's own order of features, but it loses the sample's scale. `[1, 2, 3]` and
+# `[30, 10, 20]` both become −1.22, 0 and 1.22, each in its own order. That sample 1 is ten times
+# larger than sample 0 is gone.
+#
+# And BN's output for sample 0 depends on sample 1:
 
 # %%
 other = x.clone()
@@ -95,57 +101,125 @@ assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=Fal
 # LN treats each token as §2's sample. $\mathrm{E}[x]$ and $\mathrm{Var}[x]$ are the mean and the
 # **biased** variance of its features: divide by `dim`, not `dim - 1` (`unbiased=False`); $\epsilon = 10^{-5}$ sits **inside** the
 # root (equal features give 0, not 0 / 0); $\gamma$ and $\beta$, one per feature, are learned by
-# backpropagation, starting at 1 and 0. On the lesson's shape `(batch, seq_len, dim)`:
+# backpropagation, starting at 1 and 0.
+#
+# In code, `x.mean(dim=-1, keepdim=True)` averages over the last dim and keeps it with size 1. On a
+# batch of shape `(batch, seq_len, dim)` the mean then has shape `(batch, seq_len, 1)`, so `x - mean`
+# subtracts each token's own mean from its features.
+
+# %% [markdown]
+# ### Your turn: write it
+#
+# Write `my_layer_norm(x, gamma, beta, eps=1e-5)`: LN over the last dim of `x`, with `gamma` and
+# `beta` of shape `(dim,)`. The function `standardize` in the section above is most of it. The
+# checker runs your function on six inputs, among them the ones that catch the usual slips, and
+# says what is still missing. The stub returns zeros, so it fails until you write the formula.
+
+# %%
+def my_layer_norm(x, gamma, beta, eps=1e-5):
+    return torch.zeros_like(x)  # TODO: the formula above
+
+
+check_layer_norm_last_dim(my_layer_norm)
+
+# %% [markdown]
+# <details><summary>Solution</summary>
+#
+# ```python
+# def my_layer_norm(x, gamma, beta, eps=1e-5):
+#     mean = x.mean(dim=-1, keepdim=True)  # E[x]: one per token
+#     var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # Var[x], biased: divide by dim
+#     return (x - mean) / torch.sqrt(var + eps) * gamma + beta
+# ```
+#
+# </details>
+
+# %% [markdown]
+# ### LayerNorm as a module
+#
+# In a model, LN is a module. It holds $\gamma$ and $\beta$ as `nn.Parameter`s: tensors that
+# backpropagation gives a gradient and the optimiser updates. Its `forward` is the function you just
+# wrote, so try the exercise before you read the next cell. PyTorch calls $\gamma$ `weight` and
+# $\beta$ `bias`, and so does this module: it can then load weights saved from `nn.LayerNorm`.
+
+# %%
+class LayerNorm(nn.Module):
+    """LayerNorm over the last dim, with a learned scale (gamma) and shift (beta) per feature."""
+
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))  # gamma, starts at 1
+        self.bias = nn.Parameter(torch.zeros(dim))  # beta, starts at 0
+
+    def forward(self, x):
+        mean = x.mean(dim=-1, keepdim=True)
+        var = x.var(dim=-1, unbiased=False, keepdim=True)  # biased: divide by dim
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+# %% [markdown]
+# Now compare it with `nn.LayerNorm` on the lesson's shape `(batch, seq_len, dim)`, with random
+# $\gamma$ and $\beta$ copied into both. A module's `state_dict` is the dictionary of its saved
+# tensors, by name. The two modules must have the same names, and give the same outputs and the
+# same gradients for `x`, $\gamma$ and $\beta$.
 
 # %%
 torch.manual_seed(0)
-x = torch.randn(2, 3, 4) * 3 + 5  # (batch, seq_len, dim)
-gamma, beta = torch.ones(4), torch.zeros(4)  # nn.LayerNorm(4)'s start
-eps = 1e-5
-
-mean = x.mean(dim=-1, keepdim=True)  # E[x]: one per token
-var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # Var[x], biased
-y = (x - mean) / torch.sqrt(var + eps) * gamma + beta
-
-# %% [markdown]
-# `keepdim=True` gives `mean` the shape (2, 3, 1), so `x - mean` subtracts each token's own mean
-# from its 4 features. PyTorch's module (`weight` and `bias` are $\gamma$ and $\beta$) and this
-# course's `helpers.layer_norm` (plain tensor operations) agree:
-
-# %%
-ln = nn.LayerNorm(4)
-print("parameters:", [name for name, _ in ln.named_parameters()], "| learned:", ln.weight.requires_grad)
-print("same as nn.LayerNorm and helpers.layer_norm:",
-      torch.allclose(y, ln(x), atol=1e-5) and torch.allclose(y, helpers.layer_norm(x, (4,)), atol=1e-5))
+ours, torchs = LayerNorm(4), nn.LayerNorm(4)
+with torch.no_grad():  # random gamma and beta, the same in both
+    ours.weight.normal_()
+    ours.bias.normal_()
+torchs.load_state_dict(ours.state_dict())
+x = (torch.randn(2, 3, 4) * 3 + 5).requires_grad_()  # (batch, seq_len, dim)
+out1, out2 = ours(x), torchs(x)
+upstream = torch.randn(2, 3, 4)  # a gradient arriving from the layers above
+grads1 = torch.autograd.grad(out1, [x, ours.weight, ours.bias], upstream)
+grads2 = torch.autograd.grad(out2, [x, torchs.weight, torchs.bias], upstream)
+print("state_dict keys:", list(ours.state_dict()), list(torchs.state_dict()))
+print("same outputs:", torch.allclose(out1, out2, atol=1e-5))
+same_grads = all(torch.allclose(a, b, atol=1e-4) for a, b in zip(grads1, grads2, strict=True))
+print("same gradients for x, gamma and beta:", same_grads)
 
 # %% [markdown] lesson_point=4
 # ## 4 · Mean 0 and variance 1, then gamma and beta
 #
-# Every token now has mean 0 and variance 1, to 4 decimals:
+# A fresh `LayerNorm(4)` starts with $\gamma = 1$ and $\beta = 0$. Its output has mean 0 and
+# variance 1 in every token, to 4 decimals:
 
 # %%
+ln = LayerNorm(4)
+y = ln(x).detach()  # detach: only the values, no gradient
 print("mean of each token:\n", y.mean(dim=-1).abs().round(decimals=4))
 print("variance of each token:\n", y.var(dim=-1, unbiased=False).round(decimals=4))
 
 # %% [markdown]
 # Why standardise, then rescale? $\gamma$ and $\beta$, learned per feature, let the network give
-# each feature the scale and centre the next layer needs (how far into tanh's curve it goes, say);
-# starting at 1 and 0, LN begins as pure standardisation. With $\gamma = 2$, $\beta = 0.5$:
+# each feature the scale and centre the next layer needs (how far into tanh's curve it goes, say).
+# Starting at 1 and 0, LN begins as pure standardisation. Here is $\gamma = 2$ and $\beta = 0.5$
+# for every feature:
 
 # %%
-gamma, beta = torch.full((4,), 2.0), torch.full((4,), 0.5)
-y2 = (x - mean) / torch.sqrt(var + eps) * gamma + beta
+with torch.no_grad():  # set gamma and beta by hand
+    ln.weight.fill_(2.0)
+    ln.bias.fill_(0.5)
+y2 = ln(x).detach()
 print("token 0: mean", round(y2[0, 0].mean().item(), 4), "std", round(y2[0, 0].std(unbiased=False).item(), 4))
 
 # %% [markdown]
-# Each token's mean is now $\beta$ and its spread $\gamma$.
+# Every feature has the same $\gamma$ and $\beta$ here, so each token's mean becomes $\beta$ and its
+# spread $\gamma$. After training, each feature has its own $\gamma$ and $\beta$: each feature is
+# then rescaled and shifted on its own, and a token's mean and spread are no longer simply
+# $\beta$ and $\gamma$.
 
 # %% [markdown]
 # ### See it: a deep stack, with and without LN
 #
 # Eight layers `Linear → tanh`, without and with LN before each tanh: what enters each tanh
-# (dark: layer 1, light: 8). Sliders scale the weights, as training might, and set $\gamma$,
-# $\beta$; they redraw when released.
+# (dark: layer 1, light: 8). One slider scales the weights, as training might; two set $\gamma$ and
+# $\beta$. The figure redraws when you release a slider.
+#
+# Watch what does not move. The weight scale changes the panel without LN, but not the panel with
+# LN: LN divides out any scale of its input, so there only $\gamma$ and $\beta$ move the values.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -161,34 +235,6 @@ demo
 # %%
 demo.snapshot(gain=0.5, gamma=2.0, beta=0.5)
 plt.show()
-
-# %% [markdown]
-# ## Your turn: how far under 1?
-#
-# The variances above print as 1, yet are just under it; for small variances, like the lesson's
-# (01 §8), it shows in the 4th decimal. Write `my_output_var(var, eps)`: LN's output variance
-# (no $\gamma$, $\beta$) for tokens of biased variance `var`. The stub fails on purpose: make the check pass.
-
-# %%
-def my_output_var(var, eps):
-    return torch.ones_like(var)  # TODO: exactly 1, always?
-
-
-check_output_variance(my_output_var)
-
-# %% [markdown]
-# <details><summary>Solution</summary>
-#
-# Dividing every value by $c$ divides the variance by $c^2$: dividing by $\sqrt{\mathrm{Var} + \epsilon}$
-# divides it by $\mathrm{Var} + \epsilon$.
-#
-# ```python
-# def my_output_var(var, eps):
-#     return var / (var + eps)
-# ```
-#
-#
-# </details>
 
 # %% [markdown]
 # ## Glossary: the lesson's terms

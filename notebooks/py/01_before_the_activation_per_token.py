@@ -37,37 +37,67 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
+from helpers.evidence import runner
 from helpers.exercises.layer_norm import check_sentence_layer_norm
+from helpers.experiments import placement_tuned
 from helpers.widgets.activation_input import activation_input_demo
 
 # %% [markdown] lesson_point=5
-# ## 5 · LN goes before the activation
+# ## 5 · The lesson: LN goes before the activation
 #
-# The lesson: LN, like BN, usually sits **before** the activation function (激活函数), the source
-# of non-linearity (非线性); after it, LN would standardise already non-linear outputs and may
-# damage the expressive power (表达能力). That reason stays brief; here is a concrete one, for tanh
-# on inputs far from mean 0 and std 1:
+# The lesson says: "LN 和 BN 一样，通常用在激活函数之前" (LN, like BN, usually sits before the
+# activation function). Its reason: after the activation, LN "会在已经非线性的输出上再做标准化，
+# 这可能破坏网络的表达能力" (would standardise outputs that are already non-linear, which may damage
+# what the network can express).
+#
+# Here is one concrete reason, and its limit. tanh is almost flat beyond ±0.97: inputs that differ
+# there come out almost the same. `tanh(3)` is 0.995 and `tanh(6)` is 1.000, so a difference of 3
+# is erased, and the gradient through either input is close to 0.
+#
+# When does that happen? When what enters tanh has a large spread, as when a layer's weights grow
+# during training. Below, the Linear's input is already on one scale; its weights are first as
+# PyTorch starts them, then 8 times larger.
 
 # %%
 torch.manual_seed(0)
-linear, ln = nn.Linear(16, 16), nn.LayerNorm(16)
-z = linear(torch.randn(256, 16) * 4 + 3)  # 256 tokens, far from mean 0 and std 1
-
-ln_first = torch.tanh(ln(z))  # the lesson's order: Linear -> LN -> tanh
-no_ln = torch.tanh(z)  # no LN before tanh (as when LN comes after it)
-for name, t in [("LN first", ln_first), ("no LN before tanh", no_ln)]:
-    print(f"{name}: {(t.abs() > 0.97).float().mean():.0%} beyond ±0.97, average slope {(1 - t**2).mean():.2f}")
+h = torch.randn(256, 16)  # the previous layer's output: 256 tokens of 16 features, on one scale
+ln = nn.LayerNorm(16)
+for growth in (1, 8):
+    linear = nn.Linear(16, 16)
+    with torch.no_grad():
+        linear.weight *= growth  # weights that grew in training
+    z = linear(h)
+    for name, t in [("LN first", torch.tanh(ln(z))), ("no LN", torch.tanh(z))]:
+        print(f"weights x{growth}, {name}: {(t.abs() > 0.97).float().mean():.0%} of values on tanh's flat tails")
 
 # %% [markdown]
-# Beyond ±0.97 tanh is almost flat. Its slope, $1 - \tanh^2$, multiplies the gradient that
-# reaches the weights before it: with LN first it is about twice as large here. LN after tanh
-# would rescale what tanh left, but what the flat tails erased does not come back.
+# With the larger weights and no LN, most values land on the flat tails. With LN first the share
+# stays small whatever the weights, because LN removes the input's scale.
+#
+# The limit: with the starting weights, LN first puts *more* values on the tails than no LN does.
+# And $\gamma$ can learn to push values back out. So this is a reason LN before tanh can help, not
+# a rule that it always does. LN after tanh would rescale what tanh left, but what the flat tails
+# erased does not come back.
+#
+# ReLU has no flat tail on the positive side. LN first centres each token at 0, so ReLU zeroes
+# about half of each token's features; $\beta$ moves that share:
+
+# %%
+print(f"ReLU after LN, beta 0: {(torch.relu(ln(z)) == 0).float().mean():.0%} of values zeroed")
+with torch.no_grad():
+    ln.bias.fill_(0.5)
+print(f"ReLU after LN, beta 0.5: {(torch.relu(ln(z)) == 0).float().mean():.0%} of values zeroed")
 
 # %% [markdown]
 # ### See it: what enters tanh, ReLU and GELU
 #
-# The same effect, now movable. Sliders move `z`'s centre and spread. Left: LN first; right: LN
+# Sliders move the centre and the spread of `z`, the Linear's output. Left: LN first; right: LN
 # last. Blue: what enters the activation; red: what comes out of LN and activation together.
+#
+# Watch what does not move. The left panel stays the same at every setting: LN removes any centre
+# and spread, so LN of `a * z + c` is LN of `z`. On the right, the activation sees `z` itself. With
+# ReLU, LN first zeroes about half of each token at every setting; LN last zeroes anywhere from
+# none to all of it, depending on the centre.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -83,7 +113,22 @@ demo.snapshot(activation="tanh", shift=2.0, scale=3.0)
 plt.show()
 
 # %% [markdown]
-# How the order changes *training*: deep dive [12](12_where_the_norm_goes.ipynb).
+# What about training? Stored runs trained small MLPs with LN before and with LN after tanh, ReLU
+# and GELU, from several seeds (random starts) each, each at its best learning rate. Here is how
+# much higher or lower the final loss ends with LN first, read from the stored results:
+
+# %%
+placement = runner.load("placement_tuned").records
+print(f"MLPs of {placement_tuned.DEPTH} layers of {placement_tuned.WIDTH} units; final loss with LN first, against LN last:")
+for act in ("tanh", "relu", "gelu"):
+    v = placement[f"final loss, {act}, LN -> act vs act -> LN"]
+    low, high = sorted((-v.high, -v.low))  # stored as 1 - first/last: turned into first/last - 1
+    print(f"{act}: {-v.estimate:+.1%} ({v.n} seeds put it between {low:+.1%} and {high:+.1%})")
+    assert -0.03 < low and high < 0.03
+
+# %% [markdown]
+# The differences are within a few percent: in these small models, the order hardly matters. How
+# the runs were made, and LN's places in a Transformer: deep dive [12](12_where_the_norm_goes.ipynb).
 
 # %% [markdown] lesson_point=6
 # ## 6 · What `normalized_shape` decides
@@ -102,10 +147,31 @@ for shape in [(dim,), (seq_len, dim)]:
     print(f"normalized_shape={shape}: {x.numel() // gamma.numel()} groups, gamma of shape {tuple(gamma.shape)}")
 
 # %% [markdown]
-# Per token (以 token 为单位): 2 × 3 = 6 groups. Per sentence (以句子为单位): 2 groups of 12 values,
-# and $\gamma$ has an entry per position: one sentence length only (try
-# `nn.LayerNorm((3, 4))(torch.rand(2, 5, 4))`). Transformers normalise per token (padding, and a
-# slider that scales one token: deep dive [16](16_sequences_padding_and_masks.ipynb)).
+# Per token (以 token 为单位): 2 × 3 = 6 groups. Per sentence (以句子为单位): 2 groups of 12 values.
+#
+# Which one, and when? Transformers normalise per token, for four reasons:
+#
+# - Sentences differ in length. Per sentence, $\gamma$ has one entry per position, so the module
+#   fits one length only: `nn.LayerNorm((3, 4))` refuses a batch of shape `(2, 5, 4)`.
+# - A batch pads short sentences to one length. Per sentence, the padding enters every real
+#   token's mean and variance.
+# - A causal model predicts each token from the tokens before it. Per sentence, each token's mean
+#   and variance include the later tokens, so the future leaks in.
+# - One loud token moves every other token of its sentence. Here token 2 of sentence 0 gets 100
+#   times larger, and we look at token 0:
+
+# %%
+loud = x.clone()
+loud[0, 2] *= 100  # sentence 0, token 2: a loud token
+for shape in [(dim,), (seq_len, dim)]:
+    norm = nn.LayerNorm(shape)
+    print(f"normalized_shape={shape}: token 0 changed:", not torch.equal(norm(loud)[0, 0], norm(x)[0, 0]))
+
+# %% [markdown]
+# Per token, each token's output depends on that token alone. Per sentence suits inputs of one
+# fixed shape, where every value of a sample should share one scale: over a whole image, for
+# example, it is `nn.GroupNorm` with one group. Padding and masks in more depth: deep dive
+# [16](16_sequences_padding_and_masks.ipynb).
 
 # %% [markdown] lesson_point=7
 # ## 7 · No running statistics
@@ -213,7 +279,8 @@ check_sentence_layer_norm(my_sentence_layer_norm)
 # %% [markdown]
 # ## Summary
 #
-# - LN before the activation keeps its input on the curved part; after it, what a flat part erased stays lost.
+# - The lesson puts LN before the activation. LN first keeps tanh's input off the flat tails even
+#   when the weights grow; in small trained MLPs the order changed the final loss by a few percent at most.
 # - `normalized_shape=dim`: per token; `(seq_len, dim)`: per sentence. No running statistics.
 #
 # Next: [02 · LayerNorm in a Transformer](02_layernorm_in_a_transformer.ipynb).

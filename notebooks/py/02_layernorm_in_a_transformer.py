@@ -29,9 +29,9 @@ import helpers  # noqa: E402,F401
 # %% [markdown]
 # # 02 · LayerNorm in a Transformer
 #
-# **What you will learn**: a Pre-LN Transformer block with `nn.LayerNorm`, then `helpers.LayerNorm`
-# swapped in; where LN sits in GPT, and RMSNorm in LLaMA; what stored experiments say about the
-# lesson's claims. [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/02_layernorm_in_a_transformer.ipynb)
+# **What you will learn**: a Transformer block built with the `LayerNorm` you wrote in 00; its two
+# forms, Pre-LN and Post-LN, each checked against PyTorch's own layer; why Pre-LN won; RMSNorm in
+# LLaMA; and what stored experiments say about Pre-LN and about the lesson's claims. [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/02_layernorm_in_a_transformer.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
@@ -39,68 +39,138 @@ import torch
 from IPython.display import HTML
 from torch import nn
 
+from helpers.evidence import runner
 from helpers.evidence.card import evidence_card
 from helpers.exercises.layer_norm_at_work import check_rms_norm
+from helpers.experiments import deep_transformer
+from helpers.plots.blocks import block_diagrams_figure
 from helpers.widgets.residual_stream import residual_stream_demo
 
 # %% [markdown]
-# ## A Pre-LN block
+# ## 1 · Your LayerNorm, again
 #
-# Two sub-layers: attention (each token gathers from earlier ones, in `n_heads` parallel parts;
-# the *causal mask* hides later ones) and an MLP (`Linear → GELU → Linear`; GELU is a smooth ReLU),
-# each added to its input (a *residual connection*). **Pre-LN**, as in GPT-2, puts LN at each
-# sub-layer's input. You need not know attention's inside: only where LN sits.
+# This is the module you built in 00, typed again so that this notebook runs on its own. The blocks
+# below are built with it.
 
 # %%
-class Block(nn.Module):
-    """Pre-LN: x + attention(LN(x)), then x + MLP(LN(x)); `norm` builds the two LNs."""
+class LayerNorm(nn.Module):
+    """LayerNorm over the last dim, with a learned scale (gamma) and shift (beta) per feature."""
 
-    def __init__(self, d_model, n_heads, norm=nn.LayerNorm):
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))  # gamma, starts at 1
+        self.bias = nn.Parameter(torch.zeros(dim))  # beta, starts at 0
+
+    def forward(self, x):
+        mean = x.mean(dim=-1, keepdim=True)
+        var = x.var(dim=-1, unbiased=False, keepdim=True)  # biased: divide by dim
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+# %% [markdown]
+# ## 2 · A Transformer block, in two forms
+#
+# A *Transformer* is a stack of blocks. Each block has two sub-layers. *Attention* lets each token
+# gather information from the tokens before it; a *causal mask* hides the later ones, so a model
+# that predicts the next token cannot peek at it. The *MLP* works on each token alone
+# (`Linear → GELU → Linear`; GELU is a smooth ReLU). You need not know attention's inside here:
+# only where LN sits.
+#
+# Each sub-layer's output is added to its input: a *residual connection*. The running sum that
+# flows from block to block is the *residual stream*. LN can sit in two places:
+#
+# - **Pre-LN** (GPT-2): LN at each sub-layer's input, `x + attn(LN(x))`. The stream itself is never
+#   normalised.
+# - **Post-LN** (the original Transformer of 2017): LN after each addition, `LN(x + attn(x))`. The
+#   stream is normalised after every sub-layer.
+
+# %%
+def causal_mask(n):
+    return torch.ones(n, n, dtype=torch.bool).triu(1)  # True: may not attend (a later token)
+
+
+class CausalSelfAttention(nn.MultiheadAttention):
+    def forward(self, x):
+        return super().forward(x, x, x, attn_mask=causal_mask(x.shape[1]), need_weights=False)[0]
+
+
+class PreLN(nn.Module):
+    def __init__(self, d_model, n_heads, norm=LayerNorm):
         super().__init__()
         self.ln_1, self.ln_2 = norm(d_model), norm(d_model)
-        self.attn = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+        self.attn = CausalSelfAttention(d_model, n_heads, batch_first=True)
         self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
 
     def forward(self, x):
-        causal = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).triu(1)  # True: may not attend
-        h = self.ln_1(x)
-        x = x + self.attn(h, h, h, attn_mask=causal, need_weights=False)[0]
+        x = x + self.attn(self.ln_1(x))
         return x + self.mlp(self.ln_2(x))
 
+
+class PostLN(PreLN):  # the same parts, LN in other places
+    def forward(self, x):
+        x = self.ln_1(x + self.attn(x))
+        return self.ln_2(x + self.mlp(x))
+
 # %% [markdown]
-# LN here comes before each sub-layer's first Linear, not between a Linear and its activation as in 01 §5;
-# either way, what comes next sees values on one scale. GPT stacks blocks and adds a final LN
-# before predicting the next token (GPT-2's `ln_1`, `ln_2`, `ln_f`; here `ln_f` is named `2`):
+# The two blocks, drawn from their own `forward` (traced with `torch.fx`, which records each step
+# the code takes). An orange box is an LN; a blue arc is a residual connection. In Pre-LN the arcs
+# join into one path from `x` to `out` that no LN touches. In Post-LN every path passes through an LN.
 
 # %%
-def tiny_gpt(norm, d_model=32, n_heads=4):
-    return nn.Sequential(Block(d_model, n_heads, norm), Block(d_model, n_heads, norm), norm(d_model))
-
-
 torch.manual_seed(0)
-gpt = tiny_gpt(nn.LayerNorm)
-print("LayerNorms:", [name for name, m in gpt.named_modules() if isinstance(m, nn.LayerNorm)])
+fig = block_diagrams_figure({"Pre-LN": PreLN(32, 4), "Post-LN": PostLN(32, 4)})
+plt.show()
 
 # %% [markdown]
-# LN before attention, before the MLP, and at the end. **The swap**: `helpers.LayerNorm` is 00 §3's
-# formula as a module: same weights (`load_state_dict`), training mode (`.train()`), same outputs and
-# gradients. The loss cubes the outputs: LN's outputs have mean 0, so a plain sum sends no gradient.
+# ## 3 · The same as PyTorch's encoder layer
+#
+# PyTorch ships both forms as `nn.TransformerEncoderLayer`: `norm_first=True` is Pre-LN,
+# `norm_first=False` is Post-LN. Give it our settings (no dropout, `activation="gelu"`,
+# `dim_feedforward=4 * d_model`), copy our weights in under its names (`KEY_MAP`), and pass the
+# causal mask as `src_mask`. Both modules run in training mode (`.train()`, the mode in which
+# dropout acts; LN acts the same in both modes). Outputs and gradients must agree.
 
 # %%
-ours = tiny_gpt(helpers.LayerNorm)
-ours.load_state_dict(gpt.state_dict())
-x = torch.randn(2, 5, 32)  # 2 sequences of 5 token embeddings
-out_torch, out_ours = gpt.train()(x), ours.train()(x)
-((out_torch**3).sum() + (out_ours**3).sum()).backward()
-pairs = zip(gpt.parameters(), ours.parameters(), strict=True)
-same_grads = all(torch.allclose(p.grad, q.grad, atol=1e-4) for p, q in pairs)
-print("same outputs:", torch.allclose(out_torch, out_ours, atol=1e-5), "| same gradients:", same_grads)
+KEY_MAP = {"ln_1.": "norm1.", "ln_2.": "norm2.", "attn.": "self_attn.", "mlp.0.": "linear1.", "mlp.2.": "linear2."}
+
+
+def torch_name(name):  # our parameter's name -> nn.TransformerEncoderLayer's
+    prefix = next(p for p in KEY_MAP if name.startswith(p))
+    return KEY_MAP[prefix] + name[len(prefix):]
+
+
+x = torch.randn(2, 5, 32, requires_grad=True)  # 2 sequences of 5 tokens, 32 features each
+upstream = torch.randn(2, 5, 32)  # a gradient arriving from above
+for Block, norm_first in ((PreLN, True), (PostLN, False)):
+    ours = Block(32, 4).train()
+    theirs = nn.TransformerEncoderLayer(32, 4, dim_feedforward=4 * 32, dropout=0.0, activation="gelu",
+                                        batch_first=True, norm_first=norm_first).train()
+    theirs.load_state_dict({torch_name(k): v for k, v in ours.state_dict().items()})
+    out1, out2 = ours(x), theirs(x, src_mask=causal_mask(5))
+    params2 = [theirs.get_parameter(torch_name(k)) for k, _ in ours.named_parameters()]  # in our order
+    grads1 = torch.autograd.grad(out1, [x, *ours.parameters()], upstream)
+    grads2 = torch.autograd.grad(out2, [x, *params2], upstream)
+    print(f"{Block.__name__} vs norm_first={norm_first}: same outputs:", torch.allclose(out1, out2, atol=1e-5),
+          "| same gradients:", all(torch.allclose(a, b, atol=1e-4) for a, b in zip(grads1, grads2, strict=True)))
+
+# %% [markdown]
+# ## 4 · Why Pre-LN won
+#
+# Xiong et al. (2020) give the reason. In Pre-LN, the residual connections form an identity path:
+# the input reaches the output, and the gradient flows back, through additions only. In Post-LN,
+# every block normalises the sum, so every path goes through an LN. At initialisation, the
+# gradients of Post-LN's weights near the output are large, and they stay large however deep the
+# model is; in Pre-LN they shrink as the model gets deeper. So Post-LN needs a *warm-up* (a learning
+# rate that starts small and grows) or small rates, and Pre-LN trains without.
 
 # %% [markdown]
 # ### See it: the residual stream and what attention sees
 #
-# Eight Pre-LN blocks. Left: the *residual stream* `x` entering each block (dark: block 1);
-# right: what the norm hands to attention. The stream grows; attention's input does not.
+# Eight Pre-LN blocks. Left: the residual stream `x` entering each block (dark: block 1, light:
+# block 8); right: what the norm hands to attention. The slider scales what each sub-layer adds to
+# the stream; the dropdown picks the norm. The slider moves the stream, but attention's input keeps
+# spread 1 at every setting: the norm divides out the stream's scale. With "no norm", attention sees
+# the stream itself, which grows so much that most of it leaves the figure (the title gives its std).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -110,14 +180,77 @@ demo
 
 # %% [markdown]
 # LayerNorm, sub-layer outputs scaled by 2: the stream's spread grows about fivefold over eight
-# blocks; attention's input stays at 1.
+# blocks, and attention's input stays at 1.
 
 # %%
 demo.snapshot(norm="LayerNorm", branch_scale=2.0)
 plt.show()
 
 # %% [markdown]
-# ## LLaMA: RMSNorm in the same places
+# ### The final LN
+#
+# So a Pre-LN model ends with one more LN. Its stream is never normalised: it is the input plus every
+# sub-layer's output, and it grows with depth (the widget above shows it). The final LN (GPT-2's
+# `ln_f`) puts it back on one scale before the layer that predicts the next token. In Xiong et al.'s
+# analysis this final LN, dividing by a stream that grows with depth, is also why Pre-LN's
+# gradients near the output shrink. Post-LN needs no final LN: its last step already is one.
+
+# %%
+def tiny_gpt(norm, d_model=32, n_heads=4):
+    return nn.Sequential(PreLN(d_model, n_heads, norm), PreLN(d_model, n_heads, norm), norm(d_model))
+
+
+torch.manual_seed(0)
+gpt = tiny_gpt(LayerNorm)
+print("LayerNorms:", [name for name, m in gpt.named_modules() if isinstance(m, LayerNorm)])
+
+# %% [markdown]
+# Two blocks, then the final LN (here named `2`, its place in the `nn.Sequential`).
+
+# %% [markdown]
+# ### What stored experiments say
+#
+# A small Transformer learned to copy a sequence of tokens, on a CPU. Each form was trained from
+# several seeds (different random starts), each at the learning rate that suits it best. The
+# measure is the number of steps until the loss falls halfway from where a model that copies
+# nothing stands to the best possible loss. The numbers below are read from the stored results.
+
+# %%
+stored = runner.load("deep_transformer").records
+steps = stored["steps, Pre-LN vs Post-LN"]
+assert steps.favoured == "Pre-LN" and steps.low > 0  # fewer steps, by a clear margin
+for arm in ("Post-LN", "Post-LN + warm-up"):  # fails at Pre-LN's best rate: no seed gets below the target
+    assert stored[f"at Pre-LN's best rate, {arm}"].answer == "yes"
+print(f"Model: {deep_transformer.BLOCKS} blocks of width {deep_transformer.WIDTH}, {deep_transformer.HEADS} heads;"
+      f" task: copy {deep_transformer.N_COPY} tokens; {steps.n} seeds per form.")
+print(f"Pre-LN needed about {steps.estimate:.0%} fewer steps than Post-LN"
+      f" (with {steps.n} seeds, somewhere between {steps.low:.0%} and {steps.high:.0%}).")
+runner.print_verdicts("deep_transformer", "steps per seed, Pre-LN vs Post-LN", "largest stable rate, Post-LN",
+                      "largest stable rate, Post-LN + warm-up")
+
+# %% [markdown]
+# Pre-LN got there in fewer steps. At Pre-LN's best rate Post-LN did not train, with or without a
+# short warm-up, so Post-LN had to use a smaller rate. That is the direction Xiong et al. report.
+# These are tiny models on one synthetic task: the runs show the direction, not the size of the
+# effect in a large model. How the runs were made, and the other places for LN: deep dive
+# [12](12_where_the_norm_goes.ipynb).
+
+# %% [markdown]
+# ## 5 · Swap in `helpers.LayerNorm` or `nn.LayerNorm`
+#
+# Your `LayerNorm`, `helpers.LayerNorm` (the same formula, in this course's package) and
+# PyTorch's `nn.LayerNorm` share the parameter names `weight` and `bias`. So the same weights load
+# into all three models (`load_state_dict`), and all three give the same outputs. (00 checked your
+# gradients against `nn.LayerNorm`'s.)
+
+# %%
+for name, norm in (("helpers.LayerNorm", helpers.LayerNorm), ("nn.LayerNorm", nn.LayerNorm)):
+    other = tiny_gpt(norm)
+    other.load_state_dict(gpt.state_dict())
+    print(f"{name}: same outputs:", torch.allclose(other(x), gpt(x), atol=1e-5))
+
+# %% [markdown]
+# ## 6 · LLaMA: RMSNorm in the same places
 #
 # LLaMA-style models (Touvron et al. 2023) keep these places but use **RMSNorm** (Zhang & Sennrich 2019): no mean
 # subtracted, no $\beta$; each token divided by its root mean square, times a learned `weight`:
@@ -127,8 +260,8 @@ plt.show()
 # %% [markdown]
 # ## Your turn: RMSNorm by hand
 #
-# Write `my_rms_norm(x, weight)` over the last dim, `eps = 1e-6` (LLaMA's). The stub, LN, fails
-# on purpose.
+# Write `my_rms_norm(x, weight)` over the last dim, with `eps = 1e-6` as in LLaMA 1's released
+# models (Llama 2 and 3 use 1e-5). The stub is LN, so it fails on purpose.
 
 # %%
 def my_rms_norm(x, weight, eps=1e-6):
@@ -154,8 +287,7 @@ check_rms_norm(my_rms_norm)
 #
 # The lesson's claims, and one on Post-LN, each tested in small experiments run many times; each
 # line is computed from the stored results and links to its deep dive. *Steps*: training steps to a
-# target loss; *Post-LN*: LN after each residual addition (the original Transformer); *warm-up*: a
-# learning rate that starts small.
+# target loss.
 
 # %%
 HTML(evidence_card())
@@ -167,13 +299,23 @@ HTML(evidence_card())
 # %% [markdown]
 # ## Summary
 #
-# - Pre-LN: `x + attention(LN(x))`, `x + MLP(LN(x))`, a final LN; `helpers.LayerNorm` drops in.
+# - You built a Transformer block with your own `LayerNorm`, in both forms, and checked each against
+#   `nn.TransformerEncoderLayer`. `helpers.LayerNorm` and `nn.LayerNorm` drop in for yours.
+# - Pre-LN: `x + attn(LN(x))`, `x + mlp(LN(x))`, and a final LN, because the stream itself is never
+#   normalised. Post-LN: `LN(x + attn(x))`, `LN(x + mlp(x))`.
+# - Pre-LN won because its identity path keeps the gradients near the output small at
+#   initialisation, so it trains without warm-up (Xiong et al. 2020). The stored runs agree, on
+#   tiny models.
 # - The norm keeps each sub-layer's input on one scale; LLaMA uses RMSNorm there.
 # - Whether LN speeds training up depends on the model: the card above.
 
 # %% [markdown]
 # ## References
 #
+# - A. Vaswani et al., *Attention Is All You Need*, NeurIPS 2017, section 3.1 (Post-LN),
+#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762).
+# - R. Xiong et al., *On Layer Normalization in the Transformer Architecture*, ICML 2020,
+#   [arXiv:2002.04745](https://arxiv.org/abs/2002.04745).
 # - A. Radford et al., *Language Models are Unsupervised Multitask Learners*, OpenAI, 2019
 #   section 2.3,
 #   [PDF](https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf).

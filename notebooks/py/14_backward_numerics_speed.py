@@ -43,7 +43,7 @@ import helpers  # noqa: E402,F401
 # Each is shown below with code and measured numbers; no stored training run is involved.
 #
 # This notebook looks inside LayerNorm (LN, 层归一化) the way the people who write its kernels do.
-# Four questions, each answered with code and measured numbers, then three exercises:
+# Four questions, each answered with code and measured numbers, then four exercises:
 #
 # 1. **What is LN's gradient?** We derive $dx$, $d\gamma$ and $d\beta$ by hand, write them as a
 #    `torch.autograd.Function` that keeps only the input, the weight and two numbers per row
@@ -60,8 +60,8 @@ import helpers  # noqa: E402,F401
 #    achieved bandwidth against the machine's copy bandwidth) and re-measure one small size live;
 #    and we compare RMSNorm with LN.
 #
-# The exercises: write the biased variance, the gradient and Chan's merge yourself, with instant
-# feedback.
+# The exercises: write the biased variance, the gradient, Chan's merge and LN's output variance
+# yourself, with instant feedback.
 #
 # Every claim is shown by a cell below or cited; the claims ledger at the end lists which, with its outcome.
 
@@ -80,7 +80,7 @@ from torch.utils import benchmark
 from helpers import LayerNormFunction, one_pass, plots
 from helpers.evidence import claims
 from helpers.exercises.checking import compare
-from helpers.exercises.layer_norm import check_biased_variance
+from helpers.exercises.layer_norm import check_biased_variance, check_output_variance
 from helpers.exercises.numerics import check_chan_merge_m2, check_layer_norm_backward
 from helpers.experiments.drift import fit_gamma_beta
 from helpers.lessons.memory_and_speed import count_full_passes, load_results, saved_bytes_table
@@ -618,7 +618,7 @@ print("F.layer_norm, default: ", F.layer_norm(constant, (4,)).tolist())
 # %% [markdown]
 # `eps` does more than avoid $0 / 0$: for a token whose variance is comparable to `eps`, it
 # decides how much the token is flattened (its output variance is
-# $\mathrm{Var}/(\mathrm{Var} + \epsilon)$, core notebook [00](00_what_layernorm_computes.ipynb)). Without it, LN would blow differences of any size,
+# $\mathrm{Var}/(\mathrm{Var} + \epsilon)$: exercise 4 below). Without it, LN would blow differences of any size,
 # however tiny, up to a standard deviation of 1; `eps` decides where that stops.
 
 # %% [markdown]
@@ -947,6 +947,32 @@ check_chan_merge_m2(merge_m2)
 # def merge_m2(n_a, mean_a, m2_a, n_b, mean_b, m2_b):
 #     delta = mean_b - mean_a  # the distance between the two blocks' means
 #     return m2_a + m2_b + delta * delta * n_a * n_b / (n_a + n_b)
+# ```
+#
+# </details>
+
+# %% [markdown]
+# **4.** How far under 1? LN's output variance prints as 1, yet is just under it. For small
+# variances, like the lesson's in core notebook [01](01_before_the_activation_per_token.ipynb),
+# it shows in the 4th decimal. Write `my_output_var(var, eps)`: LN's output variance (no
+# $\gamma$, $\beta$) for tokens of biased variance `var`. The stub fails on purpose.
+
+# %%
+def my_output_var(var, eps):
+    return torch.ones_like(var)  # TODO: exactly 1, always?
+
+
+check_output_variance(my_output_var)
+
+# %% [markdown]
+# <details><summary>Solution</summary>
+#
+# Dividing every value by $c$ divides the variance by $c^2$: dividing by $\sqrt{\mathrm{Var} + \epsilon}$
+# divides it by $\mathrm{Var} + \epsilon$.
+#
+# ```python
+# def my_output_var(var, eps):
+#     return var / (var + eps)
 # ```
 #
 # </details>

@@ -38,7 +38,7 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
-from helpers.exercises.layer_norm import check_output_variance
+from helpers.exercises.layer_norm import check_layer_norm_last_dim
 from helpers.widgets.deep_stack import deep_stack_demo
 
 # %% [markdown] lesson_point=1
@@ -66,7 +66,11 @@ print("BN, each column:\n", standardize(x, dim=0))
 print("LN, each row:\n", standardize(x, dim=-1))
 
 # %% [markdown]
-# BN 把每一列都变成了 −1 和 +1：只剩下*哪个样本更大*这一点信息；LN 保留了每个样本自己各个特征之间的大小顺序。而且 BN 对样本 0 的输出还取决于样本 1：
+# 批次里只有两个样本时，BN 把每一列都变成了 −1 和 +1：每个值都离这两个数的均值正好一个标准差，所以只剩下“哪个样本更大”这一点信息。
+#
+# LN 保留了每个样本自己各个特征之间的大小顺序，但丢掉了样本自身的尺度。`[1, 2, 3]` 和 `[30, 10, 20]` 都变成了 −1.22、0 和 1.22，只是顺序各不相同。样本 1 比样本 0 大十倍这件事，LN 之后就看不出来了。
+#
+# 而且 BN 对样本 0 的输出还取决于样本 1：
 
 # %%
 other = x.clone()
@@ -84,51 +88,104 @@ assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=Fal
 #
 # $$y = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}} \cdot \gamma + \beta$$
 #
-# *token* 是句子里的一个词（或词的一部分），由 `dim` 个数字表示，这些数字就是它的*特征*；LN 把每个 token 当作 §2 里的一个样本。$\mathrm{E}[x]$ 和 $\mathrm{Var}[x]$ 是这些特征的均值和**有偏**方差：除以 `dim`，而不是 `dim - 1`（`unbiased=False`）；$\epsilon = 10^{-5}$ 放在根号**里面**（原课程说它“用于避免除以零的情况”：特征全部相等时结果是 0，而不是 0 / 0）；$\gamma$ 和 $\beta$ 每个特征各一个，通过反向传播学习，初始值分别是 1 和 0。下面用原课程的输入形状 `(batch, seq_len, dim)` 来算：
+# *token* 是句子里的一个词（或词的一部分），由 `dim` 个数字表示，这些数字就是它的*特征*；LN 把每个 token 当作 §2 里的一个样本。$\mathrm{E}[x]$ 和 $\mathrm{Var}[x]$ 是这些特征的均值和**有偏**方差：除以 `dim`，而不是 `dim - 1`（`unbiased=False`）；$\epsilon = 10^{-5}$ 放在根号**里面**（原课程说它“用于避免除以零的情况”：特征全部相等时结果是 0，而不是 0 / 0）；$\gamma$ 和 $\beta$ 每个特征各一个，通过反向传播学习，初始值分别是 1 和 0。
+#
+# 写成代码时，`x.mean(dim=-1, keepdim=True)` 在最后一维上求平均，并把这一维保留下来，长度为 1。对形状为 `(batch, seq_len, dim)` 的一批数据，均值的形状就是 `(batch, seq_len, 1)`，于是 `x - mean` 从每个 token 的特征里减去的是这个 token 自己的均值。
+
+# %% [markdown]
+# ### 动手练习：自己写出来
+#
+# 写一个 `my_layer_norm(x, gamma, beta, eps=1e-5)`：在 `x` 的最后一维上做 LN，`gamma` 和 `beta` 的形状都是 `(dim,)`。上一节的函数 `standardize` 已经完成了大部分工作。检查器会用六组输入运行你的函数，其中包括专门用来发现常见错误的输入，并告诉你还缺什么。初始代码返回全零，所以在你写出公式之前，检查不会通过。
+
+# %%
+def my_layer_norm(x, gamma, beta, eps=1e-5):
+    return torch.zeros_like(x)  # TODO: the formula above
+
+
+check_layer_norm_last_dim(my_layer_norm)
+
+# %% [markdown]
+# <details><summary>参考答案</summary>
+#
+# ```python
+# def my_layer_norm(x, gamma, beta, eps=1e-5):
+#     mean = x.mean(dim=-1, keepdim=True)  # E[x]: one per token
+#     var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # Var[x], biased: divide by dim
+#     return (x - mean) / torch.sqrt(var + eps) * gamma + beta
+# ```
+#
+# </details>
+
+# %% [markdown]
+# ### 把 LayerNorm 写成模块
+#
+# 在模型里，LN 是一个模块。它把 $\gamma$ 和 $\beta$ 存成 `nn.Parameter`：反向传播会为这种张量算出梯度，优化器会更新它们。它的 `forward` 就是你刚写的函数，所以请先做完上面的练习，再看下一个单元。PyTorch 把 $\gamma$ 叫作 `weight`，把 $\beta$ 叫作 `bias`，这个模块也用这两个名字，这样它就能载入从 `nn.LayerNorm` 保存下来的权重。
+
+# %%
+class LayerNorm(nn.Module):
+    """LayerNorm over the last dim, with a learned scale (gamma) and shift (beta) per feature."""
+
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))  # gamma, starts at 1
+        self.bias = nn.Parameter(torch.zeros(dim))  # beta, starts at 0
+
+    def forward(self, x):
+        mean = x.mean(dim=-1, keepdim=True)
+        var = x.var(dim=-1, unbiased=False, keepdim=True)  # biased: divide by dim
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+# %% [markdown]
+# 现在在原课程的形状 `(batch, seq_len, dim)` 上把它和 `nn.LayerNorm` 比一比，两者用同一组随机的 $\gamma$ 和 $\beta$。模块的 `state_dict` 是一个字典，按名字存放它要保存的张量。两个模块的名字必须相同，输出必须相同，对 `x`、$\gamma$ 和 $\beta$ 的梯度也必须相同。
 
 # %%
 torch.manual_seed(0)
-x = torch.randn(2, 3, 4) * 3 + 5  # (batch, seq_len, dim)
-gamma, beta = torch.ones(4), torch.zeros(4)  # nn.LayerNorm(4)'s start
-eps = 1e-5
-
-mean = x.mean(dim=-1, keepdim=True)  # E[x]: one per token
-var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # Var[x], biased
-y = (x - mean) / torch.sqrt(var + eps) * gamma + beta
-
-# %% [markdown]
-# `keepdim=True` 让 `mean` 的形状是 (2, 3, 1)，于是 `x - mean` 从每个 token 的 4 个特征里减去的是这个 token 自己的均值。PyTorch 的模块（`weight` 和 `bias` 就是 $\gamma$ 和 $\beta$）和本课程的 `helpers.layer_norm`（只用普通的张量运算写成）结果一致：
-
-# %%
-ln = nn.LayerNorm(4)
-print("parameters:", [name for name, _ in ln.named_parameters()], "| learned:", ln.weight.requires_grad)
-print("same as nn.LayerNorm and helpers.layer_norm:",
-      torch.allclose(y, ln(x), atol=1e-5) and torch.allclose(y, helpers.layer_norm(x, (4,)), atol=1e-5))
+ours, torchs = LayerNorm(4), nn.LayerNorm(4)
+with torch.no_grad():  # random gamma and beta, the same in both
+    ours.weight.normal_()
+    ours.bias.normal_()
+torchs.load_state_dict(ours.state_dict())
+x = (torch.randn(2, 3, 4) * 3 + 5).requires_grad_()  # (batch, seq_len, dim)
+out1, out2 = ours(x), torchs(x)
+upstream = torch.randn(2, 3, 4)  # a gradient arriving from the layers above
+grads1 = torch.autograd.grad(out1, [x, ours.weight, ours.bias], upstream)
+grads2 = torch.autograd.grad(out2, [x, torchs.weight, torchs.bias], upstream)
+print("state_dict keys:", list(ours.state_dict()), list(torchs.state_dict()))
+print("same outputs:", torch.allclose(out1, out2, atol=1e-5))
+same_grads = all(torch.allclose(a, b, atol=1e-4) for a, b in zip(grads1, grads2, strict=True))
+print("same gradients for x, gamma and beta:", same_grads)
 
 # %% [markdown] lesson_point=4
 # ## 4 · 均值 0、方差 1，然后是 gamma 和 beta
 #
-# 现在每个 token 的均值都是 0、方差都是 1（保留 4 位小数）：
+# 新建的 `LayerNorm(4)` 从 $\gamma = 1$、$\beta = 0$ 开始。它的输出在每个 token 上均值都是 0、方差都是 1（保留 4 位小数）：
 
 # %%
+ln = LayerNorm(4)
+y = ln(x).detach()  # detach: only the values, no gradient
 print("mean of each token:\n", y.mean(dim=-1).abs().round(decimals=4))
 print("variance of each token:\n", y.var(dim=-1, unbiased=False).round(decimals=4))
 
 # %% [markdown]
-# 为什么先标准化、再缩放？$\gamma$ 和 $\beta$ 按特征学习，让网络给每个特征设定下一层需要的尺度和中心，比如深入 tanh（S 形、两端平坦）曲线的程度。初始值是 1 和 0，所以 LN 起初就是单纯的标准化。取 $\gamma = 2$、$\beta = 0.5$：
+# 为什么先标准化、再缩放？$\gamma$ 和 $\beta$ 按特征学习，让网络给每个特征设定下一层需要的尺度和中心，比如深入 tanh（S 形、两端平坦）曲线的程度。初始值是 1 和 0，所以 LN 起初就是单纯的标准化。下面让每个特征都取 $\gamma = 2$、$\beta = 0.5$：
 
 # %%
-gamma, beta = torch.full((4,), 2.0), torch.full((4,), 0.5)
-y2 = (x - mean) / torch.sqrt(var + eps) * gamma + beta
+with torch.no_grad():  # set gamma and beta by hand
+    ln.weight.fill_(2.0)
+    ln.bias.fill_(0.5)
+y2 = ln(x).detach()
 print("token 0: mean", round(y2[0, 0].mean().item(), 4), "std", round(y2[0, 0].std(unbiased=False).item(), 4))
 
 # %% [markdown]
-# 现在每个 token 的均值就是 $\beta$，离散程度（标准差）就是 $\gamma$。
+# 这里每个特征的 $\gamma$ 和 $\beta$ 都相同，所以每个 token 的均值变成 $\beta$，标准差变成 $\gamma$。训练之后，每个特征有自己的 $\gamma$ 和 $\beta$，各自缩放、平移，一个 token 的均值和标准差也就不再恰好是 $\beta$ 和 $\gamma$ 了。
 
 # %% [markdown]
 # ### 动手看：深层堆叠，加 LN 与不加 LN
 #
-# 八层 `Linear → tanh`：左图不加 LN，右图在每个 tanh 前加 LN；画的是进入每个 tanh 的值（深色：第 1 层，浅色：第 8 层）。滑块缩放权重（训练中权重也会变大变小），并设置 $\gamma$、$\beta$；松开后重绘。
+# 八层 `Linear → tanh`：左图不加 LN，右图在每个 tanh 前加 LN；画的是进入每个 tanh 的值（深色：第 1 层，浅色：第 8 层）。一个滑块缩放权重（训练中权重也会变大变小），另两个设置 $\gamma$ 和 $\beta$。松开滑块后重绘。
+#
+# 请留意哪些地方不动。权重的缩放会改变不加 LN 的那张图，却不改变加了 LN 的那张图：LN 会把输入的任何缩放都除掉，所以在那张图里，只有 $\gamma$ 和 $\beta$ 会让值移动。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -142,31 +199,6 @@ demo
 # %%
 demo.snapshot(gain=0.5, gamma=2.0, beta=0.5)
 plt.show()
-
-# %% [markdown]
-# ## 动手练习：离 1 差多远？
-#
-# 上面的方差打印出来是 1，其实都略小于它；方差较小时，比如原课程里的那些（01 §8），差别在第四位小数就能看出来。写一个 `my_output_var(var, eps)`：对有偏方差为 `var` 的 token，求 LN 输出的方差（不带 $\gamma$、$\beta$）。初始代码故意是错的：把它改到检查通过为止。
-
-# %%
-def my_output_var(var, eps):
-    return torch.ones_like(var)  # TODO: exactly 1, always?
-
-
-check_output_variance(my_output_var)
-
-# %% [markdown]
-# <details><summary>参考答案</summary>
-#
-# 把每个值都除以 $c$，方差就被除以 $c^2$：除以 $\sqrt{\mathrm{Var} + \epsilon}$，方差就被除以 $\mathrm{Var} + \epsilon$。
-#
-# ```python
-# def my_output_var(var, eps):
-#     return var / (var + eps)
-# ```
-#
-#
-# </details>
 
 # %% [markdown]
 # ## 术语表：原课程的术语

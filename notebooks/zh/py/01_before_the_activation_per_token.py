@@ -38,31 +38,51 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
+from helpers.evidence import runner
 from helpers.exercises.layer_norm import check_sentence_layer_norm
+from helpers.experiments import placement_tuned
 from helpers.widgets.activation_input import activation_input_demo
 
 # %% [markdown] lesson_point=5
-# ## 5 · LN 放在激活函数之前
+# ## 5 · 原课程：LN 放在激活函数之前
 #
-# 原课程写道：“LN 和 BN 一样，通常用在激活函数之前。……激活函数的作用是引入非线性，让神经网络能够学习复杂的模式和函数。如果把 LN 放在激活函数之后，它就会在已经非线性的输出上再做标准化，这可能破坏网络的表达能力和非线性特性。”原课程对这个理由只是一笔带过。下面以 tanh 为例给出一个具体的理由，所用输入的分布远离均值 0、标准差 1：
+# 原课程写道：“LN 和 BN 一样，通常用在激活函数之前。”它给出的理由是：如果把 LN 放在激活函数之后，它“会在已经非线性的输出上再做标准化，这可能破坏网络的表达能力”。
+#
+# 下面给出一个具体的理由，也说明它的局限。tanh 的输出超出 ±0.97 之后，曲线几乎是平的：在这一段里，不同的输入得到几乎相同的输出。`tanh(3)` 是 0.995，`tanh(6)` 是 1.000，相差 3 的两个输入几乎分不出来了，经过它们的梯度也都接近 0。
+#
+# 什么时候会这样？当进入 tanh 的值离散程度很大时，比如训练中某一层的权重变大了。下面 Linear 的输入已经在同一个尺度上；它的权重先取 PyTorch 的初始值，再放大 8 倍。
 
 # %%
 torch.manual_seed(0)
-linear, ln = nn.Linear(16, 16), nn.LayerNorm(16)
-z = linear(torch.randn(256, 16) * 4 + 3)  # 256 tokens, far from mean 0 and std 1
-
-ln_first = torch.tanh(ln(z))  # the lesson's order: Linear -> LN -> tanh
-no_ln = torch.tanh(z)  # no LN before tanh (as when LN comes after it)
-for name, t in [("LN first", ln_first), ("no LN before tanh", no_ln)]:
-    print(f"{name}: {(t.abs() > 0.97).float().mean():.0%} beyond ±0.97, average slope {(1 - t**2).mean():.2f}")
+h = torch.randn(256, 16)  # the previous layer's output: 256 tokens of 16 features, on one scale
+ln = nn.LayerNorm(16)
+for growth in (1, 8):
+    linear = nn.Linear(16, 16)
+    with torch.no_grad():
+        linear.weight *= growth  # weights that grew in training
+    z = linear(h)
+    for name, t in [("LN first", torch.tanh(ln(z))), ("no LN", torch.tanh(z))]:
+        print(f"weights x{growth}, {name}: {(t.abs() > 0.97).float().mean():.0%} of values on tanh's flat tails")
 
 # %% [markdown]
-# tanh 的输出一旦超出 ±0.97，曲线就几乎是平的。它的斜率 $1 - \tanh^2$ 会乘进反向传播到它前面那些权重的梯度里（打印出的 average slope 就是平均斜率）。在这个例子里，先做 LN 时的平均斜率大约是不做 LN 时的两倍。把 LN 放在 tanh 之后，只能重新缩放 tanh 留下的结果，被平坦两端抹掉的差别再也回不来了。
+# 权重变大、又不加 LN 时，大部分值落在了平坦的两端。先做 LN 时，不管权重多大，这个比例都很小，因为 LN 去掉了输入的尺度。
+#
+# 它的局限：用初始权重时，先做 LN 反而比不加 LN 有*更多*的值落在两端。而且 $\gamma$ 可以学着把值重新推到两端。所以这是“LN 放在 tanh 之前可能有帮助”的一个理由，而不是“总是有帮助”的规律。把 LN 放在 tanh 之后，只能重新缩放 tanh 留下的结果，被平坦两端抹掉的差别再也回不来了。
+#
+# ReLU 在正的一侧没有平坦段。先做 LN 会把每个 token 的中心移到 0，所以 ReLU 会把每个 token 大约一半的特征置零；$\beta$ 可以改变这个比例：
+
+# %%
+print(f"ReLU after LN, beta 0: {(torch.relu(ln(z)) == 0).float().mean():.0%} of values zeroed")
+with torch.no_grad():
+    ln.bias.fill_(0.5)
+print(f"ReLU after LN, beta 0.5: {(torch.relu(ln(z)) == 0).float().mean():.0%} of values zeroed")
 
 # %% [markdown]
 # ### 动手看：进入 tanh、ReLU 和 GELU 的值
 #
-# 同样的效果，可以自己调。滑块移动 `z` 的中心和离散程度；下拉菜单把 tanh 换成 ReLU（负值变零）或 GELU（平滑的 ReLU）。左图先 LN，右图后 LN。蓝线：进入激活函数的值；红线：LN 与激活函数合起来的输出。
+# 滑块移动 `z`（Linear 的输出）的中心和离散程度；下拉菜单把 tanh 换成 ReLU（负值变零）或 GELU（平滑的 ReLU）。左图先 LN，右图后 LN。蓝线：进入激活函数的值；红线：LN 与激活函数合起来的输出。
+#
+# 请留意哪些地方不动。左图在任何设置下都一样：LN 会去掉任何中心和离散程度，所以 `a * z + c` 的 LN 就是 `z` 的 LN。右图里，激活函数看到的就是 `z` 本身。选 ReLU 时，先做 LN 在任何设置下都把每个 token 大约一半的值置零；后做 LN 时，被置零的比例从一个都没有到全部都有可能，取决于中心的位置。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -78,7 +98,19 @@ demo.snapshot(activation="tanh", shift=2.0, scale=3.0)
 plt.show()
 
 # %% [markdown]
-# 顺序对*训练*有什么影响：见深入专题 [12](../12_where_the_norm_goes.ipynb)。
+# 那么对训练呢？已存储的实验训练了一些小 MLP，分别把 LN 放在 tanh、ReLU 和 GELU 之前和之后，每种都用若干个随机种子（随机起点），各自用最适合的学习率。下面是先做 LN 时最终损失比后做 LN 高多少或低多少，读自存储的结果：
+
+# %%
+placement = runner.load("placement_tuned").records
+print(f"MLPs of {placement_tuned.DEPTH} layers of {placement_tuned.WIDTH} units; final loss with LN first, against LN last:")
+for act in ("tanh", "relu", "gelu"):
+    v = placement[f"final loss, {act}, LN -> act vs act -> LN"]
+    low, high = sorted((-v.high, -v.low))  # stored as 1 - first/last: turned into first/last - 1
+    print(f"{act}: {-v.estimate:+.1%} ({v.n} seeds put it between {low:+.1%} and {high:+.1%})")
+    assert -0.03 < low and high < 0.03
+
+# %% [markdown]
+# 差别都在几个百分点之内：在这些小模型里，顺序几乎没有影响。实验是怎么做的，以及 LN 在 Transformer 里的位置，见深入专题 [12](../12_where_the_norm_goes.ipynb)。
 
 # %% [markdown] lesson_point=6
 # ## 6 · `normalized_shape` 决定了什么
@@ -95,7 +127,24 @@ for shape in [(dim,), (seq_len, dim)]:
     print(f"normalized_shape={shape}: {x.numel() // gamma.numel()} groups, gamma of shape {tuple(gamma.shape)}")
 
 # %% [markdown]
-# 以 token 为单位：2 × 3 = 6 组。以句子为单位：2 组，每组 12 个值，而且 $\gamma$ 每个位置各有一项，只适用于一种句子长度（试试 `nn.LayerNorm((3, 4))(torch.rand(2, 5, 4))`）。Transformer 一律以 token 为单位（填充，以及一个放大单个 token 的滑块：见深入专题 [16](../16_sequences_padding_and_masks.ipynb)）。
+# 以 token 为单位：2 × 3 = 6 组。以句子为单位：2 组，每组 12 个值。
+#
+# 该用哪一种，什么时候用？Transformer 以 token 为单位做归一化，原因有四个：
+#
+# - 句子长短不一。以句子为单位时，$\gamma$ 每个位置各有一项，所以这个模块只适用于一种长度：`nn.LayerNorm((3, 4))` 不接受形状为 `(2, 5, 4)` 的批次。
+# - 一个批次会把短句子填充（padding）到同一长度。以句子为单位时，填充的值会混进每个真实 token 的均值和方差。
+# - 因果模型根据前面的 token 预测下一个 token。以句子为单位时，每个 token 的均值和方差都包含了后面的 token，等于泄露了未来的信息。
+# - 一个很大的 token 会改变同一句子里所有其他 token 的结果。下面把句子 0 的第 2 个 token 放大 100 倍，再看第 0 个 token：
+
+# %%
+loud = x.clone()
+loud[0, 2] *= 100  # sentence 0, token 2: a loud token
+for shape in [(dim,), (seq_len, dim)]:
+    norm = nn.LayerNorm(shape)
+    print(f"normalized_shape={shape}: token 0 changed:", not torch.equal(norm(loud)[0, 0], norm(x)[0, 0]))
+
+# %% [markdown]
+# 以 token 为单位时，每个 token 的输出只取决于它自己。以句子为单位适合形状固定、一个样本的所有值应当共用一个尺度的输入：比如在整张图像上做归一化，它就等于只分一组的 `nn.GroupNorm`。填充和掩码的更多内容，见深入专题 [16](../16_sequences_padding_and_masks.ipynb)。
 
 # %% [markdown] lesson_point=7
 # ## 7 · 没有滑动统计量
@@ -195,7 +244,7 @@ check_sentence_layer_norm(my_sentence_layer_norm)
 # %% [markdown]
 # ## 小结
 #
-# - LN 放在激活函数之前，激活函数的输入就落在弯曲的那一段；放在之后，被平坦段抹掉的差别就找不回来了。
+# - 原课程把 LN 放在激活函数之前。先做 LN，即使权重变大，tanh 的输入也不会落到平坦的两端；在训练过的小 MLP 里，顺序对最终损失的影响最多只有几个百分点。
 # - `normalized_shape=dim`：以 token 为单位；`(seq_len, dim)`：以句子为单位。LN 没有滑动统计量。
 #
 # 下一步：[02 · Transformer 中的层归一化](02_layernorm_in_a_transformer.ipynb)。
