@@ -19,8 +19,8 @@ Then it times, on ``BENCH_THREADS`` threads (2):
 - **the headline size**, 4096 x 1024 float32, with at least 20 rounds: all of the above plus
   ``torch.compile(helpers.layer_norm)`` and ``torch.compile(helpers.rms_norm)`` (Inductor
   fusing autograd's backward), and the backward alone (``direction == "backward"``): each
-  autograd backward, torch's kernel called directly, and ``helpers.compiled``'s three
-  backwards: the one-pass kernel (``helpers.one_pass``, what ``CompiledLayerNormFunction``
+  autograd backward, torch's kernel called directly, and ``helpers.speed.compiled``'s three
+  backwards: the one-pass kernel (``helpers.speed.one_pass``, what ``CompiledLayerNormFunction``
   runs), the split Inductor graph and the fused-by-Inductor one.
 
 **Outputs.** Every output and temporary of every implementation comes from reused memory:
@@ -76,13 +76,13 @@ import torch.nn.functional as F
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import helpers  # noqa: E402
-from helpers import compiled, one_pass  # noqa: E402
 from helpers.lessons.memory_and_speed import (  # noqa: E402
     RESULTS_NAME,
     bytes_moved,
     cache_sizes,
     naive_layer_norm,
 )
+from helpers.speed import compiled, one_pass  # noqa: E402
 
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "10"))
@@ -330,7 +330,7 @@ def callables_for(name: str, fn, x, w, b, dy, directions) -> dict:
 
 
 def kernel_backwards(x, w, b, dy) -> dict:
-    """The backward alone, without autograd: torch's kernel and helpers.compiled's two."""
+    """The backward alone, without autograd: torch's kernel and helpers.speed.compiled's three."""
     width = x.shape[-1]
     mean = x.sum(-1, keepdim=True) / width
     rstd = torch.rsqrt(((x - mean) ** 2).sum(-1, keepdim=True) / width + EPS)
@@ -531,7 +531,7 @@ def report(frame) -> None:
     table = shown.pivot(index="implementation", columns="direction", values="ratio").fillna("")
     print(table.to_string())
     if compiled.compile_status() != "compiled":
-        print(f"\nhelpers.compiled ran eagerly: {compiled.compile_status()}")
+        print(f"\nhelpers.speed.compiled ran eagerly: {compiled.compile_status()}")
     by = head.set_index(["implementation", "direction"])
     ratio = by.loc[(COMPILED_LN, "forward+backward")]
     verdict = "within" if ratio.ratio_vs_torch <= 1.25 else "OVER"

@@ -1,4 +1,4 @@
-"""helpers.compiled: LayerNorm and RMSNorm with compiled forward and backward kernels.
+"""helpers.speed.compiled: LayerNorm and RMSNorm with compiled forward and backward kernels.
 
 Compiling takes seconds per graph, so the tests share a few small shapes: one width per
 dtype, each compiled once for this module. Nothing here is skipped where torch.compile
@@ -15,8 +15,9 @@ import torch
 import torch.nn.functional as F
 
 import helpers
-from helpers import compiled
-from helpers.compiled import (
+from helpers.lessons.param_grad_reduction import two_stage_column_sum
+from helpers.speed import compiled
+from helpers.speed.compiled import (
     CompiledLayerNormFunction,
     CompiledRMSNormFunction,
     blocked_column_sum,
@@ -25,7 +26,6 @@ from helpers.compiled import (
     layer_norm_backward,
     rows_per_block,
 )
-from helpers.lessons.param_grad_reduction import two_stage_column_sum
 
 # torch.compile's own internals warn while they compile; nothing of this module's.
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
@@ -196,7 +196,7 @@ def test_layer_norm_backward_kernels_equal_torchs_kernel(kernel):
 
 
 def test_training_backward_takes_the_one_pass_kernel_and_the_split_one_without_numba(monkeypatch):
-    """With weight and bias to train, float32/float64 go to helpers.one_pass; without Numba (or in
+    """With weight and bias to train, float32/float64 go to helpers.speed.one_pass; without Numba (or in
     bfloat16) to the split Inductor graph; both give torch's gradients."""
     calls = []
     real = compiled.one_pass.layer_norm_backward
