@@ -51,8 +51,8 @@ the same with the fastest rounds.
 that over the fastest time, ``median_GBps`` over the median, and ``copy_GBps`` the copy's
 fastest at the same size: the practical ceiling.
 
-It writes ``benchmarks/results/layernorm_cpu.csv`` (and the copy inside the package that
-Colab reads), headed by ``# key: value`` lines that describe the machine, the allocator,
+It writes ``helpers/data/layernorm_cpu.csv``, the file the package ships (deep dive 14 reads it,
+in a checkout and in Colab alike), headed by ``# key: value`` lines that describe the machine, the allocator,
 the cache mode and the columns, and prints the headline ratios.
 """
 
@@ -65,7 +65,6 @@ import math
 import os
 import pathlib
 import platform
-import shutil
 import statistics
 import sys
 import time
@@ -98,8 +97,7 @@ WIDTHS = tuple(2**k for k in range(6, 14))  # 64 ... 8192
 MIN_ROWS = 8
 HEADLINE = (4096, 1024)
 EPS = 1e-5
-OUT = ROOT / "benchmarks" / "results" / RESULTS_NAME
-PACKAGE_COPY = ROOT / "helpers" / "data" / RESULTS_NAME
+OUT = ROOT / "helpers" / "data" / RESULTS_NAME
 
 COPY = "copy (y.copy_(x))"
 TORCH_LN, TORCH_RMS = "torch (F.layer_norm)", "torch (F.rms_norm)"
@@ -510,10 +508,7 @@ def main() -> int:
         report(frame)
         print("\nBENCH_HEADLINE_ONLY=1: nothing written")
         return 0
-    OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(header + frame.to_csv(index=False, float_format="%.6g"))
-    PACKAGE_COPY.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(OUT, PACKAGE_COPY)
     report(frame)
     print(f"\nwrote {OUT.relative_to(ROOT)} in {time.monotonic() - started:.0f} s")
     return 0

@@ -655,7 +655,7 @@ eps_table.map("{:.3e}".format)
 # every implementation and the copy write into reused memory, and allocation is timed apart
 # (section 4.2). Each size runs 10 interleaved rounds (25 at the headline size, $4096\times1024$);
 # the CSV keeps the fastest and the median round, and `ratio_vs_torch` is median over median. It
-# writes `benchmarks/results/layernorm_cpu.csv`, headed by a description of the machine; here we
+# writes `helpers/data/layernorm_cpu.csv`, headed by a description of the machine; here we
 # read the stored results (no fresh run needed):
 
 # %%
