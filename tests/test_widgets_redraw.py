@@ -188,6 +188,27 @@ def test_the_core_path_dashboards_redraw_in_parts_and_a_missed_artist_would_show
         widgets.Dashboard({}, lambda: None, lambda state: plt.figure(), changing=lambda fig: [])
 
 
+def test_a_title_at_a_given_height_is_drawn_where_matplotlib_would_place_it(stored_runs):
+    """Deep dives 12's and 13's figures give their titles' height (plots.core.TITLE_Y), which spares
+    a dashboard matplotlib's search for a place; the pictures are the same as with that search."""
+    from helpers.experiments.placement_tuned import stored_runs_state
+    from helpers.experiments.training_speed_table import evidence_state
+    from helpers.lessons.placement import placement_state
+    from helpers.plots import evidence_figure, layer_histograms_figure, stored_runs_figure
+
+    figures = [layer_histograms_figure(placement_state("relu", "no norm", 16)),
+               stored_runs_figure(stored_runs_state(_placement_frame(), "tanh", "all", 0.01)),  # a title with notes
+               evidence_figure(evidence_state(stored_runs, "3-layer RNN, T 10, hidden 64 (why)", 0.03, "all arms",
+                                              0.5, "ICS (Santurkar)"))]  # a title of two lines, linear axis
+    for fig in figures:
+        titled = [ax for ax in fig.axes if ax.get_title()]
+        assert titled and all(ax._autotitlepos is False for ax in titled)  # the height given: no search
+        given = png_bytes(fig)
+        for ax in fig.axes:
+            ax._autotitlepos = True  # matplotlib's own placement
+        assert png_bytes(fig) == given
+
+
 def test_snapshot_draws_a_new_open_figure_at_chosen_values_and_leaves_the_controls():
     demo = widgets.shift_scale_demo(seed=0)
     shown = demo.figure

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 from mpl_toolkits.axes_grid1 import make_axes_locatable
 
-from helpers.plots.core import DPI, clear_curves, curves_figure, seed_curves
+from helpers.plots.core import DPI, TITLE_Y, clear_curves, curves_figure, seed_curves
 
 __all__ = ["DEPTH_CMAP", "layer_colours", "layer_histograms_figure", "stored_runs_figure", "update_layer_histograms_figure",
            "update_stored_runs_figure"]
@@ -50,7 +50,7 @@ def layer_histograms_figure(state: dict) -> Figure:
     left.xaxis.set_major_locator(MaxNLocator(6, steps=[1, 2, 5, 10]))
     right.set_xlabel("layer (input -> output)")
     right.set_ylabel("weight-gradient norm (log scale)")
-    right.set_title("gradient norm of each layer's weights", fontsize=9)
+    right.set_title("gradient norm of each layer's weights", fontsize=9, y=TITLE_Y)
     update_layer_histograms_figure(fig, state)
     fig.tight_layout()
     return fig
@@ -85,7 +85,7 @@ def update_layer_histograms_figure(fig: Figure, state: dict) -> None:
     left.set_xlim(float(edges[0]), float(edges[-1]))
     left.set_ylim(0.0, 1.05 * float(hists.max()))
     left.set_xlabel(_XLABEL[state["activation"]])
-    left.set_title("activations of each layer on a probe batch", fontsize=9)
+    left.set_title("activations of each layer on a probe batch", fontsize=9, y=TITLE_Y)
     fig.suptitle(state["readout"].replace("; ", "\n"), fontsize=9)
     grad = np.asarray(state["grad_norm"], dtype=float)
     right.get_lines()[0].set_data(np.arange(1, depth + 1), grad)
@@ -135,5 +135,5 @@ def update_stored_runs_figure(fig: Figure, state: dict) -> None:
     title = f"{state['activation']}, {rate}"
     if state["notes"]:
         title += " (" + "; ".join(state["notes"]) + ")"
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=9, y=TITLE_Y)
     ax.legend(fontsize="x-small", loc="upper right")
