@@ -180,12 +180,53 @@ def test_the_core_path_dashboards_redraw_in_parts_and_a_missed_artist_would_show
     demo.controls["gain"].value = 0.5  # new lines, titles and y limits, over the kept picture
     _shows_the_whole_figure(demo)
     # an artist changed but not named as changing stays as it was in the kept picture: the check sees it
+    partial = demo._partial
+    kept = partial._backgrounds[partial._layout_key()]
     demo.figure.axes[0].set_xlabel("another label, longer than the first one")
-    demo._partial._key = demo._partial._layout_key()  # pretend the layout did not move
-    stale = demo._partial.png()
+    partial._backgrounds[partial._layout_key()] = kept  # pretend the layout did not move
+    stale = partial.png()
     assert _differing_pixels(stale, png_bytes(demo.figure)) > 1e-3
     with pytest.raises(ValueError, match="argument 'changing' needs 'update'"):
         widgets.Dashboard({}, lambda: None, lambda state: plt.figure(), changing=lambda fig: [])
+
+
+def test_a_layout_seen_before_is_restored_not_drawn_and_only_the_last_few_are_kept(monkeypatch):
+    """A dashboard whose ``width`` control moves the x limits (its layout) and ``height`` only a line."""
+    import ipywidgets
+
+    def draw(state):
+        fig, ax = plt.subplots(figsize=(4, 3), dpi=60)
+        ax.plot([], [])
+        update(fig, state)
+        return fig
+
+    def update(fig, state):
+        ax = fig.axes[0]
+        ax.get_lines()[0].set_data([0, state["width"]], [0, state["height"]])
+        ax.set_xlim(0, state["width"])
+        ax.set_ylim(0, 4)
+
+    controls = {"width": ipywidgets.Dropdown(options=[1, 2, 3, 4], value=1),
+                "height": ipywidgets.Dropdown(options=[1, 2, 3], value=1)}
+    demo = widgets.Dashboard(controls, lambda width, height: {"width": width, "height": height}, draw,
+                             update=update, changing=lambda fig: fig.axes[0].get_lines())
+    partial = demo._partial
+    draws = []
+    real_draw = partial.canvas.draw
+    monkeypatch.setattr(partial.canvas, "draw", lambda: draws.append(1) or real_draw())
+    # (control, value, whether the whole figure is drawn)
+    for control, value, drawn in [("width", 2, True), ("height", 3, False), ("width", 1, False),
+                                  ("width", 3, True), ("height", 2, False), ("width", 2, False)]:
+        before = len(draws)
+        demo.controls[control].value = value
+        assert (len(draws) > before) == drawn, (control, value)
+        _shows_the_whole_figure(demo)
+    monkeypatch.setattr(partial, "KEPT_LAYOUTS", 2)
+    for width in (4, 1, 4, 3, 1):  # the two kept are 2 and 4, then 4 and 1, 1 and 4, 4 and 3, 3 and 1
+        demo.controls["width"].value = width
+        assert len(partial._backgrounds) <= 2
+        _shows_the_whole_figure(demo)
+    assert len(draws) == 2 + 4  # all drawn but the second 4
 
 
 def test_a_title_at_a_given_height_is_drawn_where_matplotlib_would_place_it(stored_runs):
