@@ -190,6 +190,17 @@ def test_the_core_path_dashboards_redraw_in_parts_and_a_missed_artist_would_show
         widgets.Dashboard({}, lambda: None, lambda state: plt.figure(), changing=lambda fig: [])
 
 
+@pytest.mark.parametrize("name", ["placement", "stored_placement", "speed"])
+def test_deep_dive_dashboards_redraw_in_parts_pixel_for_pixel(name, stored_runs):
+    """Deep dives 12's and 13's dashboards name their spines as changing too (a full draw puts them
+    over the lines and grid lines), so that their parts make exactly the whole figure."""
+    demo, moves = _build(name, stored_runs)
+    assert demo._partial is not None
+    for control, value in moves:
+        demo.controls[control].value = value
+        assert _differing_pixels(demo.image.value, png_bytes(demo.figure)) == 0, (control, value)
+
+
 def test_a_layout_seen_before_is_restored_not_drawn_and_only_the_last_few_are_kept(monkeypatch):
     """A dashboard whose ``width`` control moves the x limits (its layout) and ``height`` only a line."""
     import ipywidgets

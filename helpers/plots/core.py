@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["DPI", "HIGHLIGHT", "OTHER", "TITLE_Y", "clear_curves", "curves_figure", "find_line", "seed_curves"]
+__all__ = ["DPI", "HIGHLIGHT", "OTHER", "TITLE_Y", "clear_curves", "curves_changing", "curves_figure", "find_line",
+           "seed_curves"]
 
 DPI = 80
 HIGHLIGHT = "C0"  # the sample a widget moves
@@ -44,6 +45,20 @@ def clear_curves(ax) -> None:
     if ax.get_legend() is not None:
         ax.get_legend().remove()
     ax.relim()
+
+
+def curves_changing(fig) -> list:
+    """The artists a curves update changes without moving anything else: per axes its collections,
+    y axis (its limits follow the data; its grid lines with it), lines, texts, title and legend, in
+    the order a full draw puts them; and the spines, which a full draw puts over the grid lines
+    (a grid line at a y limit would hide the spine otherwise). (The x limits follow the data too: a
+    dashboard redraws the whole figure when they change.)"""
+    artists = []
+    for ax in fig.axes:
+        artists += [*ax.collections, ax.yaxis, *ax.get_lines(), *ax.spines.values(), *ax.texts, ax.title]
+        if ax.get_legend() is not None:
+            artists.append(ax.get_legend())
+    return artists
 
 
 def seed_curves(ax, runs, column: str, *, colour, label: str, by=("seed",)) -> None:

@@ -14,8 +14,8 @@ from mpl_toolkits.axes_grid1 import make_axes_locatable
 
 from helpers.plots.core import DPI, TITLE_Y, clear_curves, curves_figure, seed_curves
 
-__all__ = ["DEPTH_CMAP", "layer_colours", "layer_histograms_figure", "stored_runs_figure", "update_layer_histograms_figure",
-           "update_stored_runs_figure"]
+__all__ = ["DEPTH_CMAP", "layer_colours", "layer_histograms_changing", "layer_histograms_figure", "stored_runs_figure",
+           "update_layer_histograms_figure", "update_stored_runs_figure"]
 
 #: The sequential colormap over depth: layer 1 dark, the last layer light (viridis without its
 #: palest yellow, which is hard to see on white).
@@ -91,6 +91,16 @@ def update_layer_histograms_figure(fig: Figure, state: dict) -> None:
     right.get_lines()[0].set_data(np.arange(1, depth + 1), grad)
     right.set_xlim(0.5, depth + 0.5)
     right.set_ylim(*_log_range(grad))
+
+
+def layer_histograms_changing(fig: Figure) -> list:
+    """The artists :func:`update_layer_histograms_figure` changes without moving anything else: both
+    y axes (their limits follow the data), the lines and the suptitle; and the two axes' spines,
+    which a full draw puts over the lines. (A new activation or depth moves the x limits, the label
+    and the colourbar: a dashboard redraws the whole figure then.)"""
+    left, right, _ = fig.axes
+    return [left.yaxis, right.yaxis, *left.get_lines(), *right.get_lines(), *left.spines.values(),
+            *right.spines.values(), fig._suptitle]
 
 
 def _log_range(values: np.ndarray) -> tuple[float, float]:

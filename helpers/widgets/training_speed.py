@@ -7,6 +7,7 @@ import pandas as pd
 
 from helpers import plots
 from helpers.experiments.training_speed_table import MEASURES, evidence_state, settings
+from helpers.plots.core import curves_changing
 from helpers.widgets.core import Dashboard
 
 __all__ = ["speed_demo"]
@@ -35,6 +36,6 @@ def speed_demo(table: pd.DataFrame) -> Dashboard:
         return evidence_state(table, setting, rate, arm, noise, measure)
 
     return Dashboard(controls, compute, plots.evidence_figure, update=plots.update_evidence_figure,
-                     table=lambda state: state["table"],
+                     changing=curves_changing, table=lambda state: state["table"],
                      title="<b>Every stored run of this notebook: thin lines are seeds, bold the median; "
                            "steps to the threshold under the figure.</b>")
