@@ -292,6 +292,18 @@ def test_every_control_of_the_speed_dashboard_changes_what_it_selects(stored_run
         evidence_state(stored_runs, "nowhere", "tuned", "all arms", 0.0, "held-out loss")
 
 
+def test_the_speed_dashboard_shows_what_evidence_state_gives_over_the_whole_table(stored_runs):
+    from helpers.experiments.training_speed_table import evidence_state
+
+    demo = widgets.speed_demo(stored_runs)
+    for control, value in DASHBOARDS["speed"][1]:
+        demo.controls[control].value = value
+        whole = evidence_state(stored_runs, **{name: c.value for name, c in demo.controls.items()})
+        pd.testing.assert_frame_equal(demo.state["curves"], whole["curves"])
+        pd.testing.assert_frame_equal(demo.state["table"], whole["table"])
+        assert demo.state["notes"] == whole["notes"] and demo.state["column"] == whole["column"]
+
+
 def test_every_control_of_the_stored_placement_dashboard_changes_what_it_selects():
     from helpers.experiments.placement_tuned import stored_runs_state
 
