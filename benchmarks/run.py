@@ -19,8 +19,8 @@ Then it times, on ``BENCH_THREADS`` threads (2):
 - **the headline size**, 4096 x 1024 float32, with at least 20 rounds: all of the above plus
   ``torch.compile(helpers.layer_norm)`` and ``torch.compile(helpers.rms_norm)`` (Inductor
   fusing autograd's backward), and the backward alone (``direction == "backward"``): each
-  autograd backward, torch's kernel called directly, and ``helpers.compiled``'s three
-  backwards: the one-pass kernel (``helpers.one_pass``, what ``CompiledLayerNormFunction``
+  autograd backward, torch's kernel called directly, and ``helpers.speed.compiled``'s three
+  backwards: the one-pass kernel (``helpers.speed.one_pass``, what ``CompiledLayerNormFunction``
   runs), the split Inductor graph and the fused-by-Inductor one.
 
 **Outputs.** Every output and temporary of every implementation comes from reused memory:
@@ -51,8 +51,8 @@ the same with the fastest rounds.
 that over the fastest time, ``median_GBps`` over the median, and ``copy_GBps`` the copy's
 fastest at the same size: the practical ceiling.
 
-It writes ``benchmarks/results/layernorm_cpu.csv`` (and the copy inside the package that
-Colab reads), headed by ``# key: value`` lines that describe the machine, the allocator,
+It writes ``helpers/data/layernorm_cpu.csv``, the file the package ships (deep dive 14 reads it,
+in a checkout and in Colab alike), headed by ``# key: value`` lines that describe the machine, the allocator,
 the cache mode and the columns, and prints the headline ratios.
 """
 
@@ -65,7 +65,6 @@ import math
 import os
 import pathlib
 import platform
-import shutil
 import statistics
 import sys
 import time
@@ -76,13 +75,13 @@ import torch.nn.functional as F
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import helpers  # noqa: E402
-from helpers import compiled, one_pass  # noqa: E402
 from helpers.lessons.memory_and_speed import (  # noqa: E402
     RESULTS_NAME,
     bytes_moved,
     cache_sizes,
     naive_layer_norm,
 )
+from helpers.speed import compiled, one_pass  # noqa: E402
 
 THREADS = int(os.environ.get("BENCH_THREADS", "2"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "10"))
@@ -98,8 +97,7 @@ WIDTHS = tuple(2**k for k in range(6, 14))  # 64 ... 8192
 MIN_ROWS = 8
 HEADLINE = (4096, 1024)
 EPS = 1e-5
-OUT = ROOT / "benchmarks" / "results" / RESULTS_NAME
-PACKAGE_COPY = ROOT / "helpers" / "data" / RESULTS_NAME
+OUT = ROOT / "helpers" / "data" / RESULTS_NAME
 
 COPY = "copy (y.copy_(x))"
 TORCH_LN, TORCH_RMS = "torch (F.layer_norm)", "torch (F.rms_norm)"
@@ -330,7 +328,7 @@ def callables_for(name: str, fn, x, w, b, dy, directions) -> dict:
 
 
 def kernel_backwards(x, w, b, dy) -> dict:
-    """The backward alone, without autograd: torch's kernel and helpers.compiled's two."""
+    """The backward alone, without autograd: torch's kernel and helpers.speed.compiled's three."""
     width = x.shape[-1]
     mean = x.sum(-1, keepdim=True) / width
     rstd = torch.rsqrt(((x - mean) ** 2).sum(-1, keepdim=True) / width + EPS)
@@ -510,10 +508,7 @@ def main() -> int:
         report(frame)
         print("\nBENCH_HEADLINE_ONLY=1: nothing written")
         return 0
-    OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(header + frame.to_csv(index=False, float_format="%.6g"))
-    PACKAGE_COPY.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(OUT, PACKAGE_COPY)
     report(frame)
     print(f"\nwrote {OUT.relative_to(ROOT)} in {time.monotonic() - started:.0f} s")
     return 0
@@ -531,7 +526,7 @@ def report(frame) -> None:
     table = shown.pivot(index="implementation", columns="direction", values="ratio").fillna("")
     print(table.to_string())
     if compiled.compile_status() != "compiled":
-        print(f"\nhelpers.compiled ran eagerly: {compiled.compile_status()}")
+        print(f"\nhelpers.speed.compiled ran eagerly: {compiled.compile_status()}")
     by = head.set_index(["implementation", "direction"])
     ratio = by.loc[(COMPILED_LN, "forward+backward")]
     verdict = "within" if ratio.ratio_vs_torch <= 1.25 else "OVER"

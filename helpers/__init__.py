@@ -6,9 +6,10 @@ tensor operations a learner can read instead of torch's fused norm kernels.
 
 This top level is the drop-in library (and :func:`set_language`, the language of the checkers'
 feedback: ``"zh"`` in the core path's Chinese edition). The course's parts sit in folders, each importing only
-the layers below it: ``helpers.evidence`` (runner, statistics, stored results) and
-``helpers.exercises`` (checkers), then ``helpers.lessons`` (tables and demos) and
-``helpers.experiments`` (the stored experiments), then ``helpers.plots``, then ``helpers.widgets``.
+the layers below it: ``helpers.evidence`` (runner, statistics, stored results),
+``helpers.exercises`` (checkers) and ``helpers.speed`` (LayerNorm and RMSNorm compiled), then
+``helpers.lessons`` (tables and demos) and ``helpers.experiments`` (the stored experiments), then
+``helpers.plots``, then ``helpers.widgets``.
 
 >>> import torch, helpers
 >>> x = torch.randn(2, 3, 4)
@@ -19,12 +20,6 @@ True
 import torch.fx
 
 from helpers.autograd import LayerNormFunction
-from helpers.compiled import (
-    CompiledLayerNormFunction,
-    CompiledRMSNormFunction,
-    compiled_layer_norm,
-    compiled_rms_norm,
-)
 from helpers.functional import (
     batch_norm,
     group_norm,
@@ -53,8 +48,6 @@ del _name
 __all__ = [
     "BatchNorm1d",
     "BatchNorm2d",
-    "CompiledLayerNormFunction",
-    "CompiledRMSNormFunction",
     "DyT",
     "GroupNorm",
     "InstanceNorm2d",
@@ -62,8 +55,6 @@ __all__ = [
     "LayerNormFunction",
     "RMSNorm",
     "batch_norm",
-    "compiled_layer_norm",
-    "compiled_rms_norm",
     "group_norm",
     "instance_norm",
     "layer_norm",

@@ -69,7 +69,7 @@ row. This module's backward is eager PyTorch, one operation at a time, and each
 operation is its own full pass over the ``(M, N)`` data: 12 of them with all three
 gradients (two to recompute :math:`\hat{x}`, one product, two column sums, two
 matrix-vector products, five in-place updates that build :math:`dx`), counted by
-:func:`helpers.lessons.memory_and_speed.count_full_passes`. :class:`helpers.compiled.CompiledLayerNormFunction`
+:func:`helpers.lessons.memory_and_speed.count_full_passes`. :class:`helpers.speed.compiled.CompiledLayerNormFunction`
 runs the same formulas through ``torch.compile``: the forward pass in one sweep over the
 rows, the backward in two (one for :math:`d\gamma` and :math:`d\beta` as block partial
 sums, one for :math:`dx` row by row).

@@ -1,4 +1,4 @@
-"""helpers.compiled: LayerNorm and RMSNorm with compiled forward and backward kernels.
+"""helpers.speed.compiled: LayerNorm and RMSNorm with compiled forward and backward kernels.
 
 Compiling takes seconds per graph, so the tests share a few small shapes: one width per
 dtype, each compiled once for this module. Nothing here is skipped where torch.compile
@@ -15,20 +15,28 @@ import torch
 import torch.nn.functional as F
 
 import helpers
-from helpers import compiled
-from helpers.compiled import (
+from helpers.lessons.param_grad_reduction import two_stage_column_sum
+from helpers.speed import compiled
+from helpers.speed.compiled import (
     CompiledLayerNormFunction,
     CompiledRMSNormFunction,
     blocked_column_sum,
-    compiled_layer_norm,
-    compiled_rms_norm,
     layer_norm_backward,
     rows_per_block,
 )
-from helpers.lessons.param_grad_reduction import two_stage_column_sum
 
 # torch.compile's own internals warn while they compile; nothing of this module's.
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+
+def compiled_layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """``F.layer_norm``'s call, through the compiled Function."""
+    return CompiledLayerNormFunction.apply(x, normalized_shape, weight, bias, eps)
+
+
+def compiled_rms_norm(x, normalized_shape, weight=None, eps=None):
+    """``F.rms_norm``'s call, through the compiled Function."""
+    return CompiledRMSNormFunction.apply(x, normalized_shape, weight, eps)
+
 
 SHAPE, NORMALIZED = (5, 7, 2, 12), (2, 12)  # 35 rows of 24 features: fewer than a block (341 rows)
 WIDE = (3, 300, 24)  # 900 rows of 24: two whole blocks of 341 rows and a short one
@@ -177,8 +185,6 @@ def test_rms_norm_equals_torch_and_passes_gradcheck(weight):
             torch.testing.assert_close(mine, ref, rtol=1e-5, atol=5e-5)
     x64, w64 = leaves(x[:2, :3].double(), None if w is None else w.double())
     assert torch.autograd.gradcheck(CompiledRMSNormFunction.apply, (x64, (24,), w64, 1e-6))
-    complex_input = torch.randn(3, 4, dtype=torch.complex64)
-    torch.testing.assert_close(compiled_rms_norm(complex_input, (4,)), helpers.rms_norm(complex_input, (4,)))
 
 
 @pytest.mark.parametrize("kernel", compiled.BACKWARD_KERNELS)
@@ -196,7 +202,7 @@ def test_layer_norm_backward_kernels_equal_torchs_kernel(kernel):
 
 
 def test_training_backward_takes_the_one_pass_kernel_and_the_split_one_without_numba(monkeypatch):
-    """With weight and bias to train, float32/float64 go to helpers.one_pass; without Numba (or in
+    """With weight and bias to train, float32/float64 go to helpers.speed.one_pass; without Numba (or in
     bfloat16) to the split Inductor graph; both give torch's gradients."""
     calls = []
     real = compiled.one_pass.layer_norm_backward
@@ -231,6 +237,14 @@ def test_rows_per_block_fills_about_32_kib_and_at_least_8_rows():
     assert all(rows_per_block(n) >= 8 for n in (1, 3, 100, 10**6))
 
 
+def _forget_compiled_kernels() -> None:
+    """As at import: nothing compiled yet, and no failure to compile seen."""
+    compiled._fallback = None
+    for kernel in compiled._KERNELS.values():
+        kernel.compiled = None
+        kernel.seen.clear()
+
+
 def test_eager_fallback_warns_once_and_gives_the_same_results(monkeypatch):
     """Where torch.compile fails (no C++ compiler, say), the same tensor code runs eagerly."""
     x, w, b, dy = inputs(SHAPE, NORMALIZED, torch.float32)
@@ -240,7 +254,7 @@ def test_eager_fallback_warns_once_and_gives_the_same_results(monkeypatch):
         raise RuntimeError("no C++ compiler found")
 
     kernels = {name: (kernel.compiled, set(kernel.seen)) for name, kernel in compiled._KERNELS.items()}
-    compiled._reset()
+    _forget_compiled_kernels()
     monkeypatch.setattr(torch, "compile", no_compiler)
     try:
         with pytest.warns(RuntimeWarning, match="no C\\+\\+ compiler found") as record:
@@ -250,7 +264,7 @@ def test_eager_fallback_warns_once_and_gives_the_same_results(monkeypatch):
         assert compiled.compile_status() == "eager: RuntimeError: no C++ compiler found"
         assert all(kernel.compiled is None for kernel in compiled._KERNELS.values())
     finally:  # compiling again for the other tests, with what was compiled before
-        compiled._reset()
+        _forget_compiled_kernels()
         for name, (fn, seen) in kernels.items():
             compiled._KERNELS[name].compiled, compiled._KERNELS[name].seen = fn, seen
     for mine, ref in zip(got, expected, strict=True):

@@ -4,8 +4,9 @@ The layers, from the bottom:
 
 0. the drop-in library, at the package's top level (``helpers``, ``helpers.functional``,
    ``helpers.modules``, ...);
-1. ``helpers.evidence`` (runner, statistics, stored results) and ``helpers.exercises`` (the
-   checkers and their shared machinery), side by side: neither imports the other;
+1. ``helpers.evidence`` (runner, statistics, stored results), ``helpers.exercises`` (the
+   checkers and their shared machinery) and ``helpers.speed`` (the compiled and Numba kernels),
+   side by side: none imports another;
 2. ``helpers.lessons`` (the lessons' tables and demos) and ``helpers.experiments`` (the stored
    experiments);
 3. ``helpers.plots``;
@@ -28,7 +29,7 @@ import pytest
 HELPERS = pathlib.Path(__file__).resolve().parent.parent / "helpers"
 
 #: Each folder's layer; a module at the package's top level is the library (0).
-LAYERS = {"evidence": 1, "exercises": 1, "lessons": 2, "experiments": 2, "plots": 3, "widgets": 4}
+LAYERS = {"evidence": 1, "exercises": 1, "speed": 1, "lessons": 2, "experiments": 2, "plots": 3, "widgets": 4}
 LIBRARY = 0
 
 
@@ -126,15 +127,15 @@ def test_the_graph_sees_imports_at_every_level():
     assert "helpers.evidence.statistics" in GRAPH["helpers.evidence.runner"]  # inside _best_rates
     assert "helpers.plots" in GRAPH["helpers.widgets.bn_vs_ln"]
     assert "helpers.functional" in GRAPH["helpers.modules"]
-    assert "helpers.one_pass" in GRAPH["helpers.compiled"]
+    assert "helpers.speed.one_pass" in GRAPH["helpers.speed.compiled"]
 
 
 def test_no_import_goes_up_a_layer():
     assert upward(GRAPH) == []
 
 
-def test_evidence_and_exercises_import_only_the_library():
-    # the two folders of layer 1 stand side by side: neither needs the other
+def test_evidence_exercises_and_speed_import_only_the_library():
+    # the three folders of layer 1 stand side by side: none needs another
     crossing = [f"{a} -> {b}" for a, targets in sorted(GRAPH.items()) if layer(a) == 1
                 for b in sorted(targets) if layer(b) == 1 and a.split(".")[1] != b.split(".")[1]]
     assert crossing == []
@@ -148,8 +149,7 @@ def test_the_top_level_holds_only_the_drop_in_library():
     """And two modules every layer may need: the notebooks' first cell (bootstrap) and the language
     the set speaks (language: the checkers in exercises/ and the evidence card in evidence/ use it)."""
     top = {p.stem for p in HELPERS.glob("*.py")}
-    assert top == {"__init__", "_validation", "functional", "modules", "autograd", "compiled", "one_pass", "_one_pass_kernels",
-                   "bootstrap", "language"}
+    assert top == {"__init__", "_validation", "functional", "modules", "autograd", "bootstrap", "language"}
 
 
 def test_the_stored_results_ship_with_the_evidence():

@@ -1,4 +1,4 @@
-"""helpers.one_pass: LayerNorm's and RMSNorm's backward in one pass (a Numba kernel), against
+"""helpers.speed.one_pass: LayerNorm's and RMSNorm's backward in one pass (a Numba kernel), against
 PyTorch's backward kernel and float64 references. (gradcheck through the compiled Functions, which
 train with this kernel, is in tests/test_compiled.py.)"""
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import one_pass
+from helpers.speed import one_pass
 
 
 def data(rows, n, dtype, seed=0, offset=3.0):

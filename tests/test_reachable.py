@@ -36,11 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DROP_IN = ("layer_norm", "rms_norm", "batch_norm", "group_norm", "LayerNorm", "RMSNorm", "BatchNorm1d",
            "GroupNorm", "LayerNormFunction")
 
-#: Not reached now, and left to the work under way on them (each entry goes when that lands):
-ALLOWED_UNREACHED = {
-    # the speed path, being moved into its own subpackage
-    "helpers.compiled._reset", "helpers.compiled.compiled_layer_norm", "helpers.compiled.compiled_rms_norm",
-}
+#: Not reached now, and left to the work under way on them (each entry goes when that lands): none.
+ALLOWED_UNREACHED: set[str] = set()
 
 
 @dataclass

@@ -171,10 +171,83 @@ def test_the_core_path_dashboards_redraw_in_parts_and_a_missed_artist_would_show
     demo.controls["gain"].value = 0.5  # new lines, titles and y limits, over the kept picture
     _shows_the_whole_figure(demo)
     # an artist changed but not named as changing stays as it was in the kept picture: the check sees it
+    partial = demo._partial
+    kept = partial._backgrounds[partial._layout_key()]
     demo.figure.axes[0].set_xlabel("another label, longer than the first one")
-    demo._partial._key = demo._partial._layout_key()  # pretend the layout did not move
-    stale = demo._partial.png()
+    partial._backgrounds[partial._layout_key()] = kept  # pretend the layout did not move
+    stale = partial.png()
     assert _differing_pixels(stale, png_bytes(demo.figure)) > 1e-3
+
+
+@pytest.mark.parametrize("name", ["placement", "stored_placement", "speed"])
+def test_deep_dive_dashboards_redraw_in_parts_pixel_for_pixel(name, stored_runs):
+    """Deep dives 12's and 13's dashboards name their spines as changing too (a full draw puts them
+    over the lines and grid lines), so that their parts make exactly the whole figure."""
+    demo, moves = _build(name, stored_runs)
+    assert demo._partial is not None
+    for control, value in moves:
+        demo.controls[control].value = value
+        assert _differing_pixels(demo.image.value, png_bytes(demo.figure)) == 0, (control, value)
+
+
+def test_a_layout_seen_before_is_restored_not_drawn_and_only_the_last_few_are_kept(monkeypatch):
+    """A dashboard whose ``width`` control moves the x limits (its layout) and ``height`` only a line."""
+    import ipywidgets
+
+    def draw(state):
+        fig, ax = plt.subplots(figsize=(4, 3), dpi=60)
+        ax.plot([], [])
+        update(fig, state)
+        return fig
+
+    def update(fig, state):
+        ax = fig.axes[0]
+        ax.get_lines()[0].set_data([0, state["width"]], [0, state["height"]])
+        ax.set_xlim(0, state["width"])
+        ax.set_ylim(0, 4)
+
+    controls = {"width": ipywidgets.Dropdown(options=[1, 2, 3, 4], value=1),
+                "height": ipywidgets.Dropdown(options=[1, 2, 3], value=1)}
+    demo = widgets.Dashboard(controls, lambda width, height: {"width": width, "height": height}, draw,
+                             update=update, changing=lambda fig: fig.axes[0].get_lines())
+    partial = demo._partial
+    draws = []
+    real_draw = partial.canvas.draw
+    monkeypatch.setattr(partial.canvas, "draw", lambda: draws.append(1) or real_draw())
+    # (control, value, whether the whole figure is drawn)
+    for control, value, drawn in [("width", 2, True), ("height", 3, False), ("width", 1, False),
+                                  ("width", 3, True), ("height", 2, False), ("width", 2, False)]:
+        before = len(draws)
+        demo.controls[control].value = value
+        assert (len(draws) > before) == drawn, (control, value)
+        _shows_the_whole_figure(demo)
+    monkeypatch.setattr(partial, "KEPT_LAYOUTS", 2)
+    for width in (4, 1, 4, 3, 1):  # the two kept are 2 and 4, then 4 and 1, 1 and 4, 4 and 3, 3 and 1
+        demo.controls["width"].value = width
+        assert len(partial._backgrounds) <= 2
+        _shows_the_whole_figure(demo)
+    assert len(draws) == 2 + 4  # all drawn but the second 4
+
+
+def test_a_title_at_a_given_height_is_drawn_where_matplotlib_would_place_it(stored_runs):
+    """Deep dives 12's and 13's figures give their titles' height (plots.core.TITLE_Y), which spares
+    a dashboard matplotlib's search for a place; the pictures are the same as with that search."""
+    from helpers.experiments.placement_tuned import stored_runs_state
+    from helpers.experiments.training_speed_table import evidence_state
+    from helpers.lessons.placement import placement_state
+    from helpers.plots import evidence_figure, layer_histograms_figure, stored_runs_figure
+
+    figures = [layer_histograms_figure(placement_state("relu", "no norm", 16)),
+               stored_runs_figure(stored_runs_state(_placement_frame(), "tanh", "all", 0.01)),  # a title with notes
+               evidence_figure(evidence_state(stored_runs, "3-layer RNN, T 10, hidden 64 (why)", 0.03, "all arms",
+                                              0.5, "ICS (Santurkar)"))]  # a title of two lines, linear axis
+    for fig in figures:
+        titled = [ax for ax in fig.axes if ax.get_title()]
+        assert titled and all(ax._autotitlepos is False for ax in titled)  # the height given: no search
+        given = png_bytes(fig)
+        for ax in fig.axes:
+            ax._autotitlepos = True  # matplotlib's own placement
+        assert png_bytes(fig) == given
 
 
 def test_snapshot_draws_a_new_open_figure_at_chosen_values_and_leaves_the_controls():
@@ -203,6 +276,18 @@ def test_every_control_of_the_speed_dashboard_changes_what_it_selects(stored_run
     tuned = evidence_state(stored_runs, "tiny RNN, T 10, hidden 16", "tuned", "all arms", 0.0, "held-out loss")
     assert tuned["notes"] == [] and tuned["curves"]["seed"].nunique() == 10
     assert tuned["table"]["seeds"].eq(10).all()
+
+
+def test_the_speed_dashboard_shows_what_evidence_state_gives_over_the_whole_table(stored_runs):
+    from helpers.experiments.training_speed_table import evidence_state
+
+    demo = widgets.speed_demo(stored_runs)
+    for control, value in DASHBOARDS["speed"][1]:
+        demo.controls[control].value = value
+        whole = evidence_state(stored_runs, **{name: c.value for name, c in demo.controls.items()})
+        pd.testing.assert_frame_equal(demo.state["curves"], whole["curves"])
+        pd.testing.assert_frame_equal(demo.state["table"], whole["table"])
+        assert demo.state["notes"] == whole["notes"] and demo.state["column"] == whole["column"]
 
 
 def test_every_control_of_the_stored_placement_dashboard_changes_what_it_selects():

@@ -205,11 +205,10 @@ ALWAYS_FORBIDDEN = (
     "helpers.functional.rms_norm", "helpers.layer_norm", "helpers.batch_norm", "helpers.group_norm",
     "helpers.rms_norm", "helpers.autograd.LayerNormFunction.apply", "helpers.lessons.sequence.masked_layer_norm",
     "helpers.functional.instance_norm", "helpers.functional.normalize", "helpers.instance_norm",
-    "helpers.normalize", "helpers.compiled_layer_norm", "helpers.compiled_rms_norm",
-    "helpers.compiled.compiled_layer_norm", "helpers.compiled.compiled_rms_norm",
-    "helpers.compiled.CompiledLayerNormFunction.apply", "helpers.compiled.CompiledRMSNormFunction.apply",
-    "helpers.compiled.layer_norm_backward", "helpers.one_pass.layer_norm_backward",
-    "helpers.one_pass.rms_norm_backward",
+    "helpers.normalize",
+    "helpers.speed.compiled.CompiledLayerNormFunction.apply", "helpers.speed.compiled.CompiledRMSNormFunction.apply",
+    "helpers.speed.compiled.layer_norm_backward", "helpers.speed.one_pass.layer_norm_backward",
+    "helpers.speed.one_pass.rms_norm_backward",
 )
 
 

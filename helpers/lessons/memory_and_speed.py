@@ -186,21 +186,14 @@ def cache_sizes(cpu: int = 0) -> dict[str, int]:
     return dict(found[level] for level in sorted(found))
 
 
-def load_results(path: str | pathlib.Path | None = None) -> tuple[pd.DataFrame, dict]:
+def load_results() -> tuple[pd.DataFrame, dict]:
     """The stored ``make bench`` results: (one row per measurement, the machine's description).
 
-    Looks, in order, at ``path``, at ``benchmarks/results/`` in a checkout above the
-    current folder, and at the copy shipped inside the package (for Colab). The CSV's
-    leading ``# key: value`` lines describe the machine.
+    ``make bench`` writes them into the package (``helpers/data/``), so a checkout and an
+    installed copy (Colab) read the same file. The CSV's leading ``# key: value`` lines
+    describe the machine.
     """
-    if path is None:
-        here = pathlib.Path.cwd()
-        found = [p / "benchmarks" / "results" / RESULTS_NAME for p in [here, *here.parents]]
-        found = [p for p in found if p.is_file()]
-        text = (found[0].read_text() if found else
-                importlib.resources.files("helpers").joinpath("data", RESULTS_NAME).read_text())
-    else:
-        text = pathlib.Path(path).read_text()
+    text = importlib.resources.files("helpers").joinpath("data", RESULTS_NAME).read_text()
     meta = {}
     for line in text.splitlines():
         if not line.startswith("#"):

@@ -12,10 +12,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 from mpl_toolkits.axes_grid1 import make_axes_locatable
 
-from helpers.plots.core import DPI, clear_curves, curves_figure, seed_curves
+from helpers.plots.core import DPI, TITLE_Y, clear_curves, curves_figure, seed_curves
 
-__all__ = ["DEPTH_CMAP", "layer_colours", "layer_histograms_figure", "stored_runs_figure", "update_layer_histograms_figure",
-           "update_stored_runs_figure"]
+__all__ = ["DEPTH_CMAP", "layer_colours", "layer_histograms_changing", "layer_histograms_figure", "stored_runs_figure",
+           "update_layer_histograms_figure", "update_stored_runs_figure"]
 
 #: The sequential colormap over depth: layer 1 dark, the last layer light (viridis without its
 #: palest yellow, which is hard to see on white).
@@ -50,7 +50,7 @@ def layer_histograms_figure(state: dict) -> Figure:
     left.xaxis.set_major_locator(MaxNLocator(6, steps=[1, 2, 5, 10]))
     right.set_xlabel("layer (input -> output)")
     right.set_ylabel("weight-gradient norm (log scale)")
-    right.set_title("gradient norm of each layer's weights", fontsize=9)
+    right.set_title("gradient norm of each layer's weights", fontsize=9, y=TITLE_Y)
     update_layer_histograms_figure(fig, state)
     fig.tight_layout()
     return fig
@@ -85,12 +85,22 @@ def update_layer_histograms_figure(fig: Figure, state: dict) -> None:
     left.set_xlim(float(edges[0]), float(edges[-1]))
     left.set_ylim(0.0, 1.05 * float(hists.max()))
     left.set_xlabel(_XLABEL[state["activation"]])
-    left.set_title("activations of each layer on a probe batch", fontsize=9)
+    left.set_title("activations of each layer on a probe batch", fontsize=9, y=TITLE_Y)
     fig.suptitle(state["readout"].replace("; ", "\n"), fontsize=9)
     grad = np.asarray(state["grad_norm"], dtype=float)
     right.get_lines()[0].set_data(np.arange(1, depth + 1), grad)
     right.set_xlim(0.5, depth + 0.5)
     right.set_ylim(*_log_range(grad))
+
+
+def layer_histograms_changing(fig: Figure) -> list:
+    """The artists :func:`update_layer_histograms_figure` changes without moving anything else: both
+    y axes (their limits follow the data), the lines and the suptitle; and the two axes' spines,
+    which a full draw puts over the lines. (A new activation or depth moves the x limits, the label
+    and the colourbar: a dashboard redraws the whole figure then.)"""
+    left, right, _ = fig.axes
+    return [left.yaxis, right.yaxis, *left.get_lines(), *right.get_lines(), *left.spines.values(),
+            *right.spines.values(), fig._suptitle]
 
 
 def _log_range(values: np.ndarray) -> tuple[float, float]:
@@ -135,5 +145,5 @@ def update_stored_runs_figure(fig: Figure, state: dict) -> None:
     title = f"{state['activation']}, {rate}"
     if state["notes"]:
         title += " (" + "; ".join(state["notes"]) + ")"
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=9, y=TITLE_Y)
     ax.legend(fontsize="x-small", loc="upper right")

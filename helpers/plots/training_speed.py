@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from helpers.plots.core import DPI, clear_curves, curves_figure, seed_curves
+from helpers.plots.core import DPI, TITLE_Y, clear_curves, curves_figure, seed_curves
 
 __all__ = ["ARM_COLOURS", "evidence_figure", "tuning_figure", "update_evidence_figure"]
 
@@ -55,7 +55,7 @@ def update_evidence_figure(fig: Figure, state: dict) -> None:
     title = f"{setting.label}, {rate}"
     if state["notes"]:
         title += "\n(" + "; ".join(state["notes"]) + ")"
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=9, y=TITLE_Y)
     if ax.get_lines():
         ax.legend(fontsize="x-small", loc="upper right")
 

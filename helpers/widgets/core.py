@@ -9,8 +9,8 @@ it once more) and a ``savefig``: two to six times the budget.
 
 Most of a full draw is text (tick labels, axis labels), which an update rarely changes. A
 dashboard that names its *changing* artists (lines, titles, legends, an axis whose limits
-follow the data) is drawn by :class:`PartialRedraw`: the rest is drawn once and kept as a
-picture, and each change draws only the changing artists over it (about half the time of a
+follow the data) is drawn by :class:`PartialRedraw`: the rest is drawn once per layout and kept
+as a picture, and each change draws only the changing artists over it (about half the time of a
 full draw, measured on the core path's histogram dashboards; pixels differ from a full draw
 only where a line crosses a spine, drawn in another order).
 """
@@ -58,17 +58,23 @@ def png_bytes(fig: Figure, buffer: io.BytesIO | None = None) -> bytes:
 class PartialRedraw:
     """PNGs of a figure whose changes touch only the artists that ``changing(figure)`` returns.
 
-    The first call, and any call after the figure's *layout key* changed (each axes' x limits,
-    x label and scales: what moves the static artists), draws the figure without the changing
-    artists (``set_animated``) and keeps that picture; every call then restores the picture,
-    draws the changing artists over it (``draw_artist``) and encodes the canvas as PNG. The
-    figure itself is left as a plain figure: :func:`png_bytes` still draws it whole.
+    The figure's *layout key* (each axes' x limits, x label and scales) names what moves the
+    static artists. At a key it has not kept a picture for, it draws the figure without the
+    changing artists (``set_animated``) and keeps that picture, one per key for the last
+    :data:`KEPT_LAYOUTS` keys; at a key it has one for, it restores it. Then it draws the
+    changing artists over it (``draw_artist``) and encodes the canvas as PNG. So going back to a
+    layout seen before (another activation and back, say) costs a partial draw, not a whole one.
+    The figure itself is left as a plain figure: :func:`png_bytes` still draws it whole.
     """
+
+    #: Pictures kept, one per layout key, the least recently used dropped first: a dashboard's
+    #: figure of 800 x 300 pixels takes about 1 MB each.
+    KEPT_LAYOUTS = 8
 
     def __init__(self, figure: Figure, changing: Callable[[Figure], list[Artist]]):
         self.figure, self.changing = figure, changing
         self.canvas = figure.canvas if isinstance(figure.canvas, FigureCanvasAgg) else FigureCanvasAgg(figure)
-        self._key = self._background = None
+        self._backgrounds: dict[tuple, object] = {}  # layout key -> picture, the most recent last
 
     def _layout_key(self) -> tuple:
         return tuple((ax.get_xlim(), ax.get_xlabel(), ax.get_xscale(), ax.get_yscale())
@@ -78,16 +84,19 @@ class PartialRedraw:
         """The figure as PNG bytes, into ``buffer`` (emptied first; a new one if None)."""
         artists = self.changing(self.figure)
         key = self._layout_key()
-        if key != self._key:
+        background = self._backgrounds.pop(key, None)
+        if background is None:
             for artist in artists:
                 artist.set_animated(True)  # left out of the kept picture
             self.canvas.draw()
-            self._background = self.canvas.copy_from_bbox(self.figure.bbox)
-            self._key = key
+            background = self.canvas.copy_from_bbox(self.figure.bbox)
             for artist in artists:
                 artist.set_animated(False)
+            while self._backgrounds and len(self._backgrounds) >= self.KEPT_LAYOUTS:
+                del self._backgrounds[next(iter(self._backgrounds))]  # the least recently used
         else:
-            self.canvas.restore_region(self._background)
+            self.canvas.restore_region(background)
+        self._backgrounds[key] = background
         for artist in artists:
             (artist.axes or self.figure).draw_artist(artist)  # a suptitle belongs to no axes
         buffer = io.BytesIO() if buffer is None else buffer

@@ -7,6 +7,8 @@ import pandas as pd
 
 from helpers import plots
 from helpers.lessons.placement import ACTIVATIONS, PLACEMENTS, placement_state
+from helpers.plots.core import curves_changing
+from helpers.plots.placement import layer_histograms_changing
 from helpers.widgets.core import Dashboard
 
 __all__ = ["DEPTHS", "placement_demo", "placement_table", "stored_runs_demo"]
@@ -38,7 +40,8 @@ def placement_demo(activation: str = "tanh", placement: str = "LN -> act", depth
         "depth": widgets.Dropdown(options=list(DEPTHS), value=depth, description="depth"),
     }
     return Dashboard(controls, placement_state, plots.layer_histograms_figure,
-                     update=plots.update_layer_histograms_figure, table=placement_table,
+                     update=plots.update_layer_histograms_figure, changing=layer_histograms_changing,
+                     table=placement_table,
                      title="<b>At initialisation: per-layer activations and gradient norms.</b>")
 
 
@@ -61,5 +64,5 @@ def stored_runs_demo(frame: pd.DataFrame) -> Dashboard:
         return stored_runs_state(frame, activation, arrangement, rate)
 
     return Dashboard(controls, compute, plots.stored_runs_figure, update=plots.update_stored_runs_figure,
-                     table=lambda state: state["table"],
+                     changing=curves_changing, table=lambda state: state["table"],
                      title="<b>The stored runs: thin lines are seeds, bold the median.</b>")

@@ -77,7 +77,7 @@ from IPython.display import display
 from torch import nn
 from torch.utils import benchmark
 
-from helpers import LayerNormFunction, one_pass, plots
+from helpers import LayerNormFunction, plots
 from helpers.evidence import claims
 from helpers.exercises.checking import compare
 from helpers.exercises.layer_norm import check_biased_variance, check_output_variance
@@ -92,6 +92,7 @@ from helpers.lessons.param_grad_reduction import (
 from helpers.lessons.variance import adversarial_rows, error_table, layer_norm_error, welford_var
 from helpers.plots import bandwidth_figure, saved_bytes_figure
 from helpers.plots.memory_and_speed import partial_sums_figure
+from helpers.speed import one_pass
 from helpers.widgets import eps_state, stability_demo
 
 torch.set_num_threads(2)  # fixed, as in `make bench`
@@ -654,7 +655,7 @@ eps_table.map("{:.3e}".format)
 # every implementation and the copy write into reused memory, and allocation is timed apart
 # (section 4.2). Each size runs 10 interleaved rounds (25 at the headline size, $4096\times1024$);
 # the CSV keeps the fastest and the median round, and `ratio_vs_torch` is median over median. It
-# writes `benchmarks/results/layernorm_cpu.csv`, headed by a description of the machine; here we
+# writes `helpers/data/layernorm_cpu.csv`, headed by a description of the machine; here we
 # read the stored results (no fresh run needed):
 
 # %%
@@ -700,14 +701,14 @@ assert len(passes["LayerNormFunction"]) == 12 and passes["torch (F.layer_norm)"]
 # which walks 16 columns at a time down all rows, a new page of memory at every step ("fused by
 # Inductor" below). Splitting the reduction as PyTorch's kernel does (section 3's two stages),
 # $dx$ row by row and $d\gamma$, $d\beta$ as partial sums over blocks of rows followed by a second,
-# small reduction (`helpers.compiled.blocked_column_sum`), fixes the walk ("split"). But Inductor
+# small reduction (`helpers.speed.compiled.blocked_column_sum`), fixes the walk ("split"). But Inductor
 # runs the two parts as two loop nests, one after the other, so the split backward reads $x$ and
 # $dy$ from memory twice: 5 passes over the $M\times N$ data where 3 would do. Its C++ code
 # generator nests two loop nests under one outer loop only when one consumes what the other
 # produces and their outer loops have the same ranges (rows for $dx$; blocks and columns for the
 # partial sums), and this backward meets neither condition.
 #
-# `helpers.one_pass` writes the loop that PyTorch's kernel runs as plain Python, which Numba
+# `helpers.speed.one_pass` writes the loop that PyTorch's kernel runs as plain Python, which Numba
 # compiles to machine code: each thread takes blocks of rows; for each row it computes the two row
 # sums, then walks the row again, now in the L1 cache, writing $dx$ and adding into its block's
 # partial $d\gamma$ and $d\beta$ rows; stage 2 adds the blocks' partial rows. This is

@@ -1,5 +1,5 @@
 r"""LayerNorm and RMSNorm whose forward and backward are each compiled: the forward by
-``torch.compile``, the training backward by Numba (:mod:`helpers.one_pass`).
+``torch.compile``, the training backward by Numba (:mod:`helpers.speed.one_pass`).
 
 :class:`~helpers.autograd.LayerNormFunction` derives the backward by hand and runs it as
 eager PyTorch, one operation (one full pass over the ``(M, N)`` data) at a time.
@@ -45,7 +45,7 @@ them in a loop nest of their own, apart from ``dx``'s: its C++ backend nests two
 nests under one outer loop only when one consumes what the other produces, and their
 leading loops have the same ranges (rows for ``dx``, blocks and columns for the partial
 sums). PyTorch's own kernel avoids that read by adding each row into its thread's
-partial sums while it computes the row's ``dx``, and so does :mod:`helpers.one_pass`, a
+partial sums while it computes the row's ``dx``, and so does :mod:`helpers.speed.one_pass`, a
 Numba kernel: where it can run (Numba installed, float32 or float64), it is the backward
 of :class:`CompiledLayerNormFunction` and :class:`CompiledRMSNormFunction` when the
 input and the weight both need gradients (training); the Inductor graphs here serve the
@@ -74,7 +74,6 @@ from torch import Tensor
 from torch.autograd.function import FunctionCtx, once_differentiable
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-from helpers import one_pass
 from helpers._validation import (
     accumulation_dtype,
     check_floating_input,
@@ -82,6 +81,7 @@ from helpers._validation import (
     check_normalized_shape,
     check_param_shape,
 )
+from helpers.speed import one_pass
 
 __all__ = [
     "BACKWARD_KERNELS",
@@ -90,8 +90,6 @@ __all__ = [
     "CompiledRMSNormFunction",
     "blocked_column_sum",
     "compile_status",
-    "compiled_layer_norm",
-    "compiled_rms_norm",
     "layer_norm_backward",
     "rows_per_block",
 ]
@@ -278,7 +276,7 @@ class _Kernel:
             result = self.fn(*args)  # if this raises too, the arguments were wrong, not the compiler
             first_line = (str(error).strip().splitlines() or [""])[0][:200]
             _fallback = f"{type(error).__name__}: {first_line}"
-            warnings.warn(f"helpers.compiled: torch.compile failed ({_fallback}); the compiled functions "
+            warnings.warn(f"helpers.speed.compiled: torch.compile failed ({_fallback}); the compiled functions "
                           "now run the same tensor code eagerly: the same results, slower",
                           RuntimeWarning, stacklevel=3)
             return result
@@ -302,7 +300,7 @@ def _run(name: str, *args):
 
 
 def _one_pass_here(x: Tensor) -> bool:
-    """Whether the backward takes :mod:`helpers.one_pass`'s kernel: Numba installed, a float32 or
+    """Whether the backward takes :mod:`helpers.speed.one_pass`'s kernel: Numba installed, a float32 or
     float64 input with values, and no TorchDispatchMode (which must see every tensor operation)."""
     return one_pass.available(x.dtype) and x.numel() > 0 and _get_current_dispatch_mode() is None
 
@@ -310,15 +308,6 @@ def _one_pass_here(x: Tensor) -> bool:
 def compile_status() -> str:
     """``"compiled"`` while ``torch.compile`` works here, else ``"eager: <why compiling failed>"``."""
     return "compiled" if _fallback is None else f"eager: {_fallback}"
-
-
-def _reset(fallback: str | None = None) -> None:
-    """Forget compiled kernels; ``fallback`` set: behave as if compiling had failed for that reason."""
-    global _fallback
-    _fallback = fallback
-    for kernel in _KERNELS.values():
-        kernel.compiled = None
-        kernel.seen.clear()
 
 
 # ----------------------------------------------------------------- LayerNorm
@@ -388,12 +377,6 @@ class CompiledLayerNormFunction(torch.autograd.Function):
         return grad_input, None, grad_weight, grad_bias, None
 
 
-def compiled_layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
-                        bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
-    """``F.layer_norm``'s signature and results, through :class:`CompiledLayerNormFunction`."""
-    return CompiledLayerNormFunction.apply(input, normalized_shape, weight, bias, eps)
-
-
 #: The backwards :func:`layer_norm_backward` can run.
 BACKWARD_KERNELS = ("one-pass", "split", "fused")
 
@@ -406,7 +389,7 @@ def layer_norm_backward(grad_output: Tensor, input: Tensor, normalized_shape, me
     the forward pass's per-row statistics (one value per row, any shape with that many
     elements, in the accumulation dtype). ``kernel``:
 
-    - ``"one-pass"``: :mod:`helpers.one_pass`'s kernel, what :class:`CompiledLayerNormFunction`
+    - ``"one-pass"``: :mod:`helpers.speed.one_pass`'s kernel, what :class:`CompiledLayerNormFunction`
       runs (float32 and float64 with Numba installed; otherwise ``"split"``);
     - ``"split"``: the row-wise ``dx`` loop nest, then the block partial sums, compiled by
       Inductor as one graph (two loop nests, each reading ``x`` and ``dy``);
@@ -449,8 +432,7 @@ class CompiledRMSNormFunction(torch.autograd.Function):
     means the machine epsilon of the accumulation dtype, as in ``F.rms_norm``. The kernels
     are LayerNorm's without the mean: one row sum (of squares) in the forward pass, one
     (of :math:`g\hat{x}`) for ``dx``, and the weight gradient as block partial sums.
-    Real floating-point inputs only (:func:`compiled_rms_norm` sends complex ones to
-    :func:`helpers.rms_norm`). Once-differentiable.
+    Real floating-point inputs only (:func:`helpers.rms_norm` takes complex ones). Once-differentiable.
     """
 
     @staticmethod
@@ -461,7 +443,7 @@ class CompiledRMSNormFunction(torch.autograd.Function):
         check_floating_input("rms_norm", input, allow_complex=True)  # torch's rms_norm takes complex inputs
         if input.is_complex():
             raise NotImplementedError("CompiledRMSNormFunction: expected a real floating-point input, but got "
-                                      f"dtype {input.dtype}; compiled_rms_norm sends complex inputs to helpers.rms_norm")
+                                      f"dtype {input.dtype}; helpers.rms_norm takes complex inputs")
         acc = accumulation_dtype(input.dtype)
         eps = torch.finfo(acc).eps if eps is None else float(eps)
         m, n = _rows(input, shape)
@@ -495,14 +477,3 @@ class CompiledRMSNormFunction(torch.autograd.Function):
         if want_weight:
             grad_weight = dgamma.reshape(ctx.shape).to(weight.dtype)
         return grad_input, None, grad_weight, None
-
-
-def compiled_rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
-                      eps: float | None = None) -> Tensor:
-    """``F.rms_norm``'s signature and results, through :class:`CompiledRMSNormFunction`
-    (complex inputs: :func:`helpers.rms_norm`, eagerly)."""
-    if isinstance(input, Tensor) and input.is_complex():
-        from helpers.functional import rms_norm
-
-        return rms_norm(input, normalized_shape, weight, eps)
-    return CompiledRMSNormFunction.apply(input, normalized_shape, weight, eps)

@@ -1,7 +1,7 @@
-"""The Numba kernels of :mod:`helpers.one_pass` (what they compute, and why so, is told there).
+"""The Numba kernels of :mod:`helpers.speed.one_pass` (what they compute, and why so, is told there).
 
-A module of its own so that ``import helpers`` does not import Numba (about 0.35 s): only the first
-backward that takes a one-pass kernel imports this.
+A module of its own so that importing :mod:`helpers.speed.compiled` does not import Numba (about 0.35 s):
+only the first backward that takes a one-pass kernel imports this.
 """
 
 import os

@@ -1,6 +1,6 @@
 r"""LayerNorm's and RMSNorm's backward in one pass over the data: a Numba kernel.
 
-:mod:`helpers.compiled`'s split backward runs as two loop nests, because TorchInductor
+:mod:`helpers.speed.compiled`'s split backward runs as two loop nests, because TorchInductor
 will not nest them under one loop over the rows: the row-wise ``dx`` and the block
 partial sums of :math:`d\gamma, d\beta`. Each reads ``x`` and ``dy`` from memory, so the
 backward moves 5 tensors' worth of bytes where 3 would do (read ``x`` and ``dy``, write
@@ -37,7 +37,7 @@ OpenMP one: a second OpenMP runtime beside PyTorch's keeps its idle threads spin
 
 Numba is imported at the first launch, not with the package. Where it is not installed,
 :func:`available` is ``False`` and
-:mod:`helpers.compiled` runs its split backward instead.
+:mod:`helpers.speed.compiled` runs its split backward instead.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ import torch
 from torch import Tensor
 
 #: Whether Numba is installed (it is in requirements.txt; this is for other environments). Numba
-#: itself is imported with the kernels (:mod:`helpers._one_pass_kernels`) at their first launch.
+#: itself is imported with the kernels (:mod:`helpers.speed._one_pass_kernels`) at their first launch.
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 __all__ = ["DTYPES", "HAVE_NUMBA", "available", "blocks_for", "describe", "kernels", "layer_norm_backward",
@@ -88,8 +88,8 @@ def _arrays(x: Tensor, dy: Tensor, weight: Tensor | None, *stats: Tensor):
 
 def kernels():
     """The module that holds the Numba kernels, ``layer_norm_kernel`` and ``rms_norm_kernel``
-    (:mod:`helpers._one_pass_kernels`), imported with Numba at the first call."""
-    from helpers import _one_pass_kernels
+    (:mod:`helpers.speed._one_pass_kernels`), imported with Numba at the first call."""
+    from helpers.speed import _one_pass_kernels
 
     return _one_pass_kernels
 
