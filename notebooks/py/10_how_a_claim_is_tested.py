@@ -189,7 +189,8 @@ print(f"LN-LSTM needs {interval.estimate:.0%} fewer steps (95% CI {interval.low:
       f"{interval.n} paired seeds")
 said = verdict(interval, a="LN-LSTM", b="LSTM", claim="fewer", quantity="steps to the threshold")
 record = stored.records["steps"]  # the stored verdict, recomputed from the stored runs: the same numbers
-assert (record.estimate, record.low, record.high, record.n) == (said.estimate, said.low, said.high, said.n)
+assert record.n == said.n  # (the same to the last digits a library version can move)
+assert np.allclose([record.estimate, record.low, record.high], [said.estimate, said.low, said.high], rtol=1e-9)
 print("recomputed:", said)
 print("stored verdict:", record)
 
