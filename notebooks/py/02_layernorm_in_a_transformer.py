@@ -42,7 +42,6 @@ from torch import nn
 from helpers.evidence import runner
 from helpers.evidence.card import evidence_card
 from helpers.exercises.layer_norm_at_work import check_final_ln
-from helpers.experiments import deep_transformer
 from helpers.plots.blocks import block_diagrams_figure
 from helpers.widgets.residual_stream import residual_stream_demo
 
@@ -210,10 +209,9 @@ print("LayerNorms:", [name for name, m in gpt.named_modules() if isinstance(m, L
 # %% [markdown]
 # ### What stored experiments say
 #
-# A small Transformer learned to copy a sequence of tokens, on a CPU. Each form was trained from
-# several seeds (different random starts), each at the learning rate that suits it best. The
-# measure is the number of steps until the loss falls halfway from where a model that copies
-# nothing stands to the best possible loss. The numbers below are read from the stored results.
+# A small Transformer learned to copy tokens on a CPU, in each form at its best learning rate, from
+# several random starts. The measure: steps until the loss is halfway from a model that copies
+# nothing to the best possible.
 
 # %%
 stored = runner.load("deep_transformer").records
@@ -221,17 +219,11 @@ steps = stored["steps, Pre-LN vs Post-LN"]
 assert steps.favoured == "Pre-LN" and steps.low > 0  # fewer steps, by a clear margin
 for arm in ("Post-LN", "Post-LN + warm-up"):  # fails at Pre-LN's best rate: no seed gets below the target
     assert stored[f"at Pre-LN's best rate, {arm}"].answer == "yes"
-print(f"Model: {deep_transformer.BLOCKS} blocks of width {deep_transformer.WIDTH}, {deep_transformer.HEADS} heads;"
-      f" task: copy {deep_transformer.N_COPY} tokens; {steps.n} seeds per form.")
-print(f"Pre-LN needed about {steps.estimate:.0%} fewer steps than Post-LN"
-      f" (with {steps.n} seeds, somewhere between {steps.low:.0%} and {steps.high:.0%}).")
 
 # %% [markdown]
-# Pre-LN got there in fewer steps. At Pre-LN's best rate Post-LN did not train, with or without a
-# short warm-up, so Post-LN had to use a smaller rate. That is the direction Xiong et al. report.
-# These are tiny models on one synthetic task: the runs show the direction, not the size of the
-# effect in a large model. How the runs were made, and the other places for LN: deep dive
-# [12](12_where_the_norm_goes.ipynb).
+# Pre-LN got there in fewer steps; the card at the end gives how many. At Pre-LN's best rate Post-LN
+# did not train, even with a short warm-up: the direction Xiong et al. report. How the runs were
+# made: deep dive [12](12_where_the_norm_goes.ipynb).
 
 # %% [markdown]
 # ## 5 · Swap in `helpers.LayerNorm` or `nn.LayerNorm`
@@ -284,7 +276,7 @@ check_final_ln(model_forward)
 # %% [markdown]
 # ## What the evidence says
 #
-# The lesson's claims, and one on Post-LN, each tested in small experiments run many times; each
+# The lesson's claims, and two on Pre-LN, each tested in small experiments run many times; each
 # line is computed from the stored results and links to its deep dive. *Steps*: training steps to a
 # target loss.
 

@@ -42,7 +42,6 @@ from torch import nn
 from helpers.evidence import runner
 from helpers.evidence.card import evidence_card
 from helpers.exercises.layer_norm_at_work import check_final_ln
-from helpers.experiments import deep_transformer
 from helpers.plots.blocks import block_diagrams_figure
 from helpers.widgets.residual_stream import residual_stream_demo
 
@@ -182,7 +181,7 @@ print("LayerNorms:", [name for name, m in gpt.named_modules() if isinstance(m, L
 # %% [markdown]
 # ### 已存储的实验怎么说
 #
-# 一个小 Transformer 在 CPU 上学习复制一串 token。每种形式都用若干个随机种子（不同的随机起点）训练，各自用最适合它的学习率。衡量的是训练步数：损失从“什么都不复制”的水平下降到最低可能损失的一半所需的步数。下面的数字都读自存储的结果。
+# 一个小 Transformer 在 CPU 上学习复制 token，每种形式都用它最合适的学习率，从若干个随机起点训练。衡量的是训练步数：损失下降到离最低可能损失还差一半时所需的步数。
 
 # %%
 stored = runner.load("deep_transformer").records
@@ -190,13 +189,9 @@ steps = stored["steps, Pre-LN vs Post-LN"]
 assert steps.favoured == "Pre-LN" and steps.low > 0  # fewer steps, by a clear margin
 for arm in ("Post-LN", "Post-LN + warm-up"):  # fails at Pre-LN's best rate: no seed gets below the target
     assert stored[f"at Pre-LN's best rate, {arm}"].answer == "yes"
-print(f"Model: {deep_transformer.BLOCKS} blocks of width {deep_transformer.WIDTH}, {deep_transformer.HEADS} heads;"
-      f" task: copy {deep_transformer.N_COPY} tokens; {steps.n} seeds per form.")
-print(f"Pre-LN needed about {steps.estimate:.0%} fewer steps than Post-LN"
-      f" (with {steps.n} seeds, somewhere between {steps.low:.0%} and {steps.high:.0%}).")
 
 # %% [markdown]
-# Pre-LN 用更少的步数就达到了目标。在 Pre-LN 的最佳学习率下，无论有没有短暂的学习率预热，Post-LN 都训练不起来，所以 Post-LN 只能用更小的学习率。这与 Xiong 等报告的方向一致。这些都是很小的模型，只有一个人工构造的任务：这些实验只能说明方向，不能说明在大模型上效果有多大。实验是怎么做的，以及 LN 的其他位置，见深入专题 [12](../12_where_the_norm_goes.ipynb)。
+# Pre-LN 用更少的步数就达到了目标，少多少见最后的卡片。在 Pre-LN 的最佳学习率下，即使加上短暂的学习率预热，Post-LN 也训练不起来：这与 Xiong 等报告的方向一致。实验是怎么做的，见深入专题 [12](../12_where_the_norm_goes.ipynb)。
 
 # %% [markdown]
 # ## 5 · 换成 `helpers.LayerNorm` 或 `nn.LayerNorm`
@@ -243,7 +238,7 @@ check_final_ln(model_forward)
 # %% [markdown]
 # ## 实验结果怎么说
 #
-# 原课程的各个说法，外加一条关于 Post-LN 的说法，都在小实验里反复运行检验过；每一行都由存储的结果算出，并链接到对应的深入专题（英文）。*训练步数*：损失降到目标值所需的步数。
+# 原课程的各个说法，外加两条关于 Pre-LN 的说法，都在小实验里反复运行检验过；每一行都由存储的结果算出，并链接到对应的深入专题（英文）。*训练步数*：损失降到目标值所需的步数。
 
 # %%
 HTML(evidence_card())
