@@ -6,6 +6,7 @@ check computed in a notebook gives its outcome from its own result, and a claim 
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 import torch
 
 from helpers.evidence import claims, ledgers, runner
-from helpers.evidence.card import CORE_CLAIMS, card_outcome, evidence_card, sentence
+from helpers.evidence.card import CORE_CLAIMS, CORE_ROWS, card_outcome, cells, evidence_card
 from helpers.evidence.claims import (
     OUTCOMES,
     Check,
@@ -26,16 +27,54 @@ from helpers.evidence.claims import (
 )
 from helpers.evidence.verdicts import Verdict
 
-STATISTICS_WORDS = ("CI", "interval", "bootstrap", "seed", "censor", "%")
+STATISTICS_WORDS = ("CI", "interval", "bootstrap", "seed", "censor", "p-value")
 
 
-@pytest.mark.parametrize("claim", CORE_CLAIMS, ids=[c.key for c in CORE_CLAIMS])
-def test_every_core_claim_classifies_from_a_stored_verdict(claim):
+ROW_IDS = [row.claim.key for row in CORE_ROWS]
+
+
+@pytest.mark.parametrize("row", CORE_ROWS, ids=ROW_IDS)
+def test_every_card_row_classifies_from_a_stored_verdict_and_says_its_model_and_size(row):
+    claim = row.claim
     assert claim.key in runner.load(claim.experiment).verdicts  # none is "not tested" by a typo
     assert outcome(claim) in OUTCOMES[:3]
-    said = sentence(claim)
-    assert said.startswith(claim.text) and not any(ch.isdigit() for ch in said)
-    assert not any(word in said for word in STATISTICS_WORDS)
+    said, setting, verdict, effect = cells(row)
+    assert said == claim.text and not any(ch.isdigit() for ch in said)
+    assert re.search(r"\d+ (?:layers?|blocks) × (?:width )?\d+", setting), setting  # the model's size
+    if card_outcome(claim) in ("supported", "refuted"):  # the effect's size, from the record
+        assert re.fullmatch(r"(?:about \d+% \w+ .+|LN's accuracy about \d+ points \w+)", effect), effect
+    else:
+        assert effect == "cannot tell"
+    for text in (said, setting, verdict, effect):
+        assert not any(word in text for word in STATISTICS_WORDS), text
+
+
+def test_the_card_opens_with_its_scope_and_keeps_every_row_whatever_its_outcome():
+    card = evidence_card()
+    assert card.startswith("<p>Scope: tiny models") and "CPU" in card.split("</p>")[0]
+    assert card.count("<tr>") == len(CORE_ROWS) + 1
+    keys = [(c.experiment, c.key) for c in CORE_CLAIMS]
+    for kept in [("lstm_adding", "steps"), ("rnn_regimes", "steps, T 10, hidden 64"),
+                 ("deep_transformer", "steps, Pre-LN vs no norm"), ("drift", "activation input: largest unit mean drift"),
+                 ("batch_size", "batch 2: BatchNorm vs LayerNorm"),
+                 ("placement_tuned", "final loss, tanh, LN -> act vs act -> LN"),
+                 ("placement_tuned", "final loss, relu, LN -> act vs act -> LN"),
+                 ("deep_transformer", "steps, Post-LN + warm-up vs Post-LN"),
+                 ("deep_transformer", "steps, Pre-LN vs Post-LN"), ("deep_transformer", "largest stable rate, Pre-LN")]:
+        assert kept in keys, kept
+
+
+def test_the_cards_model_sizes_are_the_experiments_own():
+    from helpers.experiments import deep_transformer, drift, placement_tuned, rnn_regimes
+
+    settings = {row.claim.experiment: row.setting for row in CORE_ROWS}
+    assert f"{deep_transformer.BLOCKS} blocks × width {deep_transformer.WIDTH}" in settings["deep_transformer"]
+    assert f"copy a sequence of {deep_transformer.N_COPY} tokens" in settings["deep_transformer"]
+    assert (f"{drift.DRIFT_SETTINGS['depth']} layers × {drift.DRIFT_SETTINGS['width']} units"
+            in settings["drift"])
+    assert f"{placement_tuned.DEPTH} layers × {placement_tuned.WIDTH} units" in settings["placement_tuned"]
+    assert "64 units" in settings["rnn_regimes"] and 64 in rnn_regimes.HIDDEN and 10 in rnn_regimes.SEQ_LENS
+    assert "sequence of 100" in settings["lstm_adding"]
 
 
 def test_an_unreadable_verdict_or_an_unnamed_arm_raises(monkeypatch):
@@ -90,17 +129,21 @@ def _flipped(record: Verdict, claim: Claim, said: str | None = None) -> Verdict:
     return replace(moved(record), alternates=tuple(moved(m) for m in record.alternates))
 
 
-@pytest.mark.parametrize("claim", CORE_CLAIMS, ids=[c.key for c in CORE_CLAIMS])
-def test_changing_one_stored_verdict_changes_its_sentence_on_the_card(monkeypatch, claim):
-    before_card, before = evidence_card(), sentence(claim)
+DECIDABLE = [row for row in CORE_ROWS if row.claim.kind != "level"]  # a level stays undecided, whatever it says
+
+
+@pytest.mark.parametrize("row", DECIDABLE, ids=[row.claim.key for row in DECIDABLE])
+def test_changing_one_stored_verdict_changes_its_row_on_the_card(monkeypatch, row):
+    claim = row.claim
+    before_card, before = evidence_card(), cells(row)
     _plant(monkeypatch, claim.experiment, claim.key, _flipped(runner.records(claim.experiment)[claim.key], claim))
-    after = sentence(claim)
-    assert after != before and after.startswith(claim.text)
+    after = cells(row)
+    assert after[2] != before[2] and after[0] == claim.text
     card = evidence_card()
-    assert card != before_card and after.replace("'", "&#x27;") in card
+    assert card != before_card and after[2] in card
 
 
-@pytest.mark.parametrize("claim", CORE_CLAIMS, ids=[c.key for c in CORE_CLAIMS])
+@pytest.mark.parametrize("claim", [row.claim for row in DECIDABLE], ids=[row.claim.key for row in DECIDABLE])
 def test_changing_a_verdicts_words_keeps_its_outcome_and_its_interval_decides_it(monkeypatch, claim):
     """No outcome is read from prose: new words on the same numbers keep the outcome; new numbers
     under the same words change it (as its deep dive's ledger decides it, and on its own)."""

@@ -208,7 +208,7 @@ def test_the_lesson_points_come_in_order_and_all_of_them(edition, standard):
     numbers = [p for _, p in points]
     assert numbers == sorted(numbers), f"lesson points out of order: {points}"
     assert set(numbers) == set(range(1, 9)), f"lesson points taught: {sorted(set(numbers))}"
-    # Only notebook 02, which goes past the lesson (a block, RMSNorm), has sections without a point.
+    # Only notebook 02, which goes past the lesson (a Transformer block), has sections without a point.
     assert all(name.startswith("02_") for name, _ in untagged), untagged
 
 

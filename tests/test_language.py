@@ -8,6 +8,7 @@ Chinese as in its English; switching the language switches what a check says, an
 
 from __future__ import annotations
 
+import html
 import pickle
 import re
 import string
@@ -50,7 +51,7 @@ def _texts(exercise: checking.Exercise) -> list[tuple[str, str]]:
     return found
 
 
-EXERCISES = 18  # all of them: the core path's and the deep dives'
+EXERCISES = 19  # all of them: the core path's and the deep dives'
 TEXTS = [(name, what, text) for name in checking.registered() for what, text in _texts(checking._REGISTRY[name])]
 
 
@@ -142,12 +143,17 @@ def test_the_evidence_card_speaks_the_language_and_links_up_from_notebooks_zh():
     english = card.evidence_card()
     set_language("zh")
     chinese = card.evidence_card()
+    assert chinese.startswith(f"<p>{card._SCOPE.zh}</p>") and english.startswith(f"<p>{card._SCOPE}</p>")
     assert "what the stored runs say" in english and not CJK.search(english)
     assert "存储的实验结果怎么说" in chinese and "what the stored runs say" not in chinese
     links = re.findall(r'href="([^"]+)"', english)
     assert re.findall(r'href="([^"]+)"', chinese) == [f"../{link}" for link in links]
-    for claim in card.CORE_CLAIMS:
+    for row in card.CORE_ROWS:
+        claim = row.claim
         assert isinstance(claim.text, Text) and claim.text.zh in chinese and claim.text in english
-        outcome = card.card_outcome(claim)
-        assert card.sentence(claim) == f"{claim.text.zh}：{card._SAYS[outcome].zh}。"
+        assert isinstance(row.setting, Text) and row.setting.zh in chinese and row.setting in english
+        zh_cells = card.cells(row)
+        assert zh_cells[:3] == (claim.text.zh, row.setting.zh, card._SAYS[card.card_outcome(claim)].zh)
+        assert all(isinstance(t, Text) for t in (row.less, row.more) if t is not None)
+        assert CJK.search(zh_cells[3]) and html.escape(zh_cells[3]) in chinese
     assert all(isinstance(said, Text) and CJK.search(said.zh) for said in card._SAYS.values())

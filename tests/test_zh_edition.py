@@ -157,21 +157,25 @@ def _same_checker_message(en: str, zh: str) -> None:
     assert CJK.search(zh) and not CJK.search(en), f"the Chinese message is not in Chinese:\n{zh}"
 
 
-def _card_rows(card: str) -> list[tuple[str, str]]:
-    """(sentence, link) of each row of an evidence card."""
-    rows = re.findall(r'<tr><td[^>]*>(.*?)</td><td><a href="([^"]+)">', card)
-    return [(html.unescape(sentence), link) for sentence, link in rows]
+def _card_rows(card: str) -> list[tuple[str, ...]]:
+    """(claim, model and task, outcome, effect, link) of each row of an evidence card."""
+    cell = r"<td[^>]*>(.*?)</td>"
+    rows = re.findall(rf'<tr>{cell * 4}<td><a href="([^"]+)">', card)
+    return [(*(html.unescape(c) for c in row[:4]), row[4]) for row in rows]
 
 
 def _same_card(en: str, zh: str) -> None:
     en_rows, zh_rows = _card_rows(en), _card_rows(zh)
-    assert len(en_rows) == len(zh_rows) == len(card.CORE_CLAIMS), (en_rows, zh_rows)
-    for claim, (en_said, en_link), (zh_said, zh_link_) in zip(card.CORE_CLAIMS, en_rows, zh_rows, strict=True):
-        assert zh_link_ == f"../{en_link}", (en_link, zh_link_)
-        assert en_said.startswith(claim.text) and zh_said.startswith(claim.text.zh), (en_said, zh_said)
-        en_outcome = [k for k, said in card._SAYS.items() if en_said.endswith(f"{said}.")]
-        zh_outcome = [k for k, said in card._SAYS.items() if zh_said.endswith(f"{said.zh}。")]
-        assert en_outcome == zh_outcome and len(en_outcome) == 1, (en_said, zh_said)
+    assert len(en_rows) == len(zh_rows) == len(card.CORE_ROWS), (en_rows, zh_rows)
+    assert sorted(NUMBER.findall(en.split("</p>")[0])) == sorted(NUMBER.findall(zh.split("</p>")[0]))  # the scope
+    for row, en_row, zh_row in zip(card.CORE_ROWS, en_rows, zh_rows, strict=True):
+        assert zh_row[4] == f"../{en_row[4]}", (en_row, zh_row)
+        assert en_row[0] == row.claim.text and zh_row[0] == row.claim.text.zh, (en_row, zh_row)
+        en_outcome = [k for k, said in card._SAYS.items() if en_row[2] == said]
+        zh_outcome = [k for k, said in card._SAYS.items() if zh_row[2] == said.zh]
+        assert en_outcome == zh_outcome and len(en_outcome) == 1, (en_row, zh_row)
+        for i in (1, 3):  # the model's size and the effect's: the same numbers
+            assert sorted(NUMBER.findall(en_row[i])) == sorted(NUMBER.findall(zh_row[i])), (en_row[i], zh_row[i])
 
 
 @pytest.mark.parametrize("name", CORE)

@@ -1,23 +1,32 @@
-"""The core path's closing card: each of the lesson's claims in one plain sentence, with what the
-stored runs say of it, as its deep dive's ledger decides it, and a link to that deep dive.
+"""The core path's closing card: each of the lesson's claims in one plain sentence, the model and task
+that tested it (with the model's size), what the stored runs say of it, as its deep dive's ledger
+decides it, and a link to that deep dive.
 
-:func:`evidence_card` renders it (HTML) with no number and no statistics word of its own. A row's
-outcome is the one its deep dive's ledger gives it (:data:`helpers.evidence.ledgers.LEDGERS`, which
-must hold a claim on the same stored verdict): there, a difference counts only where it survives
-Holm's correction over the ledger's comparisons, so the card and the ledger never disagree. It speaks
-the language set by :func:`helpers.set_language`: under ``"zh"`` (the Chinese edition, in
-``notebooks/zh/``) the sentences are Chinese and the links lead one folder up, to the deep dives.
+:func:`evidence_card` renders it (HTML), with no statistics word of its own. It opens with a scope
+line (tiny models, synthetic tasks, a CPU). A row's outcome is the one its deep dive's ledger gives it
+(:data:`helpers.evidence.ledgers.LEDGERS`, which must hold a claim on the same stored verdict): there, a
+difference counts only where it survives Holm's correction over the ledger's comparisons, so the card
+and the ledger never disagree. Where that outcome is decided, the row says the effect's size in plain
+words, computed from the stored record ("about 61% fewer steps with Pre-LN"); where it is not, "cannot
+tell". Every row is kept whatever its outcome. It speaks the language set by
+:func:`helpers.set_language`: under ``"zh"`` (the Chinese edition, in ``notebooks/zh/``) the sentences
+are Chinese and the links lead one folder up, to the deep dives.
+
+The models' sizes in :data:`CORE_ROWS` are the stored experiments' (a test checks them against the
+experiments' own constants).
 """
 
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 
+from helpers.evidence import runner
 from helpers.evidence.claims import Claim, ledger_outcomes
 from helpers.evidence.ledgers import LEDGERS
 from helpers.language import Text, get_language, say
 
-__all__ = ["CORE_CLAIMS", "card_outcome", "evidence_card", "sentence"]
+__all__ = ["CORE_CLAIMS", "CORE_ROWS", "Row", "card_outcome", "cells", "effect", "evidence_card"]
 
 _SAYS = {
     "supported": Text("the runs agree", "实验结果支持"),
@@ -25,6 +34,7 @@ _SAYS = {
     "undecided": Text("the runs cannot tell", "实验结果分不出高下"),
     "not tested": Text("not tested here", "这里没有检验"),
 }
+_CANNOT_TELL = Text("cannot tell", "分不出")
 
 
 def card_outcome(claim: Claim) -> str:
@@ -38,56 +48,126 @@ def card_outcome(claim: Claim) -> str:
     return ledger_outcomes(family)[same[0]][0]
 
 
-def sentence(claim: Claim) -> str:
-    """The card's plain sentence for ``claim``: the claim, then what the stored runs say, as its deep
-    dive's ledger decides it (:func:`card_outcome`)."""
-    said = card_outcome(claim)
-    if get_language() == "zh":
-        return f"{say(claim.text)}：{say(_SAYS[said])}。"
-    return f"{claim.text}: {_SAYS[said]}."
+@dataclass(frozen=True)
+class Row:
+    """One row of the card.
+
+    Args:
+        claim: the claim and the stored verdict that speaks to it.
+        setting: the model, its size and the task, in plain words.
+        less: the effect in words when the verdict's first arm has less of the measure than the
+            second, with ``{}`` for the amount ("about {} fewer steps with LN"); None for a claim
+            whose record has no estimate (a level).
+        more: the same when the first arm has more.
+    """
+
+    claim: Claim
+    setting: Text
+    less: Text | None = None
+    more: Text | None = None
 
 
-#: The lesson's claims that the stored verdicts speak to, in the lesson's order.
-CORE_CLAIMS = (
-    Claim(Text("With LN, an LSTM needs fewer steps", "加了层归一化，LSTM 需要的训练步数更少"),
-          "lstm_adding", "steps", "LN-LSTM", "13_does_it_speed_up_training.ipynb"),
-    Claim(Text("With LN, a small RNN needs fewer steps", "加了层归一化，小型 RNN 需要的训练步数更少"),
-          "rnn_regimes", "steps, T 10, hidden 64", "LayerNorm", "13_does_it_speed_up_training.ipynb"),
+def effect(row: Row) -> str:
+    """The effect's size in plain words, computed from the stored record, where the row's outcome is
+    decided (supported or refuted); "cannot tell" otherwise."""
+    if card_outcome(row.claim) not in ("supported", "refuted") or row.less is None:
+        return say(_CANNOT_TELL)
+    record = runner.records(row.claim.experiment)[row.claim.key]
+    more, _, _ = record._more()
+    amount = f"{round(abs(more) * 100)}%" if record.relative else f"{abs(more):.0f}"
+    return say(row.less if more < 0 else row.more).format(amount)
+
+
+def cells(row: Row) -> tuple[str, str, str, str]:
+    """The row's four cells, in the language set: the claim, its model and task, what the stored runs
+    say (as its deep dive's ledger decides it: :func:`card_outcome`) and the effect's size (:func:`effect`)."""
+    return say(row.claim.text), say(row.setting), say(_SAYS[card_outcome(row.claim)]), effect(row)
+
+
+_LSTM = Text("an LSTM, 1 layer × 64 units; add two marked numbers in a sequence of 100",
+             "LSTM，1 层 × 64 个单元；把长度为 100 的序列里两个标记的数相加")
+_RNN = Text("a tanh RNN, 1 layer × 64 units; the same task, sequences of 10",
+            "tanh RNN，1 层 × 64 个单元；同一个任务，序列长度 10")
+_DEEP = Text("a Transformer, 6 blocks × width 32; copy a sequence of 8 tokens",
+             "Transformer，6 个模块 × 宽度 32；复制 8 个 token 的序列")
+_DRIFT = Text("an MLP, 8 layers × 32 units; fit a fixed smooth function",
+              "MLP，8 层 × 32 个单元；拟合一个固定的光滑函数")
+_BATCH = Text("an MLP, 2 layers × 32 units, batches of 2; sort points into two classes by a fixed rule",
+              "MLP，2 层 × 32 个单元，每批 2 个样本；按固定规则把点分成两类")
+_PLACE = Text("an MLP, 8 layers × 16 units; fit a fixed random network",
+              "MLP，8 层 × 16 个单元；拟合一个固定的随机网络")
+
+
+def _steps(arm: str, arm_zh: str) -> tuple[Text, Text]:
+    return (Text(f"about {{}} fewer steps with {arm}", f"用 {arm_zh} 时训练步数约少 {{}}"),
+            Text(f"about {{}} more steps with {arm}", f"用 {arm_zh} 时训练步数约多 {{}}"))
+
+
+_13, _12, _11 = ("13_does_it_speed_up_training.ipynb", "12_where_the_norm_goes.ipynb", "11_batchnorm_in_depth.ipynb")
+
+#: The card's rows: the lesson's claims that the stored verdicts speak to, in the lesson's order, then
+#: the two on Pre-LN.
+CORE_ROWS = (
+    Row(Claim(Text("With LN, an LSTM needs fewer steps", "加了层归一化，LSTM 需要的训练步数更少"),
+              "lstm_adding", "steps", "LN-LSTM", _13), _LSTM, *_steps("LN", "LN")),
+    Row(Claim(Text("With LN, a small RNN needs fewer steps", "加了层归一化，小型 RNN 需要的训练步数更少"),
+              "rnn_regimes", "steps, T 10, hidden 64", "LayerNorm", _13), _RNN, *_steps("LN", "LN")),
     # The Transformer rows read the six-block regime (deep_transformer), sized so that the arms can be told apart
-    Claim(Text("With Pre-LN, a six-block Transformer needs fewer steps than with no norm",
-               "用 Pre-LN 的六层 Transformer 比不加归一化时需要的训练步数更少"),
-          "deep_transformer", "steps, Pre-LN vs no norm", "Pre-LN", "13_does_it_speed_up_training.ipynb"),
+    Row(Claim(Text("With Pre-LN, a six-block Transformer needs fewer steps than with no norm",
+                   "用 Pre-LN 的六层 Transformer 比不加归一化时需要的训练步数更少"),
+              "deep_transformer", "steps, Pre-LN vs no norm", "Pre-LN", _13), _DEEP, *_steps("Pre-LN", "Pre-LN")),
     # Per unit, each in its own spread: the spread of LN's whole output is fixed by LN itself, so a
     # measure of it would favour LN by construction.
-    Claim(Text("With LN, each unit of what enters an activation moves less in training, measured against its own spread",
-               "加了层归一化，训练中进入激活函数的每个单元移动得更少（以该单元自身的分散程度为尺度）"),
-          "drift", "activation input: largest unit mean drift", "LayerNorm's activation input",
-          "13_does_it_speed_up_training.ipynb"),
-    Claim(Text("At tiny batches, LN does better than BN", "批量极小时，层归一化比批量归一化效果更好"),
-          "batch_size", "batch 2: BatchNorm vs LayerNorm", "LayerNorm", "11_batchnorm_in_depth.ipynb"),
-    Claim(Text("LN before tanh ends lower than LN after it", "LN 放在 tanh 之前，最终损失比放在之后更低"),
-          "placement_tuned", "final loss, tanh, LN -> act vs act -> LN", "LN -> act", "12_where_the_norm_goes.ipynb"),
-    Claim(Text("LN before ReLU ends lower than LN after it", "LN 放在 ReLU 之前，最终损失比放在之后更低"),
-          "placement_tuned", "final loss, relu, LN -> act vs act -> LN", "LN -> act", "12_where_the_norm_goes.ipynb"),
-    Claim(Text("A warm-up speeds up a Post-LN Transformer", "学习率预热（warm-up）能让 Post-LN Transformer 训练得更快"),
-          "deep_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up",
-          "13_does_it_speed_up_training.ipynb"),
+    Row(Claim(Text("With LN, each unit of what enters an activation moves less in training, measured against its "
+                   "own spread", "加了层归一化，训练中进入激活函数的每个单元移动得更少（以该单元自身的分散程度为尺度）"),
+              "drift", "activation input: largest unit mean drift", "LayerNorm's activation input", _13), _DRIFT,
+        Text("about {} less movement with LN", "加了 LN，移动约少 {}"),
+        Text("about {} more movement with LN", "加了 LN，移动约多 {}")),
+    Row(Claim(Text("At tiny batches, LN does better than BN", "批量极小时，层归一化比批量归一化效果更好"),
+              "batch_size", "batch 2: BatchNorm vs LayerNorm", "LayerNorm", _11), _BATCH,
+        Text("LN's accuracy about {} points higher", "LN 的准确率约高 {} 个百分点"),
+        Text("LN's accuracy about {} points lower", "LN 的准确率约低 {} 个百分点")),
+    *(Row(Claim(Text(f"LN before {act} ends lower than LN after it", f"LN 放在 {act} 之前，最终损失比放在之后更低"),
+                "placement_tuned", f"final loss, {key}, LN -> act vs act -> LN", "LN -> act", _12), _PLACE,
+          Text("about {} lower final loss with LN first", "LN 在前时最终损失约低 {}"),
+          Text("about {} higher final loss with LN first", "LN 在前时最终损失约高 {}"))
+      for act, key in (("tanh", "tanh"), ("ReLU", "relu"))),
+    Row(Claim(Text("A warm-up speeds up a Post-LN Transformer", "学习率预热（warm-up）能让 Post-LN Transformer 训练得更快"),
+              "deep_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up", _13), _DEEP,
+        *_steps("a warm-up", "预热")),
+    Row(Claim(Text("A Pre-LN Transformer needs fewer steps than a Post-LN one",
+                   "Pre-LN Transformer 比 Post-LN 需要的训练步数更少"),
+              "deep_transformer", "steps, Pre-LN vs Post-LN", "Pre-LN", _13), _DEEP,
+        Text("about {} fewer steps with Pre-LN than with Post-LN", "Pre-LN 的训练步数比 Post-LN 约少 {}"),
+        Text("about {} more steps with Pre-LN than with Post-LN", "Pre-LN 的训练步数比 Post-LN 约多 {}")),
+    # a level: the largest rate at which Pre-LN trains, with no interval (undecided, whatever it says)
+    Row(Claim(Text("With Pre-LN, a Transformer trains at larger learning rates",
+                   "用 Pre-LN 的 Transformer 能在更大的学习率下训练"),
+              "deep_transformer", "largest stable rate, Pre-LN", deep_dive=_13, kind="level"), _DEEP),
 )
 
+#: The card's claims, in its order.
+CORE_CLAIMS = tuple(row.claim for row in CORE_ROWS)
 
-_HEADER = (Text("what the stored runs say", "存储的实验结果怎么说"), Text("deep dive", "深入专题"))
+_SCOPE = Text("Scope: tiny models on small synthetic tasks, trained on a CPU. In a large model the effects may differ.",
+              "适用范围：在 CPU 上训练、用小型人工任务的微型模型。在大模型上，效果可能不同。")
+_HEADER = (Text("claim", "说法"), Text("model and task", "模型与任务"),
+           Text("what the stored runs say", "存储的实验结果怎么说"), Text("how large", "效果多大"),
+           Text("deep dive", "深入专题"))
 
 
-def evidence_card(claims=CORE_CLAIMS) -> str:
-    """The card as an HTML table: one row per claim, its plain sentence and a link to its deep dive.
+def evidence_card(rows=CORE_ROWS) -> str:
+    """The card as HTML: the scope line, then a table with one row per claim: the claim, its model and
+    task, the outcome, the effect's size, and a link to its deep dive.
 
     In Chinese (``helpers.set_language("zh")``) the card is read in ``notebooks/zh/``, one folder
     below the deep dives, so each link starts with ``../``."""
     folder = "../" if get_language() == "zh" else ""
-    rows = "".join(
-        f'<tr><td style="text-align: left">{html.escape(sentence(claim))}</td>'
-        f'<td><a href="{folder}{claim.deep_dive}">{claim.deep_dive[:2]}</a></td></tr>'
-        for claim in claims)
-    said, dive = (html.escape(say(t)) for t in _HEADER)
-    return (f'<table><thead><tr><th style="text-align: left">{said}</th><th>{dive}</th>'
-            f"</tr></thead><tbody>{rows}</tbody></table>")
+    left = 'style="text-align: left"'
+    body = "".join(
+        "<tr>" + "".join(f"<td {left}>{html.escape(cell)}</td>" for cell in cells(row))
+        + f'<td><a href="{folder}{row.claim.deep_dive}">{row.claim.deep_dive[:2]}</a></td></tr>'
+        for row in rows)
+    head = "".join(f"<th {left}>{html.escape(say(t))}</th>" for t in _HEADER)
+    return (f"<p>{html.escape(say(_SCOPE))}</p>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")

@@ -1,5 +1,6 @@
 """Exercises that put LayerNorm to work: a Linear -> LN -> tanh block written by hand (deep dive 12,
-where the norm goes) and LLaMA's RMSNorm (core notebook 02), over the shared checking machinery.
+where the norm goes), where a model's final LN goes (core notebook 02) and LLaMA's RMSNorm (deep
+dive 15), over the shared checking machinery.
 
 Each case set holds the inputs that catch the classic mistakes (the unbiased variance, eps
 outside the root, the wrong dim, a large mean), and while a check runs torch's norm functions
@@ -16,7 +17,7 @@ import torch.nn.functional as F
 from helpers.exercises.checking import Case, Exercise, Verdict, check, register
 from helpers.language import Text
 
-__all__ = ["check_ln_before_activation", "check_rms_norm"]
+__all__ = ["check_final_ln", "check_ln_before_activation", "check_rms_norm"]
 
 
 def _ln(x: torch.Tensor, *, unbiased: bool = False, eps_inside: bool = True, eps: float = 1e-5) -> torch.Tensor:
@@ -91,7 +92,7 @@ def check_ln_before_activation(fn: Callable[..., torch.Tensor]) -> Verdict:
     return check("ln_before_activation", fn)
 
 
-# ------------------------------------------------ core notebook 02: RMSNorm, LLaMA's norm
+# ------------------------------------------------ deep dive 15: RMSNorm, LLaMA's norm
 
 
 def _rms_case(shape: tuple[int, ...], mean: float = 0.0, std: float = 1.0):
@@ -136,3 +137,91 @@ def check_rms_norm(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> 
     """Check ``fn(x, weight)``: RMSNorm over the last dim, eps = 1e-6 (LLaMA's), by hand:
     ``x / sqrt(mean(x ** 2) + eps) * weight``."""
     return check("rms_norm", fn)
+
+
+# ------------------------------------------------ core notebook 02: a model's final LN
+
+
+class _Part:
+    """A fixed part of a tiny model (a block, the final LN, the head), made from a case's generator.
+
+    Two parts made from the same seed compare equal (their kind and tensors), so a case's arguments
+    made twice are the same arguments."""
+
+    def __init__(self, kind: str, *tensors: torch.Tensor):
+        self.kind, self.tensors = kind, tensors
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        t = self.tensors
+        if self.kind == "Pre-LN block":  # x + f(LN(x)): the stream itself is never normalised
+            return x + torch.tanh(_ln(x) @ t[0]) * 2.0
+        if self.kind == "Post-LN block":  # LN(x + f(x)) * gamma + beta: ends with an LN
+            return _ln(x + torch.tanh(x @ t[0])) * t[1] + t[2]
+        if self.kind == "LN":
+            return _ln(x) * t[0] + t[1]
+        return x @ t[0]  # the head
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, _Part) and self.kind == other.kind and len(self.tensors) == len(other.tensors)
+                and all(torch.equal(a, b) for a, b in zip(self.tensors, other.tensors, strict=True)))
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"<{self.kind}>"
+
+
+def _model_case(norm_first: bool, n_blocks: int, tokens: int = 5, d: int = 8, vocab: int = 6):
+    def make(g: torch.Generator) -> tuple:
+        x = torch.randn(tokens, d, generator=g) * 3 + 1
+        kind = "Pre-LN block" if norm_first else "Post-LN block"
+        blocks = [_Part(kind, torch.randn(d, d, generator=g), 1 + 0.5 * torch.randn(d, generator=g),
+                        0.5 * torch.randn(d, generator=g)) for _ in range(n_blocks)]
+        ln_f = _Part("LN", 1 + 0.5 * torch.randn(d, generator=g), 0.5 * torch.randn(d, generator=g))
+        return x, blocks, ln_f, _Part("head", torch.randn(d, vocab, generator=g)), norm_first
+    return make
+
+
+def _forward(x, blocks, ln_f, head, norm_first, *, final=None, first=False):
+    """A model's forward; ``final`` forces the final LN on (True) or off (False); ``first`` puts it first."""
+    if first:
+        x = ln_f(x)
+    for block in blocks:
+        x = block(x)
+    if not first and (norm_first if final is None else final):
+        x = ln_f(x)
+    return head(x)
+
+
+register(Exercise(
+    name="final_ln",
+    reference=_forward,
+    cases=[
+        Case(Text("2 Pre-LN blocks", "2 个 Pre-LN 模块"), _model_case(True, 2)),
+        Case(Text("2 Post-LN blocks", "2 个 Post-LN 模块"), _model_case(False, 2)),
+        Case(Text("4 Pre-LN blocks", "4 个 Pre-LN 模块"), _model_case(True, 4)),
+        Case(Text("3 Post-LN blocks", "3 个 Post-LN 模块"), _model_case(False, 3)),
+    ],
+    mistakes={
+        Text("a Pre-LN stream is never normalised: apply ln_f after the last block, before the head.",
+             "Pre-LN 的残差流从未被归一化：在最后一个模块之后、输出层之前加上 ln_f。"):
+            lambda *args: _forward(*args, final=False),
+        Text("a Post-LN block already ends with an LN: its model needs no final LN.",
+             "Post-LN 模块的最后一步已经是 LN：这种模型不需要最终的 LN。"):
+            lambda *args: _forward(*args, final=True),
+        Text("the final LN comes after the blocks, not before them.",
+             "最终的 LN 在所有模块之后，而不是之前。"):
+            lambda *args: _forward(*args, first=True),
+    },
+    hint=Text("run the blocks in order; then ln_f only if norm_first (Pre-LN); then the head.",
+              "按顺序运行各个模块；只有 norm_first（Pre-LN）时再过 ln_f；最后过输出层。"),
+    example="torch.randn(5, 8), [], lambda x: x, lambda x: x, True",
+    shape_hint=Text("the output is the head's: one row per token, one column per word of the vocabulary.",
+                    "输出是输出层的结果：每个 token 一行，词表里每个词一列。"),
+))
+
+
+def check_final_ln(fn: Callable[..., torch.Tensor]) -> Verdict:
+    """Check ``fn(x, blocks, ln_f, head, norm_first)``: a tiny model's forward, the blocks in order,
+    the final LN ``ln_f`` where the blocks are Pre-LN (``norm_first``), then ``head``."""
+    return check("final_ln", fn)

@@ -30,8 +30,8 @@ import helpers  # noqa: E402,F401
 # # 02 · LayerNorm in a Transformer
 #
 # **What you will learn**: a Transformer block built with the `LayerNorm` you wrote in 00; its two
-# forms, Pre-LN and Post-LN, each checked against PyTorch's own layer; why Pre-LN won; RMSNorm in
-# LLaMA; and what stored experiments say about Pre-LN and about the lesson's claims. [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/02_layernorm_in_a_transformer.ipynb)
+# forms, Pre-LN and Post-LN, each checked against PyTorch's own layer; why Pre-LN won; where a model's
+# final LN goes; and what stored experiments say about Pre-LN and about the lesson's claims. [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/02_layernorm_in_a_transformer.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
@@ -41,8 +41,7 @@ from torch import nn
 
 from helpers.evidence import runner
 from helpers.evidence.card import evidence_card
-from helpers.exercises.layer_norm_at_work import check_rms_norm
-from helpers.experiments import deep_transformer
+from helpers.exercises.layer_norm_at_work import check_final_ln
 from helpers.plots.blocks import block_diagrams_figure
 from helpers.widgets.residual_stream import residual_stream_demo
 
@@ -210,10 +209,9 @@ print("LayerNorms:", [name for name, m in gpt.named_modules() if isinstance(m, L
 # %% [markdown]
 # ### What stored experiments say
 #
-# A small Transformer learned to copy a sequence of tokens, on a CPU. Each form was trained from
-# several seeds (different random starts), each at the learning rate that suits it best. The
-# measure is the number of steps until the loss falls halfway from where a model that copies
-# nothing stands to the best possible loss. The numbers below are read from the stored results.
+# A small Transformer learned to copy tokens on a CPU, in each form at its best learning rate, from
+# several random starts. The measure: steps until the loss is halfway from a model that copies
+# nothing to the best possible.
 
 # %%
 stored = runner.load("deep_transformer").records
@@ -221,19 +219,11 @@ steps = stored["steps, Pre-LN vs Post-LN"]
 assert steps.favoured == "Pre-LN" and steps.low > 0  # fewer steps, by a clear margin
 for arm in ("Post-LN", "Post-LN + warm-up"):  # fails at Pre-LN's best rate: no seed gets below the target
     assert stored[f"at Pre-LN's best rate, {arm}"].answer == "yes"
-print(f"Model: {deep_transformer.BLOCKS} blocks of width {deep_transformer.WIDTH}, {deep_transformer.HEADS} heads;"
-      f" task: copy {deep_transformer.N_COPY} tokens; {steps.n} seeds per form.")
-print(f"Pre-LN needed about {steps.estimate:.0%} fewer steps than Post-LN"
-      f" (with {steps.n} seeds, somewhere between {steps.low:.0%} and {steps.high:.0%}).")
-runner.print_verdicts("deep_transformer", "steps per seed, Pre-LN vs Post-LN", "largest stable rate, Post-LN",
-                      "largest stable rate, Post-LN + warm-up")
 
 # %% [markdown]
-# Pre-LN got there in fewer steps. At Pre-LN's best rate Post-LN did not train, with or without a
-# short warm-up, so Post-LN had to use a smaller rate. That is the direction Xiong et al. report.
-# These are tiny models on one synthetic task: the runs show the direction, not the size of the
-# effect in a large model. How the runs were made, and the other places for LN: deep dive
-# [12](12_where_the_norm_goes.ipynb).
+# Pre-LN got there in fewer steps; the card at the end gives how many. At Pre-LN's best rate Post-LN
+# did not train, even with a short warm-up: the direction Xiong et al. report. How the runs were
+# made: deep dive [12](12_where_the_norm_goes.ipynb).
 
 # %% [markdown]
 # ## 5 · Swap in `helpers.LayerNorm` or `nn.LayerNorm`
@@ -250,34 +240,35 @@ for name, norm in (("helpers.LayerNorm", helpers.LayerNorm), ("nn.LayerNorm", nn
     print(f"{name}: same outputs:", torch.allclose(other(x), gpt(x), atol=1e-5))
 
 # %% [markdown]
-# ## 6 · LLaMA: RMSNorm in the same places
-#
-# LLaMA-style models (Touvron et al. 2023) keep these places but use **RMSNorm** (Zhang & Sennrich 2019): no mean
-# subtracted, no $\beta$; each token divided by its root mean square, times a learned `weight`:
-#
-# $$y = \frac{x}{\sqrt{\mathrm{mean}(x^2) + \epsilon}} \cdot \gamma$$
+# LLaMA replaces LN with RMSNorm, in the same places: [deep dive 15](15_the_normalization_family.ipynb).
 
 # %% [markdown]
-# ## Your turn: RMSNorm by hand
+# ## Your turn: where the final LN goes
 #
-# Write `my_rms_norm(x, weight)` over the last dim, with `eps = 1e-6` as in LLaMA 1's released
-# models (Llama 2 and 3 use 1e-5). The stub is LN, so it fails on purpose.
+# Write a tiny model's forward, `model_forward(x, blocks, ln_f, head, norm_first)`. Run the blocks in
+# order, then the final LN `ln_f` where the model needs one, then `head`, the layer that predicts the
+# next token. `norm_first` is `True` for Pre-LN blocks and `False` for Post-LN blocks, as in PyTorch.
+# The stub never applies `ln_f`.
 
 # %%
-def my_rms_norm(x, weight, eps=1e-6):
-    mean = x.mean(dim=-1, keepdim=True)  # TODO: does RMSNorm centre?
-    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
-    return (x - mean) / torch.sqrt(var + eps) * weight
+def model_forward(x, blocks, ln_f, head, norm_first):
+    for block in blocks:
+        x = block(x)
+    return head(x)  # TODO: where does ln_f go, and for which form?
 
 
-check_rms_norm(my_rms_norm)
+check_final_ln(model_forward)
 
 # %% [markdown]
 # <details><summary>Solution</summary>
 #
 # ```python
-# def my_rms_norm(x, weight, eps=1e-6):
-#     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight  # rsqrt(a) = 1 / sqrt(a)
+# def model_forward(x, blocks, ln_f, head, norm_first):
+#     for block in blocks:
+#         x = block(x)
+#     if norm_first:  # Pre-LN: the stream was never normalised
+#         x = ln_f(x)
+#     return head(x)  # Post-LN: the last block already ended with an LN
 # ```
 #
 # </details>
@@ -285,7 +276,7 @@ check_rms_norm(my_rms_norm)
 # %% [markdown]
 # ## What the evidence says
 #
-# The lesson's claims, and one on Post-LN, each tested in small experiments run many times; each
+# The lesson's claims, and two on Pre-LN, each tested in small experiments run many times; each
 # line is computed from the stored results and links to its deep dive. *Steps*: training steps to a
 # target loss.
 
@@ -306,7 +297,7 @@ HTML(evidence_card())
 # - Pre-LN won because its identity path keeps the gradients near the output small at
 #   initialisation, so it trains without warm-up (Xiong et al. 2020). The stored runs agree, on
 #   tiny models.
-# - The norm keeps each sub-layer's input on one scale; LLaMA uses RMSNorm there.
+# - The norm keeps each sub-layer's input on one scale.
 # - Whether LN speeds training up depends on the model: the card above.
 
 # %% [markdown]
@@ -319,7 +310,3 @@ HTML(evidence_card())
 # - A. Radford et al., *Language Models are Unsupervised Multitask Learners*, OpenAI, 2019
 #   section 2.3,
 #   [PDF](https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf).
-# - H. Touvron et al., *LLaMA: Open and Efficient Foundation Language Models*, 2023, section 2,
-#   [arXiv:2302.13971](https://arxiv.org/abs/2302.13971).
-# - B. Zhang, R. Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019,
-#   [arXiv:1910.07467](https://arxiv.org/abs/1910.07467).

@@ -71,7 +71,7 @@ runner.print_verdicts("ln_input_output", "S-shaped LNs, init", "S-shaped LNs, tr
 #    of deep dive 13, and test DyT's motivating observation: is a trained LN's input-to-output map
 #    S-shaped?
 # 6. read where well-known models put which norm, and why;
-# 7. write GroupNorm and LN-as-geometry yourself, with instant feedback, and end with a claims ledger.
+# 7. write GroupNorm, LN-as-geometry and RMSNorm yourself, with instant feedback, and end with a claims ledger.
 
 # %%
 import matplotlib.pyplot as plt
@@ -82,6 +82,7 @@ import torch.nn.functional as F
 
 from helpers import plots, widgets
 from helpers.exercises.checking import compare
+from helpers.exercises.layer_norm_at_work import check_rms_norm
 from helpers.exercises.norm_family import check_group_norm_by_hand, check_ln_by_geometry
 from helpers.experiments import ln_input_output
 from helpers.experiments import small_transformer as st
@@ -155,6 +156,12 @@ assert identities["close"].all()
 assert gn1.weight.shape == (C,) and ln.weight.shape == x.shape[1:]
 
 # %% [markdown]
+# LLaMA-style models (Touvron et al. 2023) keep a Pre-LN Transformer's places for the norm but use
+# **RMSNorm** (Zhang & Sennrich 2019): no mean subtracted, no $\beta$; each token divided by its root
+# mean square, times a learned `weight`:
+#
+# $$y = \frac{x}{\sqrt{\mathrm{mean}(x^2) + \epsilon}} \cdot \gamma$$
+#
 # RMSNorm skips the centring: on inputs whose mean is already 0 it equals LN, and otherwise it
 # does not (it keeps the mean in the output's direction). DyT computes no statistic at all: each
 # element goes through `gamma * tanh(alpha * x) + beta` alone, so its output is bounded by
@@ -549,6 +556,29 @@ check_ln_by_geometry(ln_geometry)
 # </details>
 
 # %% [markdown]
+# **Exercise 3.** Write RMSNorm, `my_rms_norm(x, weight)`, over the last dim, with `eps = 1e-6` as in
+# LLaMA 1's released models (Llama 2 and 3 use 1e-5). The stub is LN, so it fails on purpose.
+
+# %%
+def my_rms_norm(x, weight, eps=1e-6):
+    mean = x.mean(dim=-1, keepdim=True)  # TODO: does RMSNorm centre?
+    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mean) / torch.sqrt(var + eps) * weight
+
+
+check_rms_norm(my_rms_norm)
+
+# %% [markdown]
+# <details><summary>Solution</summary>
+#
+# ```python
+# def my_rms_norm(x, weight, eps=1e-6):
+#     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight  # rsqrt(a) = 1 / sqrt(a)
+# ```
+#
+# </details>
+
+# %% [markdown]
 # ## Claims ledger
 #
 # Each claim this notebook tests, its outcome, its stored verdict word for word, and the stored result
@@ -617,6 +647,7 @@ assert ledger["outcome"].isin(claims.OUTCOMES).all()
 #   Stylization. arXiv:1607.08022.
 # - Y. Wu, K. He (2018). Group Normalization. arXiv:1803.08494.
 # - B. Zhang, R. Sennrich (2019). Root Mean Square Layer Normalization. arXiv:1910.07467.
+# - H. Touvron et al. (2023). LLaMA: Open and Efficient Foundation Language Models. arXiv:2302.13971.
 # - J. Zhu, X. Chen, K. He, Y. LeCun, Z. Liu (2025). Transformers without Normalization. arXiv:2503.10622.
 # - M. Dehghani et al. (2023). Scaling Vision Transformers to 22 Billion Parameters. arXiv:2302.05442.
 # - The models of section 7: the sources in its last column.

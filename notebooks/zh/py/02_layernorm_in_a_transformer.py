@@ -31,7 +31,7 @@ helpers.set_language("zh")
 # %% [markdown]
 # # 02 · Transformer 中的层归一化
 #
-# **你将学到**：用你在 00 里写的 `LayerNorm` 搭一个 Transformer 模块；它的两种形式 Pre-LN 和 Post-LN，各自与 PyTorch 自带的层对照检查；Pre-LN 为什么胜出；LLaMA 用的 RMSNorm；以及已存储的实验对 Pre-LN 和原课程各个说法的评判。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/02_layernorm_in_a_transformer.ipynb)
+# **你将学到**：用你在 00 里写的 `LayerNorm` 搭一个 Transformer 模块；它的两种形式 Pre-LN 和 Post-LN，各自与 PyTorch 自带的层对照检查；Pre-LN 为什么胜出；模型最后的 LN 放在哪里；以及已存储的实验对 Pre-LN 和原课程各个说法的评判。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/02_layernorm_in_a_transformer.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
@@ -41,8 +41,7 @@ from torch import nn
 
 from helpers.evidence import runner
 from helpers.evidence.card import evidence_card
-from helpers.exercises.layer_norm_at_work import check_rms_norm
-from helpers.experiments import deep_transformer
+from helpers.exercises.layer_norm_at_work import check_final_ln
 from helpers.plots.blocks import block_diagrams_figure
 from helpers.widgets.residual_stream import residual_stream_demo
 
@@ -182,7 +181,7 @@ print("LayerNorms:", [name for name, m in gpt.named_modules() if isinstance(m, L
 # %% [markdown]
 # ### 已存储的实验怎么说
 #
-# 一个小 Transformer 在 CPU 上学习复制一串 token。每种形式都用若干个随机种子（不同的随机起点）训练，各自用最适合它的学习率。衡量的是训练步数：损失从“什么都不复制”的水平下降到最低可能损失的一半所需的步数。下面的数字都读自存储的结果。
+# 一个小 Transformer 在 CPU 上学习复制 token，每种形式都用它最合适的学习率，从若干个随机起点训练。衡量的是训练步数：损失下降到离最低可能损失还差一半时所需的步数。
 
 # %%
 stored = runner.load("deep_transformer").records
@@ -190,15 +189,9 @@ steps = stored["steps, Pre-LN vs Post-LN"]
 assert steps.favoured == "Pre-LN" and steps.low > 0  # fewer steps, by a clear margin
 for arm in ("Post-LN", "Post-LN + warm-up"):  # fails at Pre-LN's best rate: no seed gets below the target
     assert stored[f"at Pre-LN's best rate, {arm}"].answer == "yes"
-print(f"Model: {deep_transformer.BLOCKS} blocks of width {deep_transformer.WIDTH}, {deep_transformer.HEADS} heads;"
-      f" task: copy {deep_transformer.N_COPY} tokens; {steps.n} seeds per form.")
-print(f"Pre-LN needed about {steps.estimate:.0%} fewer steps than Post-LN"
-      f" (with {steps.n} seeds, somewhere between {steps.low:.0%} and {steps.high:.0%}).")
-runner.print_verdicts("deep_transformer", "steps per seed, Pre-LN vs Post-LN", "largest stable rate, Post-LN",
-                      "largest stable rate, Post-LN + warm-up")
 
 # %% [markdown]
-# Pre-LN 用更少的步数就达到了目标。在 Pre-LN 的最佳学习率下，无论有没有短暂的学习率预热，Post-LN 都训练不起来，所以 Post-LN 只能用更小的学习率。这与 Xiong 等报告的方向一致。这些都是很小的模型，只有一个人工构造的任务：这些实验只能说明方向，不能说明在大模型上效果有多大。实验是怎么做的，以及 LN 的其他位置，见深入专题 [12](../12_where_the_norm_goes.ipynb)。
+# Pre-LN 用更少的步数就达到了目标，少多少见最后的卡片。在 Pre-LN 的最佳学习率下，即使加上短暂的学习率预热，Post-LN 也训练不起来：这与 Xiong 等报告的方向一致。实验是怎么做的，见深入专题 [12](../12_where_the_norm_goes.ipynb)。
 
 # %% [markdown]
 # ## 5 · 换成 `helpers.LayerNorm` 或 `nn.LayerNorm`
@@ -212,32 +205,32 @@ for name, norm in (("helpers.LayerNorm", helpers.LayerNorm), ("nn.LayerNorm", nn
     print(f"{name}: same outputs:", torch.allclose(other(x), gpt(x), atol=1e-5))
 
 # %% [markdown]
-# ## 6 · LLaMA：在同样的位置用 RMSNorm
-#
-# LLaMA 一类的模型（Touvron 等，2023）保留了这些位置，但用的是 **RMSNorm**（Zhang 和 Sennrich，2019）：不减均值，没有 $\beta$；每个 token 除以它的均方根，再乘以可学习的 `weight`（即下式中的 γ）：
-#
-# $$y = \frac{x}{\sqrt{\mathrm{mean}(x^2) + \epsilon}} \cdot \gamma$$
+# LLaMA 在同样的位置用 RMSNorm 取代了 LN：见[深入专题 15](../15_the_normalization_family.ipynb)。
 
 # %% [markdown]
-# ## 动手练习：手写 RMSNorm
+# ## 动手练习：最后的 LN 放在哪里
 #
-# 写出 `my_rms_norm(x, weight)`，在最后一维上做 RMSNorm，取 `eps = 1e-6`，与 LLaMA 1 发布的模型相同（Llama 2 和 3 用 1e-5）。初始代码其实是 LN，所以检查故意不会通过。
+# 写出一个小模型的前向计算 `model_forward(x, blocks, ln_f, head, norm_first)`。先按顺序运行各个模块，再在模型需要的地方加上最后的 LN，即 `ln_f`，最后过 `head`，也就是预测下一个 token 的那一层。`norm_first` 为 `True` 表示 Pre-LN 模块，为 `False` 表示 Post-LN 模块，与 PyTorch 的约定相同。初始代码从不使用 `ln_f`。
 
 # %%
-def my_rms_norm(x, weight, eps=1e-6):
-    mean = x.mean(dim=-1, keepdim=True)  # TODO: does RMSNorm centre?
-    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
-    return (x - mean) / torch.sqrt(var + eps) * weight
+def model_forward(x, blocks, ln_f, head, norm_first):
+    for block in blocks:
+        x = block(x)
+    return head(x)  # TODO: ln_f 该放在哪里？哪种形式需要它？
 
 
-check_rms_norm(my_rms_norm)
+check_final_ln(model_forward)
 
 # %% [markdown]
 # <details><summary>参考答案</summary>
 #
 # ```python
-# def my_rms_norm(x, weight, eps=1e-6):
-#     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight  # rsqrt(a) = 1 / sqrt(a)
+# def model_forward(x, blocks, ln_f, head, norm_first):
+#     for block in blocks:
+#         x = block(x)
+#     if norm_first:  # Pre-LN: the stream was never normalised
+#         x = ln_f(x)
+#     return head(x)  # Post-LN: the last block already ended with an LN
 # ```
 #
 # </details>
@@ -245,7 +238,7 @@ check_rms_norm(my_rms_norm)
 # %% [markdown]
 # ## 实验结果怎么说
 #
-# 原课程的各个说法，外加一条关于 Post-LN 的说法，都在小实验里反复运行检验过；每一行都由存储的结果算出，并链接到对应的深入专题（英文）。*训练步数*：损失降到目标值所需的步数。
+# 原课程的各个说法，外加两条关于 Pre-LN 的说法，都在小实验里反复运行检验过；每一行都由存储的结果算出，并链接到对应的深入专题（英文）。*训练步数*：损失降到目标值所需的步数。
 
 # %%
 HTML(evidence_card())
@@ -259,7 +252,7 @@ HTML(evidence_card())
 # - 你用自己的 `LayerNorm` 搭出了 Transformer 模块的两种形式，并分别与 `nn.TransformerEncoderLayer` 对照检查。`helpers.LayerNorm` 和 `nn.LayerNorm` 都可以直接替换你的 LN。
 # - Pre-LN：`x + attn(LN(x))`、`x + mlp(LN(x))`，最后再加一个 LN，因为残差流本身从不做归一化。Post-LN：`LN(x + attn(x))`、`LN(x + mlp(x))`。
 # - Pre-LN 胜出，是因为它的恒等通路让靠近输出的梯度在初始化时保持较小，所以不需要学习率预热就能训练（Xiong 等，2020）。存储的实验结果在小模型上与此一致。
-# - 归一化让每个子层的输入保持在同一个尺度上；LLaMA 在这些位置用 RMSNorm。
+# - 归一化让每个子层的输入保持在同一个尺度上。
 # - LN 能否加速训练取决于模型：见上面的卡片。
 
 # %% [markdown]
@@ -268,5 +261,3 @@ HTML(evidence_card())
 # - A. Vaswani et al., *Attention Is All You Need*, NeurIPS 2017，第 3.1 节（Post-LN），[arXiv:1706.03762](https://arxiv.org/abs/1706.03762)。
 # - R. Xiong et al., *On Layer Normalization in the Transformer Architecture*, ICML 2020，[arXiv:2002.04745](https://arxiv.org/abs/2002.04745)。
 # - A. Radford et al., *Language Models are Unsupervised Multitask Learners*, OpenAI, 2019，第 2.3 节，[PDF](https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf)。
-# - H. Touvron et al., *LLaMA: Open and Efficient Foundation Language Models*, 2023, 第 2 节，[arXiv:2302.13971](https://arxiv.org/abs/2302.13971)。
-# - B. Zhang, R. Sennrich, *Root Mean Square Layer Normalization*, NeurIPS 2019, [arXiv:1910.07467](https://arxiv.org/abs/1910.07467)。
