@@ -47,7 +47,7 @@ from helpers.widgets.deep_stack import deep_stack_demo
 # As a network trains, its weights change, so each layer's input keeps changing; in a deep RNN or
 # Transformer the changes add up, and training slows or fails, the lesson says. LN *standardises*
 # each layer's output (subtracts the mean, divides by the standard deviation): the next layer gets
-# values on one scale (the widget after §4). Does that speed training up? Notebook 02's last card.
+# values on one scale (the widget in §4). Does that speed training up? Notebook 02's last card.
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN vs LN: the same code over a different dimension

@@ -50,8 +50,9 @@ from helpers.widgets.activation_input import activation_input_demo
 # 这可能破坏网络的表达能力" (would standardise outputs that are already non-linear, which may damage
 # what the network can express).
 #
-# Here is one concrete reason, and its limit. tanh is almost flat beyond ±0.97: inputs that differ
-# there come out almost the same. `tanh(3)` is 0.995 and `tanh(6)` is 1.000, so a difference of 3
+# Here is one concrete reason, and its limit. tanh is almost flat where its output passes ±0.97,
+# for inputs beyond about ±2.1 (`atanh(0.97)` is 2.09): inputs that differ there come out almost
+# the same. `tanh(3)` is 0.995 and `tanh(6)` is 1.000, so a difference of 3
 # is erased, and the gradient through either input is close to 0.
 #
 # When does that happen? When what enters tanh has a large spread, as when a layer's weights grow
@@ -151,8 +152,9 @@ for shape in [(dim,), (seq_len, dim)]:
 #
 # Which one, and when? Transformers normalise per token, for four reasons:
 #
-# - Sentences differ in length. Per sentence, $\gamma$ has one entry per position, so the module
-#   fits one length only: `nn.LayerNorm((3, 4))` refuses a batch of shape `(2, 5, 4)`.
+# - Sentences differ in length. Per sentence, `normalized_shape` fixes the last two dims, the length
+#   among them, so the module fits one length only: `nn.LayerNorm((3, 4))` refuses a batch of shape
+#   `(2, 5, 4)`.
 # - A batch pads short sentences to one length. Per sentence, the padding enters every real
 #   token's mean and variance.
 # - A causal model predicts each token from the tokens before it. Per sentence, each token's mean

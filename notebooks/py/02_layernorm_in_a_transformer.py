@@ -159,8 +159,8 @@ for Block, norm_first in ((PreLN, True), (PostLN, False)):
 # the input reaches the output, and the gradient flows back, through additions only. In Post-LN,
 # every block normalises the sum, so every path goes through an LN. At initialisation, the
 # gradients of Post-LN's weights near the output are large, and they stay large however deep the
-# model is; in Pre-LN they shrink as the model gets deeper. So Post-LN needs a *warm-up* (a learning
-# rate that starts small and grows) or small rates, and Pre-LN trains without.
+# model is; in Pre-LN they shrink as the model gets deeper. So, Xiong et al. find, Post-LN needs a
+# *warm-up* (a learning rate that starts small and grows) or small rates, and Pre-LN trains without.
 
 # %% [markdown]
 # ### See it: the residual stream and what attention sees
@@ -222,7 +222,8 @@ for arm in ("Post-LN", "Post-LN + warm-up"):  # fails at Pre-LN's best rate: no 
 
 # %% [markdown]
 # Pre-LN got there in fewer steps; the card at the end gives how many. At Pre-LN's best rate Post-LN
-# did not train, even with a short warm-up: the direction Xiong et al. report. How the runs were
+# did not train, even with a short warm-up: the direction Xiong et al. report. That warm-up lasted
+# 20 steps, far shorter than theirs; the card's warm-up row says what it changed. How the runs were
 # made: deep dive [12](12_where_the_norm_goes.ipynb).
 
 # %% [markdown]
@@ -284,8 +285,8 @@ check_final_ln(model_forward)
 HTML(evidence_card())
 
 # %% [markdown]
-# Where a line disagrees with 00 §1, the lesson's reason is a motivation, not a guarantee: what LN
-# does to training depends on the model. How the runs decide: [10](10_how_a_claim_is_tested.ipynb).
+# Where a line cannot tell, or goes against 00 §1, the lesson's reason is a motivation, not a
+# guarantee: what LN does to training depends on the model. How the runs decide: [10](10_how_a_claim_is_tested.ipynb).
 
 # %% [markdown]
 # ## Summary
@@ -295,8 +296,8 @@ HTML(evidence_card())
 # - Pre-LN: `x + attn(LN(x))`, `x + mlp(LN(x))`, and a final LN, because the stream itself is never
 #   normalised. Post-LN: `LN(x + attn(x))`, `LN(x + mlp(x))`.
 # - Pre-LN won because its identity path keeps the gradients near the output small at
-#   initialisation, so it trains without warm-up (Xiong et al. 2020). The stored runs agree, on
-#   tiny models.
+#   initialisation, so it trains without warm-up (Xiong et al. 2020). The stored runs agree on the
+#   direction, on tiny models; on warm-up and larger rates they cannot tell (the card).
 # - The norm keeps each sub-layer's input on one scale.
 # - Whether LN speeds training up depends on the model: the card above.
 

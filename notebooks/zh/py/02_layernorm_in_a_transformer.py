@@ -141,7 +141,7 @@ for Block, norm_first in ((PreLN, True), (PostLN, False)):
 # %% [markdown]
 # ## 4 · Pre-LN 为什么胜出
 #
-# Xiong 等（2020）给出了原因。在 Pre-LN 里，残差连接构成一条恒等通路：输入只经过加法就到达输出，梯度也只经过加法就传回来。在 Post-LN 里，每个模块都对相加的结果做归一化，所以每条通路都要经过 LN。在初始化时，Post-LN 靠近输出的那些权重的梯度很大，而且无论模型多深都一样大；Pre-LN 的这些梯度则随着模型加深而变小。所以 Post-LN 需要*学习率预热*（warm-up，学习率从很小开始逐渐增大）或者较小的学习率，而 Pre-LN 不需要。
+# Xiong 等（2020）给出了原因。在 Pre-LN 里，残差连接构成一条恒等通路：输入只经过加法就到达输出，梯度也只经过加法就传回来。在 Post-LN 里，每个模块都对相加的结果做归一化，所以每条通路都要经过 LN。在初始化时，Post-LN 靠近输出的那些权重的梯度很大，而且无论模型多深都一样大；Pre-LN 的这些梯度则随着模型加深而变小。所以 Xiong 等发现，Post-LN 需要*学习率预热*（warm-up，学习率从很小开始逐渐增大）或者较小的学习率，而 Pre-LN 不需要。
 
 # %% [markdown]
 # ### 动手看：残差流，以及注意力看到的输入
@@ -191,7 +191,7 @@ for arm in ("Post-LN", "Post-LN + warm-up"):  # fails at Pre-LN's best rate: no 
     assert stored[f"at Pre-LN's best rate, {arm}"].answer == "yes"
 
 # %% [markdown]
-# Pre-LN 用更少的步数就达到了目标，少多少见最后的卡片。在 Pre-LN 的最佳学习率下，即使加上短暂的学习率预热，Post-LN 也训练不起来：这与 Xiong 等报告的方向一致。实验是怎么做的，见深入专题 [12](../12_where_the_norm_goes.ipynb)。
+# Pre-LN 用更少的步数就达到了目标，少多少见最后的卡片。在 Pre-LN 的最佳学习率下，即使加上短暂的学习率预热，Post-LN 也训练不起来：这与 Xiong 等报告的方向一致。这里的预热只有 20 步，比他们的短得多；它带来了什么变化，见卡片中关于预热的一行。实验是怎么做的，见深入专题 [12](../12_where_the_norm_goes.ipynb)。
 
 # %% [markdown]
 # ## 5 · 换成 `helpers.LayerNorm` 或 `nn.LayerNorm`
@@ -244,14 +244,14 @@ check_final_ln(model_forward)
 HTML(evidence_card())
 
 # %% [markdown]
-# 如果某一行与 00 §1 的说法不符，说明原课程给出的理由只是引入 LN 的出发点，并不是保证：LN 对训练有什么作用，要看具体的模型。实验如何得出结论，见 [10](../10_how_a_claim_is_tested.ipynb)。
+# 如果某一行分不出高下，或与 00 §1 的说法相反，说明原课程给出的理由只是引入 LN 的出发点，并不是保证：LN 对训练有什么作用，要看具体的模型。实验如何得出结论，见 [10](../10_how_a_claim_is_tested.ipynb)。
 
 # %% [markdown]
 # ## 小结
 #
 # - 你用自己的 `LayerNorm` 搭出了 Transformer 模块的两种形式，并分别与 `nn.TransformerEncoderLayer` 对照检查。`helpers.LayerNorm` 和 `nn.LayerNorm` 都可以直接替换你的 LN。
 # - Pre-LN：`x + attn(LN(x))`、`x + mlp(LN(x))`，最后再加一个 LN，因为残差流本身从不做归一化。Post-LN：`LN(x + attn(x))`、`LN(x + mlp(x))`。
-# - Pre-LN 胜出，是因为它的恒等通路让靠近输出的梯度在初始化时保持较小，所以不需要学习率预热就能训练（Xiong 等，2020）。存储的实验结果在小模型上与此一致。
+# - Pre-LN 胜出，是因为它的恒等通路让靠近输出的梯度在初始化时保持较小，所以不需要学习率预热就能训练（Xiong 等，2020）。存储的实验结果在小模型上与这个方向一致；关于预热和更大的学习率，实验结果分辨不出来（见卡片）。
 # - 归一化让每个子层的输入保持在同一个尺度上。
 # - LN 能否加速训练取决于模型：见上面的卡片。
 
