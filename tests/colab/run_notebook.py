@@ -129,9 +129,12 @@ def run(notebook: Path, timeout: int) -> dict:
     if fatal:
         problems.insert(0, fatal)
     probe = None
-    for output in nb.cells[-1].get("outputs", []):
-        if output.get("output_type") == "stream" and PROBE_MARK in output.get("text", ""):
-            probe = json.loads(output["text"].split(PROBE_MARK, 1)[1])
+    # the probe's one print can reach the notebook as several stream outputs (the kernel flushed
+    # between the mark and the JSON): read them together
+    printed = "".join(output.get("text", "") for output in nb.cells[-1].get("outputs", [])
+                      if output.get("output_type") == "stream" and output.get("name") == "stdout")
+    if PROBE_MARK in printed:
+        probe = json.loads(printed.split(PROBE_MARK, 1)[1].strip().splitlines()[0])
     if probe is None:
         problems.append("the probe cell did not run: the notebook stopped early")
     else:
