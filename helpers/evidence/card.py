@@ -73,7 +73,7 @@ def effect(row: Row) -> str:
     if card_outcome(row.claim) not in ("supported", "refuted") or row.less is None:
         return say(_CANNOT_TELL)
     record = runner.records(row.claim.experiment)[row.claim.key]
-    more, _, _ = record._more()
+    more = record.excess
     amount = f"{round(abs(more) * 100)}%" if record.relative else f"{abs(more):.0f}"
     return say(row.less if more < 0 else row.more).format(amount)
 

@@ -136,6 +136,12 @@ class Verdict:
         return sign * self.estimate, lo, hi
 
     @property
+    def excess(self) -> float:
+        """How much more of the measure A has than B, the estimate: ``a - b``, or ``a / b - 1`` for a
+        relative difference (negative where A has less)."""
+        return self._more()[0]
+
+    @property
     def direction(self) -> str | None:
         """``"fewer"`` when the whole interval says A has less than B, ``"more"`` when it says A has
         more, None when it holds 0 (or there is no interval)."""
