@@ -77,3 +77,26 @@ runner.register(runner.Experiment(
     steps=25, budget_s=10, seeds_per_unit=2,
     tuning=runner.Tuning(key="lr", rates=(0.01, 0.03, 0.1, 0.3, 1.0), pilot_seeds=(0, 1, 2),
                          score=final_loss_score, learned_below=5.0, check_rates=three_best_rates)))
+
+
+def train_blowup(*, variant, lr, seeds, steps):
+    """Held-out loss ``exp(-lr * step)`` times seeded noise, evaluated every step; at rate 1 the runs
+    get below 0.5 first and then blow up to 5 from step 8 on: the rate a first-crossing score alone
+    would pick."""
+    frame = train(lr=lr, seeds=seeds, steps=steps, tag=variant).rename(columns={"loss": "eval_loss"})
+    frame.loc[(frame["lr"] >= 1.0) & (frame["step"] >= 8), "eval_loss"] = 5.0
+    return frame.assign(variant=variant)
+
+
+def blowup_score(frame):
+    """The threshold experiments' score: restricted mean steps below 0.5, and whether every run ends below."""
+    from helpers.experiments.threshold_runs import restricted_mean_steps
+
+    return restricted_mean_steps(frame, 0.5)
+
+
+runner.register(runner.Experiment(
+    name="toy_blowup", notebook="none", train=train_blowup, grid={"variant": ("steady",)}, seeds=(10, 11),
+    steps=25, threshold=0.5, budget_s=10,
+    tuning=runner.Tuning(key="lr", rates=(0.01, 0.03, 0.1, 0.3, 1.0), pilot_seeds=(0, 1, 2),
+                         score=blowup_score, learned_below=24)))

@@ -87,12 +87,13 @@ def _ends(table, variant="Pre-LN", stage="pilot", cap=10):
 
 
 @pytest.mark.parametrize(("stable", "window"), [
-    (dt.RATES[:3], dt.RATES[1:4]),       # the boundary inside: one rate either side
-    (dt.RATES[:1], dt.RATES[:3]),        # at the bottom: the lowest three
-    (dt.RATES, dt.RATES[-3:]),           # at the top: the highest three
-    ((), dt.RATES[:3]),                  # nowhere: the lowest three
+    (dt.RATES[:3], dt.RATES[1:5]),       # the boundary inside: one rate below, two above
+    (dt.RATES[:1], dt.RATES[:4]),        # at the bottom: the lowest four
+    (dt.RATES[:5], dt.RATES[-4:]),       # near the top: the highest four
+    (dt.RATES, dt.RATES[-4:]),           # at the top: the highest four
+    ((), dt.RATES[:4]),                  # nowhere: the lowest four
 ])
-def test_the_check_stage_trains_the_three_rates_around_the_pilot_boundary(stable, window):
+def test_the_check_stage_trains_four_rates_from_below_the_pilot_boundary_to_two_above(stable, window):
     good, bad = dt.LEVELS.floor + 0.1, dt.LEVELS.no_copy
     pilot = _ends({lr: [good, good, good] if lr in stable else [good, bad, good] for lr in dt.RATES})
     rates = dt.boundary_rates(pilot)

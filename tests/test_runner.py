@@ -4,6 +4,7 @@ stored results read back, and a run killed mid-way that resumes losing only the 
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import pickle
 import signal
@@ -164,6 +165,36 @@ def test_the_tuned_protocol_picks_each_arms_rate_on_pilot_seeds_then_reports_fre
     fresh, stored = runner.rerun_unit("toy_tuned", meta["units"] - 1, results_dir=dirs["results_dir"])
     assert len(fresh) == 20 and set(fresh["stage"]) == {"report"}
     pd.testing.assert_frame_equal(fresh, stored)
+
+
+def test_tuning_never_picks_a_rate_at_which_a_pilot_run_reaches_the_threshold_and_then_blows_up(dirs):
+    meta = _run("toy_blowup", dirs)
+    pilot = runner.load("toy_blowup", dirs["results_dir"]).frame.query("stage == 'pilot'")
+    scores = runner_toy.blowup_score(pilot.drop(columns="unit")).set_index("lr")
+    assert scores["score"].idxmin() == 1.0 and not scores.loc[1.0, "stable"]  # first to cross, then above
+    (row,) = meta["best_rates"]
+    assert row["best_lr"] == 0.3 and row["stable"] and row["note"] == ""
+
+
+def test_a_rerun_without_a_cache_takes_the_stored_units_and_trains_only_those_missing(dirs, tmp_path):
+    _run("toy_tuned", dirs)
+    results = dirs["results_dir"] / "toy_tuned.csv.gz"
+    before = results.read_bytes()
+    shutil.rmtree(dirs["cache_dir"])  # a clone: the stored results and no cache
+    assert _trained(dirs) == 6 + 6  # 2 arms x 3 pilot seeds, then 2 arms x 3 reported seeds
+    _run("toy_tuned", dirs)
+    assert _trained(dirs) == 12 and results.read_bytes() == before  # nothing trained, the same bytes
+    # results stored under another choice of rate for "slow" (as an older score made them): the
+    # rates are chosen again from the stored pilot rows, and only "slow" at its rate is trained (a unit a seed)
+    meta_file = dirs["results_dir"] / "toy_tuned.json"
+    meta = json.loads(meta_file.read_text())
+    meta["best_rates"] = [{**r, "best_lr": 0.1} if r["arm"] == '["slow"]' else r for r in meta["best_rates"]]
+    meta_file.write_text(json.dumps(meta))
+    shutil.rmtree(dirs["cache_dir"])
+    messages = []
+    _run("toy_tuned", dirs, messages)
+    assert _trained(dirs) == 12 + 3 and "12 units taken from the stored results" in messages[0]
+    assert results.read_bytes() == before  # the units at 0.03, trained again, give the same rows
 
 
 def test_a_check_stage_retrains_the_chosen_rates_on_the_reported_seeds_but_not_the_best(dirs):

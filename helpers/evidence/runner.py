@@ -431,7 +431,8 @@ def _best_rates(exp: Experiment, pilot: pd.DataFrame) -> tuple[dict, pd.DataFram
     """``{arm: best rate}`` from the pilot rows, and the table behind it (stored in the metadata).
 
     An arm whose every pilot run diverged has no best rate; its reported runs use the smallest
-    rate of the grid, and the table's note says it did not learn at any rate.
+    rate of the grid, and the table's note says it did not learn at any rate. Where the score has a
+    ``stable`` column, a rate at which it is false wins only where no rate is stable.
     """
     from helpers.evidence.statistics import best_rates
 
@@ -439,7 +440,8 @@ def _best_rates(exp: Experiment, pilot: pd.DataFrame) -> tuple[dict, pd.DataFram
     scores = tuning.score(pilot)
     arm_col = scores[arm_keys].apply(lambda r: json.dumps([_plain(v) for v in r]), axis=1)
     table = best_rates(scores.drop(columns=arm_keys).assign(arm=arm_col).rename(columns={tuning.key: "lr"}),
-                       arm="arm", lr="lr", score="score", learned_below=tuning.learned_below)
+                       arm="arm", lr="lr", score="score", learned_below=tuning.learned_below,
+                       stable="stable" if "stable" in scores else None)
     best = {tuple(json.loads(a)): float(r) if math.isfinite(r) else min(tuning.rates)
             for a, r in zip(table["arm"], table["best_lr"], strict=True)}
     return best, table
@@ -509,6 +511,65 @@ def _train_in_parallel(exp: Experiment, todo: list[dict], cache_dir: Path, jobs:
     return len(missing)
 
 
+def _stored_plan(exp: Experiment, meta: dict) -> tuple[dict | None, dict | None]:
+    """``(best, checks)`` as :func:`units` takes them, from stored metadata: the rates the stored units ran at."""
+    best = None
+    if exp.tuning is not None:
+        best = {tuple(json.loads(r["arm"])): min(exp.tuning.rates) if r["best_lr"] is None else r["best_lr"]
+                for r in meta["best_rates"]}
+    checks = None
+    if "check_rates" in meta:
+        checks = {tuple(json.loads(r["arm"])): tuple(r["rates"]) for r in meta["check_rates"]}
+    return best, checks
+
+
+def _stored_units(exp: Experiment, results_dir: Path, log: Callable[[str], None]) -> list[tuple[dict, pd.DataFrame, float]]:
+    """The units of ``exp``'s stored results, ``(unit, rows, training seconds)`` each, in the order they ran.
+
+    A clone has no cache, but its stored table holds every unit's rows (column ``unit``): a rerun that
+    changes only how rates are chosen (the tuning's score on the pilot rows) or what is summarised
+    needs to train only the units that are not stored. Nothing is taken where the table was made
+    under another config, or where the experiment's ``keep`` would drop stored rows (the stored rows
+    of a unit must be what ``keep`` keeps of it, as they are for every unit trained anew). Where the
+    metadata predates per-unit times, each unit gets an equal share of the stored total.
+    """
+    meta_file, table = results_dir / f"{exp.name}.json", results_dir / f"{exp.name}.csv.gz"
+    if not (meta_file.is_file() and table.is_file()):
+        return []
+    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    if meta["config_hash"] != exp.config_hash():
+        log(f"{exp.name}: the stored results were made for config {meta['config_hash']}; none of them is reused")
+        return []
+    every, frame = units(exp, *_stored_plan(exp, meta)), _read_back(table, meta)
+    walls = meta.get("unit_wall_s") or [meta["wall_s"] / meta["units"]] * meta["units"]
+    out = []
+    for index, unit in enumerate(every):
+        rows = frame[frame["unit"] == index].drop(columns="unit").reset_index(drop=True)
+        if rows.empty or (exp.keep is not None and len(exp.keep(rows)) != len(rows)):
+            log(f"{exp.name}: stored unit {index} cannot stand for a trained one; none of the stored units is reused")
+            return []
+        out.append((unit, rows, walls[index]))
+    return out
+
+
+def _cache_stored_units(exp: Experiment, cache_dir: Path, results_dir: Path, log: Callable[[str], None]) -> int:
+    """Write a cache entry for every stored unit (:func:`_stored_units`) that has none; returns how many."""
+    meta_file = results_dir / f"{exp.name}.json"
+    written = 0
+    for unit, rows, wall in _stored_units(exp, results_dir, log):
+        path = _cache_path(exp, unit, cache_dir)
+        if path.exists():
+            continue
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        entry = {"config_hash": exp.config_hash(), "unit": unit, "frame": rows, "wall_s": wall,
+                 "fingerprint": meta["fingerprint"], "from_stored": True}
+        _write_atomic(path, pickle.dumps(entry))
+        written += 1
+    if written:
+        log(f"{exp.name}: {written} units taken from the stored results")
+    return written
+
+
 def run(name: str, *, cache_dir: Path = CACHE_DIR, results_dir: Path = RESULTS_DIR, progress: bool = True,
         log: Callable[[str], None] = print, jobs: int = 1, modules: Sequence[str] = ()) -> dict:
     """Train what is missing of experiment ``name``, then write its results. Returns the metadata.
@@ -526,10 +587,11 @@ def run(name: str, *, cache_dir: Path = CACHE_DIR, results_dir: Path = RESULTS_D
         jobs = 1  # a wall-clock measurement must not share the cores with another unit
     torch.set_num_threads(1)  # one thread: the same reduction order on every run of this machine
     started = time.perf_counter()
-    frames, trained, wall = [], 0, 0.0
+    _cache_stored_units(exp, cache_dir, results_dir, log)
+    frames, trained, walls, prints = [], 0, [], []
 
     def do(todo: list[dict], bar) -> None:
-        nonlocal trained, wall
+        nonlocal trained
         if jobs > 1:
             in_pool = _train_in_parallel(exp, todo, cache_dir, jobs, modules, log, bar)
             trained += in_pool
@@ -541,7 +603,8 @@ def run(name: str, *, cache_dir: Path = CACHE_DIR, results_dir: Path = RESULTS_D
             if entry is None:
                 entry = _train_and_cache(exp, unit, path)
                 trained += 1
-            wall += entry["wall_s"]
+            walls.append(entry["wall_s"])
+            prints.extend(entry["fingerprint"].get("mixed", [entry["fingerprint"]]))
             frames.append(entry["frame"].assign(unit=len(frames)))
             if bar is not None and jobs == 1:
                 bar.update(1)
@@ -571,14 +634,14 @@ def run(name: str, *, cache_dir: Path = CACHE_DIR, results_dir: Path = RESULTS_D
     if bar is not None:
         bar.close()
 
-    frame = pd.concat(frames, ignore_index=True)
+    frame, wall = pd.concat(frames, ignore_index=True), sum(walls)
     if exp.keep is not None:
         frame = exp.keep(frame).reset_index(drop=True)
     meta = {
         "name": exp.name, "notebook": exp.notebook, "config": exp.config(), "config_hash": exp.config_hash(),
         "seeds": list(exp.seeds), "units": len(frames), "rows": len(frame),
-        "fingerprint": _unit_fingerprints(exp, cache_dir), "commit": _git_commit(exp),
-        "wall_s": round(wall, 1), "budget_s": exp.budget_s,
+        "fingerprint": _one_fingerprint(prints), "commit": _git_commit(exp),
+        "wall_s": round(wall, 1), "unit_wall_s": [round(w, 1) for w in walls], "budget_s": exp.budget_s,
         "dtypes": {c: str(t) for c, t in frame.dtypes.items()},
         "best_rates": None if best_table is None else json.loads(best_table.to_json(orient="records")),
     }
@@ -606,17 +669,9 @@ def summary(exp: Experiment, frame: pd.DataFrame) -> dict[str, dict]:
     return {key: as_verdict(value).to_dict() for key, value in exp.summarize(frame).items()}
 
 
-def _unit_fingerprints(exp: Experiment, cache_dir: Path) -> dict:
+def _one_fingerprint(prints: list[dict]) -> dict:
     """The fingerprint the units were trained under; ``"mixed"`` lists them all if they differ."""
-    seen = []
-    for path in sorted((cache_dir / exp.name).glob("*.pkl")):
-        try:
-            with open(path, "rb") as f:
-                entry = pickle.load(f)
-        except Exception:
-            continue
-        if entry.get("config_hash") == exp.config_hash() and entry.get("fingerprint") not in seen:
-            seen.append(entry.get("fingerprint"))
+    seen = [p for i, p in enumerate(prints) if p not in prints[:i]]
     return seen[0] if len(seen) == 1 else {"mixed": seen}
 
 
@@ -756,14 +811,7 @@ def rerun_unit(name: str, unit_index: int | None = None, steps: int | None = Non
     exp, stored = experiment(name), load(name, results_dir)
     steps = exp.repro_steps if steps is None else steps
     unit_index = exp.repro_unit if unit_index is None else unit_index
-    best = None
-    if exp.tuning is not None:
-        best = {tuple(json.loads(r["arm"])): min(exp.tuning.rates) if r["best_lr"] is None else r["best_lr"]
-                for r in stored.meta["best_rates"]}
-    checks = None
-    if "check_rates" in stored.meta:
-        checks = {tuple(json.loads(r["arm"])): tuple(r["rates"]) for r in stored.meta["check_rates"]}
-    every = units(exp, best, checks)
+    every = units(exp, *_stored_plan(exp, stored.meta))
     unit_index %= len(every)  # a negative index counts from the end
     unit, fixed = every[unit_index], dict(exp.fixed)
     for key, fn in (change or {}).items():

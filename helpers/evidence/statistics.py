@@ -503,7 +503,7 @@ def threshold_level(learned_nothing: float, floor: float, fraction: float) -> fl
 
 
 def best_rates(scores: pd.DataFrame, *, arm: str = "arm", lr: str = "lr", score: str = "score",
-               learned_below: float) -> pd.DataFrame:
+               learned_below: float, stable: str | None = None) -> pd.DataFrame:
     """Each arm's best learning rate on a pilot grid, and whether the grid was wide enough.
 
     A comparison of arms is fair only if each arm is run at its own best rate. The best rate
@@ -517,12 +517,18 @@ def best_rates(scores: pd.DataFrame, *, arm: str = "arm", lr: str = "lr", score:
         arm, lr, score: the names of those columns.
         learned_below: a best score below this counts as having learned (e.g. the
             learned-nothing loss, or the step cap).
+        stable: the name of a boolean column, or ``None``: a rate whose value there is false (a
+            pilot run at it ended at or above the threshold) wins only where no rate of the arm is
+            stable, and then the arm's row says so. A score that rewards reaching a threshold
+            early would otherwise pick a rate at which runs get there and blow up.
 
     Returns:
         One row per arm, in order of first appearance, with columns ``arm`` (named as given),
         ``best_lr``, ``best_score``, ``on_edge`` (the best rate is the grid's smallest or
-        largest), ``learned`` (``best_score < learned_below``) and ``note``: ``""``,
-        ``"best rate on the grid's edge"`` or ``"did not learn at any rate in the grid"``.
+        largest), ``learned`` (``best_score < learned_below``), ``stable`` (only where
+        ``stable`` is given: whether the best rate is) and ``note``: ``""``, ``"best rate on
+        the grid's edge"``, ``"no rate at which every pilot run ends below the threshold"`` or
+        ``"did not learn at any rate in the grid"``.
     """
     fn = "best_rates"
     duplicated = scores.duplicated([arm, lr])
@@ -537,18 +543,26 @@ def best_rates(scores: pd.DataFrame, *, arm: str = "arm", lr: str = "lr", score:
         rates = group[lr].to_numpy(dtype=np.float64)
         values = group[score].to_numpy(dtype=np.float64)
         ranked = np.where(np.isnan(values), np.inf, values)  # a diverged rate never wins
+        steady = np.ones(rates.size, bool) if stable is None else group[stable].to_numpy(dtype=bool)
+        if steady.any():
+            ranked = np.where(steady, ranked, np.inf)  # an unstable rate wins only where none is stable
         if np.isposinf(ranked).all():
-            best_lr, best_score, on_edge = math.nan, math.nan, False
+            best_lr, best_score, on_edge, i = math.nan, math.nan, False, None
         else:
             i = int(np.argmin(ranked))  # ties: the smallest rate
             best_lr, best_score = float(rates[i]), float(values[i])
             on_edge = i in (0, rates.size - 1)
         learned = bool(best_score < learned_below)
         note = ("did not learn at any rate in the grid" if not learned
+                else "no rate at which every pilot run ends below the threshold" if not steady.any()
                 else "best rate on the grid's edge" if on_edge else "")
-        rows.append({arm: name, "best_lr": best_lr, "best_score": best_score,
-                     "on_edge": bool(on_edge), "learned": learned, "note": note})
-    return pd.DataFrame(rows, columns=[arm, "best_lr", "best_score", "on_edge", "learned", "note"])
+        row = {arm: name, "best_lr": best_lr, "best_score": best_score, "on_edge": bool(on_edge),
+               "learned": learned, "note": note}
+        if stable is not None:
+            row["stable"] = bool(i is not None and steady[i])
+        rows.append(row)
+    columns = [arm, "best_lr", "best_score", "on_edge", "learned", *(["stable"] if stable else []), "note"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def grid_step(rates, scores, *, relative: bool = True) -> float:

@@ -16,9 +16,10 @@ hundred steps and Post-LN without warm-up fails at rates where Pre-LN trains:
 - each arm's rate tuned on 3 pilot seeds over :data:`RATES` (6 rates, neighbours a factor 10/3 or 3
   apart), reported on 10 fresh seeds at its best rate, held-out loss every :data:`EVAL_EVERY` steps on
   :data:`HELDOUT_SIZE` sequences, a cap of :data:`STEPS` steps;
-- the largest stable rate measured on the 10 reported seeds, at the 3 rates of the grid around each
-  arm's largest stable pilot rate (the runner's ``"check"`` stage, :func:`boundary_rates`), not on
-  the 3 pilot seeds.
+- the largest stable rate measured on the 10 reported seeds, at the 4 rates of the grid from one
+  below each arm's largest stable pilot rate to two above it (the runner's ``"check"`` stage,
+  :func:`boundary_rates`), not on the 3 pilot seeds: counts of seeds that end below the threshold at
+  the same rate can then be compared between arms (Fisher's exact test).
 
 What could make an answer true by construction, and what was done about it:
 
@@ -161,10 +162,11 @@ def _ends_below(frame: pd.DataFrame, cap: int) -> pd.DataFrame:
 
 
 def boundary_rates(pilot: pd.DataFrame) -> pd.DataFrame:
-    """The rates the check stage trains on the reported seeds: per arm, the 3 neighbouring rates of
-    the grid around its largest stable pilot rate (the largest at which every pilot seed ends below
-    :data:`THRESHOLD`), that rate in the middle; at the grid's ends, the 3 rates at that end (the
-    lowest 3 where no rate is stable on every pilot seed).
+    """The rates the check stage trains on the reported seeds: per arm, 4 neighbouring rates of the
+    grid, from one below its largest stable pilot rate (the largest at which every pilot seed ends
+    below :data:`THRESHOLD`) to two above it, so that each arm is counted on 10 seeds at rates where
+    another arm may still be stable; at the grid's ends, the 4 rates at that end (the lowest 4 where
+    no rate is stable on every pilot seed).
 
     Returns:
         One row per (arm, rate): ``variant``, ``lr``.
@@ -175,8 +177,8 @@ def boundary_rates(pilot: pd.DataFrame) -> pd.DataFrame:
         grid = sorted(runs["lr"].unique())
         ok = [lr for lr in grid if runs.loc[runs["lr"] == lr, "below"].all()]
         middle = grid.index(ok[-1]) if ok else 0
-        start = min(max(middle - 1, 0), max(len(grid) - 3, 0))
-        rows.extend({"variant": arm, "lr": lr} for lr in grid[start:start + 3])
+        start = min(max(middle - 1, 0), max(len(grid) - 4, 0))
+        rows.extend({"variant": arm, "lr": lr} for lr in grid[start:start + 4])
     return pd.DataFrame(rows, columns=["variant", "lr"])
 
 
@@ -334,7 +336,7 @@ runner.register(runner.Experiment(
     summarize=deep_transformer_verdicts, keep=keep_rows,
     tuning=runner.Tuning(key="lr", rates=RATES, pilot_seeds=PILOT_SEEDS, score=deep_pilot_scores,
                          learned_below=STEPS, check_rates=boundary_rates),
-    budget_s=2500,
+    budget_s=3600,
     # The reproducibility check re-trains unit 7, Post-LN + warm-up's reported seeds at its best rate
     # (0.003): its first 20 steps are inside the warm-up, where a last-bit difference stays small.
     repro_rtol=0.0,

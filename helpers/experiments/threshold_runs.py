@@ -61,15 +61,23 @@ def steps_staying_below(frame: pd.DataFrame, threshold: float) -> pd.DataFrame:
 def restricted_mean_steps(frame: pd.DataFrame, threshold: float, arm_keys=("variant",)) -> pd.DataFrame:
     """The tuning's score: per arm (the columns ``arm_keys``) and rate, the restricted mean steps to
     ``threshold`` over the seeds in ``frame``, a run that never gets there counting as the step cap
-    (the last step of ``frame``). Lower is better; the cap itself means that no seed got there."""
+    (the last step of ``frame``). Lower is better; the cap itself means that no seed got there.
+
+    Beside it, ``stable``: whether every run at that rate *ends* below the threshold
+    (:func:`steps_staying_below` is not NaN). The tuning never picks a rate where one does not
+    (:func:`helpers.evidence.statistics.best_rates`' ``stable``): a run that reaches the threshold early
+    and then blows up scores well on the first crossing alone."""
     from helpers.evidence.statistics import time_to_threshold
 
     cap = int(frame["step"].max())
     reached = steps_to_threshold(frame, threshold)
+    ends_below = steps_staying_below(frame, threshold)["steps"].notna().to_numpy()
+    reached = reached.assign(ends_below=ends_below)  # both tables list the runs in the same order
     keys = [*arm_keys, "lr"]
-    rows = [{**dict(zip(keys, key, strict=True)), "score": time_to_threshold(run["steps"], cap).restricted_mean}
+    rows = [{**dict(zip(keys, key, strict=True)), "score": time_to_threshold(run["steps"], cap).restricted_mean,
+             "stable": bool(run["ends_below"].all())}
             for key, run in reached.groupby(keys, sort=False)]
-    return pd.DataFrame(rows, columns=[*keys, "score"])
+    return pd.DataFrame(rows, columns=[*keys, "score", "stable"])
 
 
 def report_rate_words(frame: pd.DataFrame, cap: int, threshold: float, arm_of=None) -> dict[str, str]:
