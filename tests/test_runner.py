@@ -4,9 +4,9 @@ stored results read back, and a run killed mid-way that resumes losing only the 
 from __future__ import annotations
 
 import json
-import shutil
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
