@@ -58,6 +58,26 @@ def test_results_are_stored_for_the_config_declared_today(name):
         assert key in stored.meta["fingerprint"] or "mixed" in stored.meta["fingerprint"]
 
 
+TUNED = [n for n in NAMES if runner.experiment(n).tuning is not None]
+
+
+@pytest.mark.parametrize("name", TUNED)
+def test_the_stored_rates_are_what_todays_tuning_picks_from_the_stored_pilot_rows(name):
+    # The tuning's score is not in the config hash (it changes no unit), so nothing else would notice
+    # results made under an older score: the rates must be chosen again (`make experiments ONLY=name`
+    # trains only the units that are missing).
+    stored, exp = runner.load(name), runner.experiment(name)
+    pilot = stored.frame[stored.frame["stage"] == "pilot"].drop(columns="unit")
+    best, table = runner._best_rates(exp, pilot)
+    assert json.loads(table.to_json(orient="records")) == stored.meta["best_rates"], (
+        f"{name}: run `make experiments ONLY={name}`")
+    if exp.tuning.check_rates is not None:
+        checks = runner._check_rates(exp, pilot)
+        assert {json.dumps(list(arm)): list(rates) for arm, rates in checks.items()} == {
+            r["arm"]: r["rates"] for r in stored.meta["check_rates"]}
+    assert stored.meta["units"] == len(runner.units(exp, best, checks if exp.tuning.check_rates else None))
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_each_stored_training_time_is_within_its_declared_budget(name):
     stored, exp = runner.load(name), runner.experiment(name)

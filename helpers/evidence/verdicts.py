@@ -27,6 +27,7 @@ outcomes from the record's numbers and print its words.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 __all__ = ["KINDS", "WEAK_FLAGS", "Verdict", "as_verdict"]
@@ -59,7 +60,8 @@ class Verdict:
             accuracy: False): it decides which arm a difference favours.
         margin: the equivalence margin fixed before the run (interval units), or None.
         resolution: ``(size, what)``: a detected difference whose estimate is below ``size`` is
-            flagged as smaller than ``what`` (an evaluation interval, a tuning-grid step).
+            flagged as smaller than ``what`` (an evaluation interval, a tuning-grid step); a relative
+            one is compared as a factor (``|log(a / b)| < log(1 + size)``).
         rests_on: the seeds without any one of which the interval would include 0.
         p: the two-sided p-value of the test whose interval this is (None where there is none); a
             ledger corrects it for the number of claims it decides (Holm).
@@ -193,13 +195,21 @@ class Verdict:
         if self.direction is None:
             return tuple(out)
         more, lo, hi = self._more()
-        if self.resolution is not None and abs(more) < self.resolution[0]:
+        if self.resolution is not None and self._below(more, self.resolution[0]):
             out.append(("below resolution", f"smaller than {self.resolution[1]}"))
         if self._printed(lo if lo > 0 else hi) == 0:
             out.append(("fragile", f"fragile: an interval end rounds to 0 with {self.n} seeds"))
         if self.rests_on:
             out.append(("rests on seeds", _rests_on_words(self.rests_on)))
         return tuple(out)
+
+    def _below(self, more: float, size: float) -> bool:
+        """Whether a difference of ``more`` (``a - b``, or ``a / b - 1``) is smaller than ``size``. A relative
+        difference is compared as a factor, on a log scale: "60% fewer" is a factor 2.5, larger than a
+        resolution of "+79%" (a factor 1.79), though 0.60 < 0.79."""
+        if self.relative:
+            return abs(math.log1p(more)) < math.log1p(size)
+        return abs(more) < size
 
     @property
     def weak(self) -> bool:

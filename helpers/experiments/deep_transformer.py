@@ -135,6 +135,10 @@ SEEDS = tuple(range(10))
 #: The paired comparisons: (A, B, the claim about A). LN is claimed to speed training up (Ba et al.
 #: 2016); Pre-LN to train faster than Post-LN, and without warm-up faster than Post-LN with it (Xiong
 #: et al. 2020); warm-up to rescue Post-LN (Liu et al. 2020; Xiong et al. 2020).
+#: The pairs whose stability is compared as counts (:func:`_stable_counts`): (A, B), the claim being that
+#: A trains at larger rates than B.
+STABILITY_PAIRS = (("Pre-LN", "no norm"), ("Pre-LN", "Post-LN"))
+
 COMPARISONS = (("Pre-LN", "no norm", "fewer"), ("Post-LN", "no norm", "fewer"),
                ("Pre-LN", "Post-LN", "fewer"), ("Pre-LN", "Post-LN + warm-up", "fewer"),
                ("Post-LN + warm-up", "Post-LN", "fewer"))
@@ -237,6 +241,40 @@ def _stable_words(runs: pd.DataFrame, cap: int, pilot: pd.DataFrame | None = Non
             f"{len(at)} pilot seeds end below the threshold")
 
 
+def _stable_counts(checked: pd.DataFrame, cap: int, a: str, b: str) -> Verdict:
+    """Whether ``a`` trains at larger rates than ``b``, as counts: at the largest rate at which both
+    ran on the 10 reported seeds (report and check stages), how many of each arm's seeds end below
+    :data:`THRESHOLD`.
+
+    The estimate is the difference in the share of seeds, in percentage points (``a - b``); the 95%
+    interval is Agresti and Caffo's (2000: one success and one failure added to each arm, then the
+    normal interval, clipped to ±100), which keeps its coverage near 95% at 10 seeds and at 0 or 10
+    of 10, where the plain normal interval has none; the p-value is Fisher's exact test (two-sided).
+    The rate is fixed by which rates were trained, never by the counts.
+    """
+    from scipy import stats
+
+    ends = _ends_below(checked[checked["variant"].isin((a, b))], cap)
+    seeds = ends.groupby(["variant", "lr"])["seed"].nunique().unstack(0)
+    shared = seeds[(seeds[a] == seeds[a].max()) & (seeds[b] == seeds[b].max())].index
+    if shared.empty:
+        return Verdict.no_interval(a, b, "seeds ending below the threshold", "no rate both arms ran on every seed")
+    lr = float(shared.max())
+    at = ends[np.isclose(ends["lr"], lr)]
+    k = {arm: int(at.loc[at["variant"] == arm, "below"].sum()) for arm in (a, b)}
+    n = {arm: int((at["variant"] == arm).sum()) for arm in (a, b)}
+    share = {arm: (k[arm] + 1) / (n[arm] + 2) for arm in (a, b)}
+    half = 1.959964 * math.sqrt(sum(share[arm] * (1 - share[arm]) / (n[arm] + 2) for arm in (a, b)))
+    centre = share[a] - share[b]
+    p = stats.fisher_exact([[k[a], n[a] - k[a]], [k[b], n[b] - k[b]]]).pvalue
+    return Verdict.comparison(
+        a=a, b=b, measure="percentage points of its seeds ending below the threshold", relative=False,
+        estimate=100 * (k[a] / n[a] - k[b] / n[b]), low=100 * max(centre - half, -1.0), high=100 * min(centre + half, 1.0),
+        n=min(n.values()), claim="more", lower_is_better=False, p=float(p), verb="has", fmt=".0f",
+        prefix=f"at lr {lr:g}, {k[a]}/{n[a]} {a} and {k[b]}/{n[b]} {b} seeds end below the threshold: ",
+        suffix=f"; Fisher's exact test p = {p:.2g}")
+
+
 def _fails_at(frame: pd.DataFrame, cap: int, arm: str, lr: float) -> Verdict:
     """Whether ``arm`` fails at ``lr``: how many of its runs there end below :data:`THRESHOLD`, by
     stage. Yes where none of the reported seeds does, no where at least half of them do, undecided
@@ -267,7 +305,7 @@ def deep_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     - ``"best rate on the report seeds, <arm>"``: whether that rate trains on the reported seeds
       (:func:`helpers.experiments.threshold_runs.report_rate_words`);
     - ``"largest stable rate, <arm>"``: the largest rate at which every one of the 10 reported seeds
-      ends below :data:`THRESHOLD`, among the 3 checked around its pilot boundary (and its best
+      ends below :data:`THRESHOLD`, among the 4 checked around its pilot boundary (and its best
       rate), with each rate's count of seeds;
     - ``"time, <arm>"``: the reported runs' steps to the threshold (Kaplan-Meier median, how many got
       there); ``"steps per seed, <arm>"``: each seed's steps, the median and the restricted mean;
@@ -275,6 +313,9 @@ def deep_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
       floor (the mean fraction over the reported seeds, by its interval);
     - ``"at Pre-LN's best rate, <arm>"``: whether it fails at the rate Pre-LN trains best at: how many
       of its seeds end below the threshold there.
+
+    For each pair of :data:`STABILITY_PAIRS`, ``"stable seeds at the largest rate both ran, A vs B"``:
+    the counts of seeds ending below the threshold at one rate, compared (:func:`_stable_counts`).
 
     Paired by seed, for each of :data:`COMPARISONS`: ``"steps, A vs B"`` and ``"final loss, A vs B"``
     (the excess over the floor), 95% t-intervals over the seeds on the per-seed log-ratios, and
@@ -303,9 +344,13 @@ def deep_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         for arm in arms:
             if arm != "Pre-LN":
                 out[f"at Pre-LN's best rate, {arm}"] = _fails_at(frame, cap, arm, pre_best)
+    for a, b in STABILITY_PAIRS:
+        if a in arms and b in arms:
+            out[f"stable seeds at the largest rate both ran, {a} vs {b}"] = _stable_counts(checked, cap, a, b)
     for a, b, claim in COMPARISONS:
         if a in arms and b in arms:
-            for what, words in st._paired_verdicts(reached, finals, cap, a, b, claim, LEVELS, staying).items():
+            for what, words in st._paired_verdicts(reached, finals, cap, a, b, claim, LEVELS, staying,
+                                                             scores).items():
                 out[f"{what}, {a} vs {b}"] = words
             out[f"steps per seed, {a} vs {b}"] = _paired_per_seed(reached, cap, a, b)
     return out

@@ -47,6 +47,7 @@ from helpers.experiments.rnn_models import (
     stacked_batch,
 )
 from helpers.experiments.threshold_runs import (
+    grid_resolution,
     report_rate_words,
     restricted_mean_steps,
     steps_staying_below,
@@ -363,19 +364,6 @@ def pilot_scores(frame: pd.DataFrame) -> pd.DataFrame:
     return restricted_mean_steps(frame, THRESHOLD)
 
 
-def grid_resolution(scores: pd.DataFrame, arms) -> tuple[float, str] | None:
-    """The coarser tuning grid of ``arms`` in the pilot's restricted mean steps (``scores``: columns
-    ``arm``, ``lr``, ``score``, :func:`pilot_scores`), as ``(relative step, words)`` for
-    :func:`helpers.evidence.statistics.verdict`'s ``resolution``; ``None`` where no arm has a finite
-    step."""
-    from helpers.evidence.statistics import grid_resolution as coarser
-    from helpers.evidence.statistics import grid_step
-
-    steps = {arm: grid_step(scores.loc[scores["arm"] == arm, "lr"], scores.loc[scores["arm"] == arm, "score"])
-             for arm in arms}
-    return coarser(steps, lambda arm, step: f"{arm}'s pilot restricted mean steps by {step:.0%}")
-
-
 #: The paired comparisons of ``lstm_adding``: ``(key suffix, arm a, arm b, claim)``. The first is Ba et
 #: et al.'s claim (LN-LSTM vs LSTM; its verdicts keep the plain keys ``"steps"`` and ``"final loss"``);
 #: the ablation without input LN against the LSTM makes the same claim; LN-LSTM against the ablation
@@ -416,7 +404,7 @@ def lstm_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     is held to the same claim against the LSTM; LN-LSTM vs the ablation claims nothing. Intervals
     are 95% t-intervals over the seeds (:func:`helpers.evidence.statistics.paired_difference_ci`); a
     difference in steps smaller than the evaluation interval or than one step of the tuning grid
-    (:func:`grid_resolution`) is flagged.
+    (:func:`helpers.experiments.threshold_runs.grid_resolution`) is flagged.
     """
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]

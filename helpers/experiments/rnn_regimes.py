@@ -46,6 +46,7 @@ from helpers.experiments.rnn_models import (
     stacked_batch,
 )
 from helpers.experiments.threshold_runs import (
+    grid_resolution,
     report_rate_words,
     restricted_mean_steps,
     steps_staying_below,
@@ -279,14 +280,18 @@ def regime_scores(frame: pd.DataFrame) -> pd.DataFrame:
     return restricted_mean_steps(frame, THRESHOLD, arm_keys=("seq_len", "hidden", "variant"))
 
 
-def _speed_words(report: pd.DataFrame, cap: int, label: str, eval_every: int) -> dict:
+def _speed_words(report: pd.DataFrame, cap: int, label: str, eval_every: int,
+                 scores: pd.DataFrame | None = None) -> dict:
     """Per variant the time to :data:`THRESHOLD` (Kaplan-Meier), then LN vs no norm, paired by
     seed, on steps and final held-out loss (:func:`helpers.experiments.rnn_models.normed_vs_plain`;
-    a difference in steps below ``eval_every``, the evaluation interval, is flagged)."""
+    a difference in steps below ``eval_every``, the evaluation interval, or below one step of the
+    tuning grid (``scores``: the pilot scores, arms named ``"<variant>, <label>"`` in ``arm``; None for
+    untuned runs), is flagged)."""
     reached = steps_to_threshold(report, THRESHOLD)
     out = {f"time, {v}, {label}": words for v, words in time_words(reached, cap, ("no norm", "LayerNorm")).items()}
+    grid = None if scores is None else grid_resolution(scores, (f"LayerNorm, {label}", f"no norm, {label}"))
     both = normed_vs_plain(reached, _finals(report), cap, final="final held-out loss", eval_every=eval_every,
-                           staying=steps_staying_below(report, THRESHOLD))
+                           staying=steps_staying_below(report, THRESHOLD), grid_resolution=grid)
     out[f"steps, {label}"], out[f"final loss, {label}"] = both["steps"], both["final loss"]
     return out
 
@@ -303,7 +308,7 @@ def regime_verdicts(frame: pd.DataFrame) -> dict[str, str]:
       paired by seed, on the steps (a run that never gets there counts as the cap) and on the final
       held-out loss (capped at the learned-nothing level 1/6), each relative (the geometric mean of the
       per-seed ratios) with its t-interval; a difference in steps below the evaluation interval
-      (:data:`REGIME_EVAL_EVERY`) is flagged.
+      (:data:`REGIME_EVAL_EVERY`) or below one step of the tuning grid is flagged.
 
     The claim tested is the lesson's: LN needs fewer steps and ends lower.
     """
@@ -318,7 +323,7 @@ def regime_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         runs["seq_len"], runs["hidden"], runs["variant"], strict=True)])
     out.update({f"best rate on the report seeds, {arm}": words for arm, words in checked.items()})
     for (t, h), part in report.groupby(["seq_len", "hidden"], sort=True):
-        out.update(_speed_words(part, cap, _regime(t, h), REGIME_EVAL_EVERY))
+        out.update(_speed_words(part, cap, _regime(t, h), REGIME_EVAL_EVERY, scores.assign(arm=names)))
     return out
 
 

@@ -41,6 +41,7 @@ from helpers.evidence.statistics import EQUIVALENCE_MARGIN, threshold_level
 from helpers.evidence.verdicts import Verdict
 from helpers.experiments.rnn_models import normed_vs_plain
 from helpers.experiments.threshold_runs import (
+    grid_resolution,
     report_rate_words,
     restricted_mean_steps,
     steps_staying_below,
@@ -590,7 +591,7 @@ def _learns(finals: pd.DataFrame, levels: Levels | None = None) -> Verdict:
 
 def _paired_verdicts(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, a: str, b: str,
                      claim: str | None, levels: Levels | None = None,
-                     staying: pd.DataFrame | None = None) -> dict[str, Verdict]:
+                     staying: pd.DataFrame | None = None, scores: pd.DataFrame | None = None) -> dict[str, Verdict]:
     """Arm ``a`` against arm ``b``, paired by seed: steps to the threshold (a run that never gets there
     counting as ``cap``) and the final held-out loss's excess over the :data:`FLOOR` (capped at
     :data:`NO_COPY`: a diverged run learned nothing), each a relative difference with its interval, in
@@ -598,12 +599,15 @@ def _paired_verdicts(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, a: s
     :data:`EVAL_EVERY` is flagged; where nothing is claimed (``claim`` None: each arm is said to
     match the other), "the same" may be said within :data:`MATCH_MARGIN`. ``levels``: the task's
     (default :data:`LEVELS`); ``staying``: each run's steps until it stays below the threshold, the
-    steps' second declared measure."""
+    steps' second declared measure; ``scores``: the pilot scores (:func:`pilot_scores`, arms in ``arm``),
+    where a difference in steps smaller than one step of the tuning grid is flagged too
+    (:func:`helpers.experiments.threshold_runs.grid_resolution`)."""
     levels = levels or LEVELS
     margin = MATCH_MARGIN if claim is None else None
     return normed_vs_plain(reached, finals, cap, a=a, b=b, final="final held-out loss", claim=claim,
                            nothing=levels.no_copy, nothing_name="the no-copy level", noun="arm", floor=levels.floor,
-                           eval_every=levels.eval_every, steps_margin=margin, loss_margin=margin, staying=staying)
+                           eval_every=levels.eval_every, steps_margin=margin, loss_margin=margin, staying=staying,
+                           grid_resolution=None if scores is None else grid_resolution(scores, (a, b)))
 
 
 #: The paired comparisons of the verdicts: (A, B, the claim about A). LN is claimed to speed
@@ -655,7 +659,8 @@ def small_transformer_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         out[f"learns, {arm}"] = _learns(finals[finals["variant"] == arm])
     for a, b, claim in COMPARISONS:
         if a in arms and b in arms:
-            for what, words in _paired_verdicts(reached, finals, cap, a, b, claim, staying=staying).items():
+            for what, words in _paired_verdicts(reached, finals, cap, a, b, claim, staying=staying,
+                                                          scores=scores).items():
                 out[f"{what}, {a} vs {b}"] = words
     return out
 

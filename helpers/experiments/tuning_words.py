@@ -22,7 +22,9 @@ def best_rate_words(scores: pd.DataFrame, pilot: pd.DataFrame, *, learned_below:
 
     Args:
         scores: columns ``arm``, ``lr`` and ``score`` (lower is better, aggregated over the pilot
-            seeds), one row per arm and rate.
+            seeds), one row per arm and rate, and ``stable`` where the score has one (a rate at which
+            a pilot run ends at or above the threshold is picked only where no rate is stable, and
+            the words say so).
         pilot: the pilot rows, for the seeds they name.
         learned_below: the tuning's learned-nothing level: a best score not below it learned nothing.
         score: the best score in words, a format string for it. The default is for the restricted
@@ -40,14 +42,19 @@ def best_rate_words(scores: pd.DataFrame, pilot: pd.DataFrame, *, learned_below:
     grid = sorted(scores["lr"].unique())
     seeds = ", ".join(str(s) for s in sorted(pilot["seed"].unique()))
     out = {}
-    for row in best_rates(scores[["arm", "lr", "score"]], learned_below=learned_below).itertuples():
+    stable = "stable" if "stable" in scores else None
+    columns = ["arm", "lr", "score", *([stable] if stable else [])]
+    for row in best_rates(scores[columns], learned_below=learned_below, stable=stable).itertuples():
         span = f"{rate(row.arm, grid[0])} to {rate(row.arm, grid[-1])}"
         if not row.learned:
             out[row.arm] = none.format(grid=span, cap=learned_below)
             continue
         where = "on the grid's edge: a better rate may lie beyond it" if row.on_edge else "inside the grid"
+        unstable = "" if getattr(row, "stable", True) else (
+            "; at no rate of the grid does every pilot run end below the threshold, so this is the rate that "
+            "reaches it soonest")
         out[row.arm] = (f"{best(row.arm, row.best_lr)}, {where} ({span}); {score.format(row.best_score)} "
-                        f"over pilot seeds {seeds}")
+                        f"over pilot seeds {seeds}{unstable}")
     return out
 
 
