@@ -42,7 +42,7 @@ def test_the_wall_clock_interval_is_the_seeds_interval_when_the_timing_has_no_sp
 
 def test_the_experiment_times_every_arm_in_one_unit_and_records_the_load():
     exp = runner.experiment("step_times")
-    assert len(runner.units(exp)) == stt.ROUNDS >= 5 and exp.fixed["arms"] == stt.TIMED
+    assert len(runner.units(exp)) == stt.ROUNDS >= 5 and exp.fixed["arms"] == (*stt.TIMED, stt.FROM_SCRATCH)
     assert [u["params"]["rotation"] for u in runner.units(exp)] == list(range(stt.ROUNDS))
     assert {"Deep Transformer | Pre-LN", "Deep Transformer | Post-LN", "Deep Transformer | no norm"} <= set(stt.TIMED)
     assert "load_1m" in exp.timed_columns
@@ -56,3 +56,21 @@ def test_the_deep_transformer_is_timed_as_its_experiment_trains_it():
     same = dt.st.copy_runs(seeds=(0,), lrs=(1e-3,), variant="Pre-LN", steps=1, eval_every=10**6,
                            **{k: v for k, v in dt.FIXED.items() if k != "eval_every"})
     pd.testing.assert_frame_equal(run, same)
+
+
+def test_the_timed_arms_normalise_with_torchs_kernels_and_one_lstm_with_the_sets_own(monkeypatch):
+    import torch.nn.functional as F
+
+    calls, real = [], F.layer_norm
+    monkeypatch.setattr(F, "layer_norm", lambda *args, **kw: calls.append(1) or real(*args, **kw))
+    for arm in ("LSTM, T 100, hidden 64 | LN-LSTM", "tiny RNN, T 10, hidden 16 | LayerNorm", "Transformer | Pre-LN"):
+        calls.clear()
+        stt._trainer(arm)(1)
+        assert calls, arm
+    calls.clear()
+    stt._trainer(stt.FROM_SCRATCH)(1)
+    assert not calls
+    from helpers import functional
+    from helpers.experiments import lstm_adding
+
+    assert lstm_adding.layer_norm is functional.layer_norm  # the timing swaps the models' calls back

@@ -21,13 +21,21 @@ comparisons carry it too (:func:`wall_clock_ci`). The rounds are all on one mach
 intervals say nothing about another one. The times are a property of the machine that measured
 them (its fingerprint is stored with them): the reproducibility test checks that they are
 positive, never their values.
+
+The timed runs normalise with torch's kernels (``torch.nn.functional.layer_norm`` and ``rms_norm``, as a
+user's model would: :func:`torch_kernels`): every arm runs the same Python code, and only the norm's
+call differs between arms. The stored runs whose steps are counted used the set's from-scratch
+:func:`helpers.functional.layer_norm` (about 7 tensor operations, the same numbers to rounding); one
+more arm, :data:`FROM_SCRATCH`, times the LN-LSTM with it, to show what it alone costs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -35,7 +43,7 @@ import pandas as pd
 from helpers.evidence import runner
 from helpers.evidence.verdicts import Verdict
 
-__all__ = ["LONG", "ROUNDS", "SHORT", "TIMED", "round_seconds", "seconds_per_step", "step_time_verdicts",
+__all__ = ["FROM_SCRATCH", "LONG", "ROUNDS", "SHORT", "TIMED", "round_seconds", "seconds_per_step", "step_time_verdicts",
            "time_arms", "wall_clock_ci"]
 
 #: The two run lengths whose difference is timed, and how many rounds.
@@ -49,11 +57,44 @@ TIMED = (
     *(f"Deep Transformer | {v}" for v in ("no norm", "Pre-LN", "Post-LN")),
 )
 
+#: The arm timed with the set's from-scratch LN (:func:`helpers.functional.layer_norm`), not torch's kernel.
+FROM_SCRATCH = "LSTM, T 100, hidden 64 | LN-LSTM, from-scratch LN"
+
+#: Where the timed models call the set's own norms: replaced by torch's kernels while they are timed.
+_NORM_CALLS = ("helpers.experiments.lstm_adding.layer_norm", "helpers.experiments.rnn_models.layer_norm",
+               "helpers.experiments.small_transformer.layer_norm", "helpers.experiments.small_transformer.rms_norm")
+
+
+@contextlib.contextmanager
+def torch_kernels():
+    """Within it, the stored experiments' models normalise with torch's kernels
+    (``torch.nn.functional.layer_norm``, ``rms_norm``: the same arguments, the same numbers to rounding)."""
+    import torch.nn.functional as F
+
+    with contextlib.ExitStack() as stack:
+        for target in _NORM_CALLS:
+            stack.enter_context(mock.patch(target, getattr(F, target.rsplit(".", 1)[1])))
+        yield
+
 _NO_EVAL = 10**6  # an evaluation interval longer than any timed run: held out only at its ends
 
 
 def _trainer(arm: str):
-    """``train(steps)`` for one model of ``arm`` (seed 0, rate 1e-3)."""
+    """``train(steps)`` for one model of ``arm`` (seed 0, rate 1e-3), with torch's norm kernels
+    (:func:`torch_kernels`), or with the set's own LN for :data:`FROM_SCRATCH`."""
+    if arm == FROM_SCRATCH:
+        return _trainer_of("LSTM, T 100, hidden 64 | LN-LSTM")
+    train = _trainer_of(arm)
+
+    def with_kernels(steps):
+        with torch_kernels():
+            return train(steps)
+
+    return with_kernels
+
+
+def _trainer_of(arm: str):
+    """``train(steps)`` for one model of ``arm``, as the stored experiments train it."""
     setting, variant = (part.strip() for part in arm.split("|"))
     if setting.startswith("LSTM"):
         from helpers.experiments.lstm_adding import lstm_runs
@@ -172,21 +213,33 @@ def wall_clock_ci(steps_a, steps_b, log_ratio_rounds, confidence: float = 0.95):
 def _wall_clock(frame: pd.DataFrame, setting: str, report: pd.DataFrame, threshold: float, a: str, b: str) -> Verdict:
     """``a`` vs ``b`` on seconds to ``threshold``, paired by seed: each run's steps (the cap where it
     never got there) times its arm's seconds per step, the interval carrying the timing's spread
-    over the rounds (:func:`wall_clock_ci`)."""
-    from helpers.evidence.statistics import verdict
-    from helpers.experiments.threshold_runs import steps_to_threshold
+    over the rounds (:func:`wall_clock_ci`). The steps are counted both ways the experiments declare
+    (to the first crossing, and until the run stays below to the end: the verdict's alternate)."""
+    from dataclasses import replace
 
-    cap = int(report["step"].max())
-    reached = steps_to_threshold(report, threshold)
+    from helpers.experiments.threshold_runs import steps_staying_below, steps_to_threshold
+
+    first = _wall_clock_on(frame, setting, steps_to_threshold(report, threshold), int(report["step"].max()), a, b,
+                           "wall-clock time to the threshold", "reaches")
+    staying = _wall_clock_on(frame, setting, steps_staying_below(report, threshold), int(report["step"].max()), a, b,
+                             "wall-clock time until it stays below the threshold", "stays below")
+    if not first.has_interval or not staying.has_interval:
+        return first
+    return replace(first, alternates=(replace(staying, label="staying below to the end"),))
+
+
+def _wall_clock_on(frame: pd.DataFrame, setting: str, reached: pd.DataFrame, cap: int, a: str, b: str,
+                   quantity: str, verb: str) -> Verdict:
+    """:func:`_wall_clock` on one measure of the steps (``reached``: one row per run, ``steps``)."""
+    from helpers.evidence.statistics import verdict
+
     reached = reached[reached["variant"].isin((a, b))]
     steps = pd.DataFrame({v: reached[reached["variant"] == v].set_index("seed")["steps"].fillna(cap)
                           for v in (a, b)}).dropna()
     if reached["steps"].isna().all():  # all censored: the "difference" would be the time per step alone
-        return Verdict.no_interval(a, b, "wall-clock time to the threshold",
-                                   f"no run of either arm reaches the threshold within {cap} steps")
+        return Verdict.no_interval(a, b, quantity, f"no run of either arm {verb} the threshold within {cap} steps")
     ci = wall_clock_ci(steps[a], steps[b], _log_ratio_rounds(frame, setting, a, b))
-    return verdict(ci, a=a, b=b, quantity="wall-clock time to the threshold", words=("less", "more"),
-                   suffix=f"; {ci.note}" if ci.note else "")
+    return verdict(ci, a=a, b=b, quantity=quantity, words=("less", "more"), suffix=f"; {ci.note}" if ci.note else "")
 
 
 def _load_words(frame: pd.DataFrame) -> str:
@@ -225,7 +278,8 @@ def step_time_verdicts(frame: pd.DataFrame) -> dict[str, str]:
              ("Deep Transformer", "Pre-LN", "no norm"),
              ("Deep Transformer", "Post-LN", "no norm"),
              *((f"tiny RNN, T {t}, hidden {h}", "LayerNorm", "no norm") for t in rr.SEQ_LENS for h in rr.HIDDEN)]
-    for setting, a, b in pairs:
+    scratch = ("LSTM, T 100, hidden 64", FROM_SCRATCH.split(" | ")[1], "LN-LSTM")
+    for setting, a, b in (*pairs, scratch):
         times = round_seconds(frame)
         ci = paired_difference_ci(times[f"{setting} | {a}"].to_numpy(), times[f"{setting} | {b}"].to_numpy(),
                                   relative=True)
@@ -257,11 +311,12 @@ def step_time_verdicts(frame: pd.DataFrame) -> dict[str, str]:
 # hidden 128, and the Transformer's Pre-LN at 1.36x and 1.66x: the fastest of 5 was not always
 # undisturbed). Version 4: one unit per round, each timing every arm once, in an order rotated by one
 # arm per round, with the load average recorded, the median over rounds in place of the fastest,
-# intervals over the rounds; the Transformer of deep_transformer timed too.
+# intervals over the rounds; the Transformer of deep_transformer timed too. Version 5: torch's norm kernels
+# in every timed arm, and the LN-LSTM with the set's from-scratch LN beside them.
 runner.register(runner.Experiment(
     name="step_times", notebook="13_does_it_speed_up_training", train=time_arms,
-    grid={"rotation": tuple(range(ROUNDS))}, seeds=(0,), steps=LONG, fixed={"arms": TIMED},
-    summarize=step_time_verdicts, budget_s=400, version=4,
+    grid={"rotation": tuple(range(ROUNDS))}, seeds=(0,), steps=LONG, fixed={"arms": (*TIMED, FROM_SCRATCH)},
+    summarize=step_time_verdicts, budget_s=450, version=5,
     timed_columns=("seconds_short", "seconds_long", "load_1m"),
     repro_steps=2,  # re-timed with runs of 1 and 2 steps: only the bookkeeping and the times' signs are compared
     # what is not a time is bookkeeping (seed, round, position): equal on every kernel path, so
