@@ -316,9 +316,10 @@ def test_a_diverged_model_does_not_touch_the_others():
     with torch.no_grad():
         model.blocks[0].w_1[1].fill_(math.nan)  # model 1 is broken
     seed_of = torch.zeros(2, dtype=torch.long)
-    loss = st._train_step(model, gens, seed_of, torch.tensor([1e-2, 1e-2]), 0, {}, n=4, vocab=6, batch=8, clip=1.0)
+    draw = st.copy_source(4, 6).draw
+    loss = st._train_step(model, gens, seed_of, torch.tensor([1e-2, 1e-2]), 0, {}, draw=draw, batch=8, clip=1.0)
     clean_loss = st._train_step(clean, clean_gens, torch.zeros(1, dtype=torch.long), torch.tensor([1e-2]), 0, {},
-                                n=4, vocab=6, batch=8, clip=1.0)
+                                draw=draw, batch=8, clip=1.0)
     assert math.isnan(loss[1]) and torch.isfinite(loss[0])
     torch.testing.assert_close(loss[0:1], clean_loss, rtol=1e-6, atol=1e-7)
     for (name, p), (_, q) in zip(model.named_parameters(), clean.named_parameters(), strict=True):

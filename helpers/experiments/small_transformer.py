@@ -28,6 +28,7 @@ are paired by seed.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -77,9 +78,11 @@ __all__ = [
     "Arm",
     "Levels",
     "StackedDecoder",
+    "Task",
     "copy_floor",
     "copy_levels",
     "copy_runs",
+    "copy_source",
     "copy_task",
     "heldout_batch",
     "heldout_loss",
@@ -413,10 +416,30 @@ def warmup_factor(step: int, warmup: int) -> float:
     return 1.0 if warmup == 0 else min(1.0, (step + 1) / warmup)
 
 
-def _setup(seeds, lrs, variant: str, n: int, vocab: int, width: int, blocks: int, heads: int):
+class Task(NamedTuple):
+    """What a :class:`StackedDecoder` learns: ``vocab`` tokens, ``seq_len`` positions read, ``draw(batch,
+    generator)`` a ``(batch, seq_len + 1)`` int64 minibatch from a seed's generator, and the fixed
+    ``heldout`` sequences ``(size, seq_len + 1)``. :func:`copy_source` is the copy task's;
+    :mod:`~helpers.experiments.text_corpus` has one of real text."""
+
+    vocab: int
+    seq_len: int
+    draw: Callable[[int, torch.Generator], torch.Tensor]
+    heldout: torch.Tensor
+
+
+def copy_source(n: int = N_COPY, vocab: int = VOCAB, heldout_size: int = HELDOUT_SIZE) -> Task:
+    """The :class:`Task` of :func:`copy_task` with ``n`` and ``vocab``: ``2n - 1`` positions read, the
+    held-out sequences :func:`heldout_batch`."""
+    return Task(vocab, 2 * n - 1, lambda batch, g: copy_task(batch, n, vocab, g), heldout_batch(n, vocab, heldout_size))
+
+
+def _setup(seeds, lrs, variant: str, n: int, vocab: int, width: int, blocks: int, heads: int,
+           seq_len: int | None = None):
     gens = [torch.Generator().manual_seed(s) for s in seeds]
     arm = ARMS[variant]
-    model = StackedDecoder(len(seeds), len(lrs), placement=arm.placement, vocab=vocab, seq_len=2 * n - 1,
+    seq_len = 2 * n - 1 if seq_len is None else seq_len
+    model = StackedDecoder(len(seeds), len(lrs), placement=arm.placement, vocab=vocab, seq_len=seq_len,
                            width=width, blocks=blocks, heads=heads, generators=gens, norm=arm.norm,
                            alpha=arm.alpha)
     m = torch.arange(model.n_models)
@@ -424,11 +447,12 @@ def _setup(seeds, lrs, variant: str, n: int, vocab: int, width: int, blocks: int
     return gens, model, seed_of, lr_of
 
 
-def _train_step(model, gens, seed_of, lr: torch.Tensor, step: int, moments: dict, *, n: int, vocab: int,
-                batch: int, clip: float) -> torch.Tensor:
-    """One update of every model: a batch per seed, the loss, its gradient clipped per model, Adam
-    at rate ``lr`` (per model). Returns the losses before the update."""
-    seqs = torch.stack([copy_task(batch, n, vocab, g) for g in gens])[seed_of]
+def _train_step(model, gens, seed_of, lr: torch.Tensor, step: int, moments: dict, *, draw, batch: int,
+                clip: float) -> torch.Tensor:
+    """One update of every model: a batch per seed (``draw(batch, generator)``, :class:`Task`'s), the
+    loss, its gradient clipped per model, Adam at rate ``lr`` (per model). Returns the losses before
+    the update."""
+    seqs = torch.stack([draw(batch, g) for g in gens])[seed_of]
     loss = model.loss(seqs)
     model.zero_grad()
     loss.nan_to_num(0.0, 0.0, 0.0).sum().backward()  # a diverged model adds nothing to the others
@@ -441,16 +465,18 @@ def _train_step(model, gens, seed_of, lr: torch.Tensor, step: int, moments: dict
 def trained_decoder(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: int = 200, n: int = N_COPY,
                     vocab: int = VOCAB, width: int = 32, blocks: int = 4, heads: int = 2, batch: int = 32,
                     clip: float = 1.0, warmup: int = 0, eval_every: int = 20, heldout_size: int = HELDOUT_SIZE,
-                    progress: bool = False) -> tuple[StackedDecoder, pd.DataFrame]:
-    """Train a :class:`StackedDecoder` of arm ``variant`` on :func:`copy_task`: Adam, one rate of
-    ``lrs`` per model, as :func:`copy_runs` says; returns the trained model and the table
-    :func:`copy_runs` returns.
+                    progress: bool = False, task: Task | None = None) -> tuple[StackedDecoder, pd.DataFrame]:
+    """Train a :class:`StackedDecoder` of arm ``variant`` on ``task`` (a :class:`Task`; default
+    :func:`copy_task` with ``n`` and ``vocab``, ``heldout_size`` held-out sequences: :func:`copy_source`):
+    Adam, one rate of ``lrs`` per model, as :func:`copy_runs` says; returns the trained model and the
+    table :func:`copy_runs` returns.
     """
     seeds, lrs = list(seeds), list(lrs)
-    gens, model, seed_of, lr_of = _setup(seeds, lrs, variant, n, vocab, width, blocks, heads)
+    task = copy_source(n, vocab, heldout_size) if task is None else task
+    gens, model, seed_of, lr_of = _setup(seeds, lrs, variant, n, task.vocab, width, blocks, heads, task.seq_len)
     lr = torch.tensor(lrs)[lr_of]
     ramp = warmup if ARMS[variant].warmup else 0
-    heldout = heldout_batch(n, vocab, heldout_size)
+    heldout = task.heldout
     losses, evals, moments = [], {}, {}
     steps_iter = range(steps + 1)
     if progress:
@@ -462,7 +488,7 @@ def trained_decoder(seeds=(0,), lrs=(1e-3,), *, variant: str = "Pre-LN", steps: 
             evals[step] = finite_or_inf(heldout_loss(model, heldout))
         if step == steps:
             break
-        loss = _train_step(model, gens, seed_of, lr * warmup_factor(step, ramp), step, moments, n=n, vocab=vocab,
+        loss = _train_step(model, gens, seed_of, lr * warmup_factor(step, ramp), step, moments, draw=task.draw,
                            batch=batch, clip=clip)
         losses.append(finite_or_inf(loss))
     k = model.n_models
