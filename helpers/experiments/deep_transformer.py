@@ -158,17 +158,18 @@ def deep_pilot_scores(frame: pd.DataFrame) -> pd.DataFrame:
     return st.pilot_scores(frame, THRESHOLD)
 
 
-def _ends_below(frame: pd.DataFrame, cap: int) -> pd.DataFrame:
+def _ends_below(frame: pd.DataFrame, cap: int, threshold: float = THRESHOLD) -> pd.DataFrame:
     """Per run of ``frame``: its ``final`` held-out loss (``inf`` where it diverged) and ``below``,
-    whether it ends the cap below :data:`THRESHOLD`."""
+    whether it ends the cap below ``threshold`` (default :data:`THRESHOLD`; the check stage and the
+    verdicts below take another task's the same way)."""
     finals = st._finals(frame, cap)
-    return finals.assign(below=finals["final"] < THRESHOLD)
+    return finals.assign(below=finals["final"] < threshold)
 
 
-def boundary_rates(pilot: pd.DataFrame) -> pd.DataFrame:
+def boundary_rates(pilot: pd.DataFrame, threshold: float = THRESHOLD) -> pd.DataFrame:
     """The rates the check stage trains on the reported seeds: per arm, 4 neighbouring rates of the
     grid, from one below its largest stable pilot rate (the largest at which every pilot seed ends
-    below :data:`THRESHOLD`) to two above it, so that each arm is counted on 10 seeds at rates where
+    below ``threshold``, default :data:`THRESHOLD`) to two above it, so that each arm is counted on 10 seeds at rates where
     another arm may still be stable; at the grid's ends, the 4 rates at that end (the lowest 4 where
     no rate is stable on every pilot seed).
 
@@ -177,7 +178,7 @@ def boundary_rates(pilot: pd.DataFrame) -> pd.DataFrame:
     """
     cap = int(pilot["step"].max())
     rows = []
-    for arm, runs in _ends_below(pilot, cap).groupby("variant", sort=False):
+    for arm, runs in _ends_below(pilot, cap, threshold).groupby("variant", sort=False):
         grid = sorted(runs["lr"].unique())
         ok = [lr for lr in grid if runs.loc[runs["lr"] == lr, "below"].all()]
         middle = grid.index(ok[-1]) if ok else 0
@@ -214,11 +215,13 @@ def _paired_per_seed(reached: pd.DataFrame, cap: int, a: str, b: str) -> str:
             f"(a run that never gets there counting as {cap})")
 
 
-def _stable_words(runs: pd.DataFrame, cap: int, pilot: pd.DataFrame | None = None) -> str:
-    """The largest rate at which every one of ``runs``' seeds ends below :data:`THRESHOLD`, among the
-    rates they were trained at (one arm's reported and check runs), with each rate's count; where that
-    is the largest rate checked, what the same arm's ``pilot`` runs did at the next rate of the grid."""
-    ends = _ends_below(runs, cap)
+def _stable_words(runs: pd.DataFrame, cap: int, pilot: pd.DataFrame | None = None,
+                  threshold: float = THRESHOLD) -> str:
+    """The largest rate at which every one of ``runs``' seeds ends below ``threshold`` (default
+    :data:`THRESHOLD`), among the rates they were trained at (one arm's reported and check runs), with
+    each rate's count; where that is the largest rate checked, what the same arm's ``pilot`` runs did
+    at the next rate of the grid."""
+    ends = _ends_below(runs, cap, threshold)
     grid = sorted(ends["lr"].unique())
     n_seeds = ends["seed"].nunique()
     counts = []
@@ -227,7 +230,7 @@ def _stable_words(runs: pd.DataFrame, cap: int, pilot: pd.DataFrame | None = Non
         diverged = int((~np.isfinite(at["final"])).sum())
         counts.append(f"{lr:g}: {int(at['below'].sum())}/{len(at)}" + (f" ({diverged} non-finite)" if diverged else ""))
     stable = [lr for lr in grid if ends.loc[ends["lr"] == lr, "below"].all()]
-    per_rate = f"seeds ending below the threshold ({THRESHOLD:.3f}) per rate: {', '.join(counts)}"
+    per_rate = f"seeds ending below the threshold ({threshold:.3f}) per rate: {', '.join(counts)}"
     if not stable:
         return f"none of the rates checked on {n_seeds} seeds; {per_rate}"
     said = f"{stable[-1]:g} on {n_seeds} seeds (the reported ones); {per_rate}"
@@ -236,15 +239,15 @@ def _stable_words(runs: pd.DataFrame, cap: int, pilot: pd.DataFrame | None = Non
     above = [] if pilot is None else sorted(r for r in pilot["lr"].unique() if r > grid[-1])
     if not above:
         return said + "; it is the largest rate checked, so a larger one may be stable too"
-    at = _ends_below(pilot[pilot["lr"] == above[0]], cap)
+    at = _ends_below(pilot[pilot["lr"] == above[0]], cap, threshold)
     return (said + f"; it is the largest rate checked; at the next rate, {above[0]:g}, {int(at['below'].sum())} of "
             f"{len(at)} pilot seeds end below the threshold")
 
 
-def _stable_counts(checked: pd.DataFrame, cap: int, a: str, b: str) -> Verdict:
+def _stable_counts(checked: pd.DataFrame, cap: int, a: str, b: str, threshold: float = THRESHOLD) -> Verdict:
     """Whether ``a`` trains at larger rates than ``b``, as counts: at the largest rate at which both
     ran on the 10 reported seeds (report and check stages), how many of each arm's seeds end below
-    :data:`THRESHOLD`.
+    ``threshold`` (default :data:`THRESHOLD`).
 
     The estimate is the difference in the share of seeds, in percentage points (``a - b``); the 95%
     interval is Agresti and Caffo's (2000: one success and one failure added to each arm, then the
@@ -254,7 +257,7 @@ def _stable_counts(checked: pd.DataFrame, cap: int, a: str, b: str) -> Verdict:
     """
     from scipy import stats
 
-    ends = _ends_below(checked[checked["variant"].isin((a, b))], cap)
+    ends = _ends_below(checked[checked["variant"].isin((a, b))], cap, threshold)
     seeds = ends.groupby(["variant", "lr"])["seed"].nunique().unstack(0)
     shared = seeds[(seeds[a] == seeds[a].max()) & (seeds[b] == seeds[b].max())].index
     if shared.empty:
@@ -275,11 +278,11 @@ def _stable_counts(checked: pd.DataFrame, cap: int, a: str, b: str) -> Verdict:
         suffix=f"; Fisher's exact test p = {p:.2g}")
 
 
-def _fails_at(frame: pd.DataFrame, cap: int, arm: str, lr: float) -> Verdict:
-    """Whether ``arm`` fails at ``lr``: how many of its runs there end below :data:`THRESHOLD`, by
-    stage. Yes where none of the reported seeds does, no where at least half of them do, undecided
-    in between (or where it was not run at ``lr``)."""
-    ends = _ends_below(frame[(frame["variant"] == arm) & np.isclose(frame["lr"], lr)], cap)
+def _fails_at(frame: pd.DataFrame, cap: int, arm: str, lr: float, threshold: float = THRESHOLD) -> Verdict:
+    """Whether ``arm`` fails at ``lr``: how many of its runs there end below ``threshold`` (default
+    :data:`THRESHOLD`), by stage. Yes where none of the reported seeds does, no where at least half of
+    them do, undecided in between (or where it was not run at ``lr``)."""
+    ends = _ends_below(frame[(frame["variant"] == arm) & np.isclose(frame["lr"], lr)], cap, threshold)
     if ends.empty:
         return Verdict.yes_no(None, f"not run at {lr:g}")
     parts = []
@@ -292,7 +295,7 @@ def _fails_at(frame: pd.DataFrame, cap: int, arm: str, lr: float) -> Verdict:
     reported = ends[ends["stage"] != "pilot"]  # the report seeds, at their own rate or checked at this one
     below = int(reported["below"].sum())
     answer = None if reported.empty else "yes" if below == 0 else "no" if 2 * below >= len(reported) else None
-    return Verdict.yes_no(answer, f"at lr {lr:g}, {' and '.join(parts)} end below the threshold ({THRESHOLD:.3f})"
+    return Verdict.yes_no(answer, f"at lr {lr:g}, {' and '.join(parts)} end below the threshold ({threshold:.3f})"
                           + (f"; {diverged} of {len(ends)} runs end non-finite" if diverged else ""))
 
 
