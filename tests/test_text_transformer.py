@@ -3,6 +3,7 @@ declaration it fixed."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -10,6 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
+from helpers.evidence import runner
 from helpers.experiments import small_transformer as st
 from helpers.experiments import text_corpus as tc
 from helpers.experiments import text_transformer as tt
@@ -93,3 +95,123 @@ def test_the_probe_rule_separates_where_post_ln_fails_at_pre_lns_best_rate_and_n
     # ties at the threshold count as failing; no depth separating: the deepest
     assert tt.chosen_blocks(levels.reset_index().assign(separates=False)) == 12
     assert tt.chosen_blocks(levels.reset_index().assign(separates=True)) == 4
+
+
+def test_the_shipped_probe_is_the_declared_grid():
+    table = tt.probe_table()
+    assert len(table) == len(tt.PROBE_BLOCKS) * len(tt.PROBE_ARMS) * len(tt.PROBE_RATES)
+    assert set(table["seed"]) == {tt.PROBE_SEED}
+    for (blocks, arm), runs in table.groupby(["blocks", "variant"]):
+        assert blocks in tt.PROBE_BLOCKS and arm in tt.PROBE_ARMS
+        assert sorted(runs["lr"]) == list(tt.PROBE_RATES)
+        assert (runs["steps"] == tt.sized(blocks)["steps"]).all()
+        assert (runs["eval_every"] == tt.sized(blocks)["eval_every"]).all()
+        assert (runs["lowest"] <= runs["final"]).all() and (runs["unit_wall_s"] > 0).all()
+
+
+# ------------------------------------------------------------------ the declaration
+
+
+def test_the_declared_size_and_threshold_follow_from_the_probe_by_its_rule():
+    unigram = tc.unigram_level(tc.text_source(tt.CONTEXT, tt.HELDOUT_SIZE).heldout)
+    assert tt.UNIGRAM == pytest.approx(unigram, abs=5e-5)
+    levels = tt.probe_levels(tt.probe_table(), unigram)
+    assert tt.BLOCKS == tt.chosen_blocks(levels)
+    at = levels.set_index("blocks").loc[tt.BLOCKS]
+    assert tt.THRESHOLD == pytest.approx(at["threshold"], abs=5e-5)
+    assert tt.THRESHOLD == pytest.approx((unigram + at["reference"]) / 2, abs=5e-5)
+    assert (tt.STEPS, tt.EVAL_EVERY, tt.WARMUP) == tuple(tt.sized(tt.BLOCKS)[k] for k in ("steps", "eval_every",
+                                                                                          "warmup"))
+
+
+def test_the_experiment_is_declared_as_the_design_says():
+    exp = runner.experiment("text_transformer")
+    assert exp.notebook == "13_does_it_speed_up_training" and exp.train.__module__ == tt.__name__
+    assert exp.grid == {"variant": tt.ARMS} and set(tt.ARMS) <= set(st.ARMS)
+    assert {st.ARMS[a].alpha for a in tt.ARMS if st.ARMS[a].norm == "DyT"} == {0.5, 2.0}
+    rates = np.array(sorted(exp.tuning.rates))
+    assert len(rates) >= 5 and (rates[1:] / rates[:-1] <= 10 / 3 * (1 + 1e-9)).all()
+    assert exp.tuning.pilot_seeds == tt.PILOT_SEEDS and len(tt.PILOT_SEEDS) == 3
+    assert len(exp.seeds) == 10 and not set(exp.seeds) & set(tt.PILOT_SEEDS) and tt.PROBE_SEED not in exp.seeds
+    assert exp.tuning.check_rates is tt.text_check_rates and exp.tuning.learned_below == exp.steps
+    assert exp.tuning.score is tt.text_pilot_scores and exp.threshold == tt.THRESHOLD
+    assert exp.fixed["corpus"] == tc.CORPUS_SHA256 and exp.config()["fixed"]["corpus"] == tc.CORPUS_SHA256
+    assert exp.fixed["warmup"] >= exp.steps / 10  # the warm-up covers at least a tenth of the steps
+    assert (exp.fixed["width"], exp.fixed["context"], exp.fixed["batch"]) == (64, 64, 16)
+    assert exp.fixed["blocks"] * exp.steps <= tt.BLOCK_STEPS
+
+
+def test_the_budget_is_at_most_five_core_hours_and_covers_the_protocol_at_the_probes_pace():
+    exp = runner.experiment("text_transformer")
+    assert exp.budget_s <= 5 * 3600
+    # every run of the protocol, with every arm checking 4 rates other than its best
+    pilot = len(tt.ARMS) * len(tt.RATES) * len(tt.PILOT_SEEDS)
+    most = pilot + len(tt.ARMS) * len(tt.SEEDS) * (1 + 4)
+    table = tt.probe_table()
+    per_run = (table.loc[table["blocks"] == tt.BLOCKS, "unit_wall_s"] / len(tt.PROBE_RATES)).max()
+    assert exp.budget_s >= 2 * most * per_run  # twice the probe's pace: room for a busier machine
+
+
+def test_a_unit_refuses_another_corpus():
+    exp = runner.experiment("text_transformer")
+    with pytest.raises(ValueError, match="argument 'corpus' must be"):
+        exp.train(variant="Pre-LN", lr=1e-3, seeds=[0], steps=1, **{**exp.fixed, "corpus": "0" * 64})
+
+
+def test_the_units_stack_an_arms_rates_and_five_seeds():
+    exp = runner.experiment("text_transformer")
+    pilot = runner.units(exp)
+    assert len(pilot) == len(tt.ARMS)
+    assert all(u["params"]["lr"] == tt.RATES and u["seeds"] == list(tt.PILOT_SEEDS) for u in pilot)
+    best = {(arm,): 1e-3 for arm in tt.ARMS}
+    checks = {(arm,): (1e-3, 3e-3, 1e-2, 3e-2) for arm in tt.ARMS}
+    every = runner.units(exp, best, checks)
+    assert len(every) == len(tt.ARMS) * (1 + 2 + 2)  # pilot; report and check, 5 seeds a unit
+    assert every[exp.repro_unit]["params"] == {"variant": "Post-LN + warm-up", "lr": 1e-3}
+    assert every[exp.repro_unit]["seeds"] == [0, 1, 2, 3, 4] and every[exp.repro_unit]["stage"] == "report"
+
+
+# ------------------------------------------------------------------ the protocol end to end, small
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    """``text_transformer`` at 1 block, 6 steps, 2 pilot seeds, 2 reported seeds, 5 rates, and a threshold
+    these runs can cross (the verdicts read the module's), registered under another name."""
+    exp = runner.experiment("text_transformer")
+    monkeypatch.setattr(tt, "THRESHOLD", 6.0)
+    monkeypatch.setattr(tt, "UNIGRAM", 6.5)
+    small = dataclasses.replace(
+        exp, name="text_transformer_tiny", steps=6, seeds=(0, 1), seeds_per_unit=2,
+        fixed={**exp.fixed, "blocks": 1, "eval_every": 2, "warmup": 2, "heldout_size": 4},
+        tuning=dataclasses.replace(exp.tuning, rates=(1e-3, 3e-3, 1e-2, 3e-2, 1e-1), pilot_seeds=(100, 101),
+                                   learned_below=6))
+    runner.register(small)
+    yield small
+    del runner.EXPERIMENTS[small.name]
+
+
+def test_the_protocol_runs_end_to_end_and_every_verdict_is_said(tiny, tmp_path):
+    meta = runner.run(tiny.name, cache_dir=tmp_path / "cache", results_dir=tmp_path, progress=False, log=lambda m: None)
+    stored = runner.load(tiny.name, tmp_path)
+    frame = stored.frame
+    assert set(frame["stage"]) == {"pilot", "report", "check"}
+    assert set(frame["variant"]) == set(tt.ARMS) and meta["config"]["fixed"]["corpus"] == tc.CORPUS_SHA256
+    words = stored.verdicts
+    for arm in tt.ARMS:
+        for key in ("best rate", "best rate on the report seeds", "largest stable rate", "time", "steps per seed",
+                    "final loss"):
+            assert f"{key}, {arm}" in words, (key, arm)
+        assert "bits per character" in words[f"final loss, {arm}"]
+    for a, b in tt.STABILITY_PAIRS:
+        assert f"stable seeds at the largest rate both ran, {a} vs {b}" in words
+    for a, b, _ in tt.COMPARISONS:
+        assert {f"steps, {a} vs {b}", f"final loss, {a} vs {b}", f"steps per seed, {a} vs {b}"} <= set(words)
+    assert {f"at Pre-LN's best rate, {a}" for a in tt.ARMS if a != "Pre-LN"} <= set(words)
+    assert "(6.000)" in words["largest stable rate, Pre-LN"]  # the module's threshold, not deep_transformer's
+    # the check stage trains each arm's 4 rates around its pilot boundary, its best rate left out
+    checks = tt.text_check_rates(frame[frame["stage"] == "pilot"])
+    for arm, rates in checks.groupby("variant")["lr"]:
+        best = frame.loc[(frame["stage"] == "report") & (frame["variant"] == arm), "lr"].iloc[0]
+        trained = set(frame.loc[(frame["stage"] == "check") & (frame["variant"] == arm), "lr"])
+        assert trained == set(rates) - {best} and len(rates) == 4

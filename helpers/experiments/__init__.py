@@ -10,8 +10,9 @@ runs them and the notebooks read what they stored.
   Pre-LN vs Post-LN gradient norms, ``xiong_grad_norms`` (deep dive 12).
 - :mod:`~helpers.experiments.rnn_regimes`, :mod:`~helpers.experiments.lstm_adding`,
   :mod:`~helpers.experiments.small_transformer`, :mod:`~helpers.experiments.deep_transformer` (a
-  deeper Transformer on a harder copy task, where the placements part ways) and
-  :mod:`~helpers.experiments.step_times`:
+  deeper Transformer on a harder copy task, where the placements part ways),
+  :mod:`~helpers.experiments.text_transformer` (a character-level Transformer on real prose,
+  :mod:`~helpers.experiments.text_corpus`) and :mod:`~helpers.experiments.step_times`:
   does LayerNorm speed up training (deep dive 13), over :mod:`~helpers.experiments.rnn_models` (the
   adding task, stacked tanh RNNs, paired verdicts) and :mod:`~helpers.experiments.threshold_runs`
   (steps to a loss threshold, in words), and read as one table by
