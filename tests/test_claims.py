@@ -56,7 +56,7 @@ def test_the_card_opens_with_its_scope_and_keeps_every_row_whatever_its_outcome(
     assert card.count("<tr>") == len(CORE_ROWS) + 1
     keys = [(c.experiment, c.key) for c in CORE_CLAIMS]
     for kept in [("lstm_adding", "steps"), ("rnn_regimes", "steps, T 10, hidden 64"),
-                 ("deep_transformer", "steps, Pre-LN vs no norm"), ("drift", "activation input: largest unit mean drift"),
+                 ("deep_transformer", "steps, Pre-LN vs no norm"), ("drift", "activation input: largest unit mean drift, every rate"),
                  ("batch_size", "batch 2: BatchNorm vs LayerNorm"),
                  ("placement_tuned", "final loss, tanh, LN -> act vs act -> LN"),
                  ("placement_tuned", "final loss, relu, LN -> act vs act -> LN"),

@@ -90,8 +90,8 @@ _RNN = Text("a tanh RNN, 1 layer × 64 units; the same task, sequences of 10",
             "tanh RNN，1 层 × 64 个单元；同一个任务，序列长度 10")
 _DEEP = Text("a Transformer, 6 blocks × width 32; copy a sequence of 8 tokens",
              "Transformer，6 个模块 × 宽度 32；复制 8 个 token 的序列")
-_DRIFT = Text("an MLP, 8 layers × 32 units; fit a fixed smooth function",
-              "MLP，8 层 × 32 个单元；拟合一个固定的光滑函数")
+_DRIFT = Text("an MLP, 8 layers × 32 units, at 3 learning rates; fit a fixed smooth function",
+              "MLP，8 层 × 32 个单元，3 种学习率；拟合一个固定的光滑函数")
 _BATCH = Text("an MLP, 2 layers × 32 units, batches of 2; sort points into two classes by a fixed rule",
               "MLP，2 层 × 32 个单元，每批 2 个样本；按固定规则把点分成两类")
 _PLACE = Text("an MLP, 8 layers × 16 units; fit a fixed random network",
@@ -120,7 +120,8 @@ CORE_ROWS = (
     # measure of it would favour LN by construction.
     Row(Claim(Text("With LN, each unit of what enters an activation moves less in training, measured against its "
                    "own spread", "加了层归一化，训练中进入激活函数的每个单元移动得更少（以该单元自身的分散程度为尺度）"),
-              "drift", "activation input: largest unit mean drift", "LayerNorm's activation input", _13), _DRIFT,
+              "drift", "activation input: largest unit mean drift, every rate", "LayerNorm's activation input", _13),
+        _DRIFT,
         Text("about {} less movement with LN", "加了 LN，移动约少 {}"),
         Text("about {} more movement with LN", "加了 LN，移动约多 {}")),
     Row(Claim(Text("At tiny batches, LN does better than BN", "批量极小时，层归一化比批量归一化效果更好"),

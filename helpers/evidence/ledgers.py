@@ -103,10 +103,11 @@ LEDGERS: dict[str, tuple[Claim, ...]] = {
               "activation input: largest std change", "LayerNorm's activation input", _13),
         Claim("With LN, the Linear output before LN drifts less too (deep MLP, spread)", "drift",
               "Linear output: largest std change", "LayerNorm's Linear output", _13),
-        Claim("With LN, each unit of what enters the activation drifts less, in its own spread (deep MLP)", "drift",
-              "activation input: largest unit mean drift", "LayerNorm's activation input", _13),
-        Claim("... and each unit of the Linear output before LN (deep MLP)", "drift",
-              "Linear output: largest unit mean drift", "LayerNorm's Linear output", _13),
+        Claim("With LN, each unit of what enters the activation drifts less, in its own spread (deep MLP, 3 rates, "
+              "every seed)", "drift", "activation input: largest unit mean drift, every rate",
+              "LayerNorm's activation input", _13),
+        Claim("... and each unit of the Linear output before LN (deep MLP, 3 rates, every seed)", "drift",
+              "Linear output: largest unit mean drift, every rate", "LayerNorm's Linear output", _13),
         Claim("LN reduces the drift of each unit's input mean, in absolute units: LN's bounded scale wins it by "
               "construction (3-layer RNN, rate 0.01)", "rnn_mechanism", "drift of the unit means, lr 0.01", "LayerNorm",
               _13),

@@ -23,7 +23,10 @@ the stored experiments' per-seed values (each says which, and why), at :data:`SI
   ratio of means, each resample divided by its own standard error (the delta method's for a ratio).
 
 The last three estimate ``E[a - b]`` or ``1 - E[a] / E[b]``. Each method is scored against its own
-truth, computed from 4 million draws of the scenario. Each scenario has a ``use``: ``"used"``, like
+truth, computed from 4 million draws of the scenario. In a capped scenario the draws are capped before
+the truth is taken, so the truth is the *capped* ratio (a run stopped at the cap counts as the cap, as
+in the stored verdicts), not the ratio that uncapped runs would give: where the slower arm has capped
+runs, that is a bound on the uncapped one (the verdicts then say "at least"). Each scenario has a ``use``: ``"used"``, like
 comparisons the verdicts make, where the method in use must reach :data:`REQUIRED`; ``"stress"``,
 beyond what any method can do at these seed counts (its description says why), which shows where
 the intervals stop working; ``"not used"``, a comparison the set no longer makes, kept to show why.

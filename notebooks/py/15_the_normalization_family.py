@@ -368,8 +368,10 @@ with pd.option_context("display.max_colwidth", None):
 # %% [markdown]
 # ## 5. Does a Transformer need a norm? LN, RMSNorm, DyT and none
 #
-# Zhang and Sennrich (2019) drop LN's centring (RMSNorm) and report the same quality for 7% to 64%
-# less running time per model; LLaMA, Gemma 2 and OLMo 2 use it (section 7). Zhu, Chen, He,
+# Zhang and Sennrich (2019) drop LN's centring (RMSNorm) and report the same quality; their abstract
+# puts the saving at 7% to 64% of the running time "on different models" (their tables give it per
+# model and implementation, beside a partial variant, pRMSNorm, that estimates the RMS from a few
+# of the inputs). LLaMA, Gemma 2 and OLMo 2 use RMSNorm (section 7). Zhu, Chen, He,
 # LeCun and Liu (2025) go further: **Dynamic Tanh**, `DyT(x) = gamma * tanh(alpha * x) + beta`, one
 # learnable scalar `alpha` per layer and no statistic at all, in place of every norm of a
 # Transformer, matching its LN version across vision, speech and language; the initial `alpha`
@@ -606,7 +608,7 @@ assert ledger["outcome"].isin(claims.OUTCOMES).all()
 # | claim | source |
 # |---|---|
 # | GN's error does not depend on the batch size; BN's grows below about 8 images per GPU (ImageNet, ResNet-50) | Wu and He 2018, fig. 1 |
-# | RMSNorm matches LN's quality with 7% to 64% less running time per model | Zhang and Sennrich 2019 |
+# | RMSNorm matches LN's quality with 7% to 64% less running time "on different models" | Zhang and Sennrich 2019, abstract |
 # | DyT matches LN across vision, speech and language models; its initial `alpha` matters most for large language models | Zhu et al. 2025 |
 # | Norms on queries and keys stop attention logits from growing and training from diverging | Dehghani et al. 2023; OLMo et al. 2024 |
 #
