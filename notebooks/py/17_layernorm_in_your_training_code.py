@@ -508,7 +508,8 @@ print(f"largest output difference: {before:.2f} with eps 1e-5, {after_fix:g} wit
 #   or write it with `mean(dim=1)`, as ConvNeXt's own `LayerNorm` does for `channels_first` input.
 # - **Per image, over `(C, H, W)`.** One mean and variance per image, as Ba et al. tried on
 #   convolutional networks. Its statistics are those of `nn.GroupNorm(1, C)`; deep dive
-#   [16](16_sequences_padding_and_masks.ipynb) compares their parameters.
+#   [15](15_the_normalization_family.ipynb) compares their parameters, in *One idea: standardise
+#   over some dims*.
 #
 # Each form, computed and compared:
 
