@@ -259,7 +259,7 @@ plt.show()
 # [12](12_where_the_norm_goes.ipynb) where the norm goes, [13](13_does_it_speed_up_training.ipynb)
 # speed, [14](14_backward_numerics_speed.ipynb) backward and numerics,
 # [15](15_the_normalization_family.ipynb) the family, [16](16_sequences_padding_and_masks.ipynb)
-# sequences and masks.
+# sequences and masks, [17](17_layernorm_in_your_training_code.ipynb) your training code.
 
 # %% [markdown]
 # ## References

@@ -339,13 +339,11 @@ print(f"threshold: {rr.THRESHOLD:.4f}")
 # embeds each input the same way, $e_t = \tanh(x_t U + u)$ (a `Linear(2, 64)` with a bias, then
 # `tanh`; section 5 says why). The LN-LSTM normalizes its gates' summed inputs $W_x e_t$ and
 # $W_h h_{t-1}$ separately (LN over all $4H$ of them, each with its own gain and bias), and the cell
-# before its output `tanh`:
-#
-# $$a_t = \mathrm{LN}(W_x e_t) + \mathrm{LN}(W_h h_{t-1}) + b, \qquad
-#   h_t = \sigma(o_t) \odot \tanh\big(\mathrm{LN}(c_t)\big).$$
+# before its output `tanh`. Its equations, and the cell in a few lines of code checked against this
+# one, are in deep dive [17](17_layernorm_in_your_training_code.ipynb) (with $x_t$ for $e_t$).
 #
 # A third arm, the **LN-LSTM without input LN**, keeps LN on the recurrent term and the cell only:
-# $a_t = W_x e_t + \mathrm{LN}(W_h h_{t-1}) + b$.
+# its gates' summed inputs are $a_t = W_x e_t + \mathrm{LN}(W_h h_{t-1}) + b$.
 #
 # All variants of each network run through the **same Python code**; the only difference is the
 # normalization, so a fused cuDNN kernel never races a Python loop. Every model of one seed starts

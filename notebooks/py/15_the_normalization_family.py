@@ -139,6 +139,10 @@ assert family["close"].all()
 # differ: GroupNorm's $\gamma, \beta$ are one per *channel*, LN's over $(C, H, W)$ one per
 # *element*, so a trained `GroupNorm(1, C)` and a trained `LayerNorm((C, H, W))` are different
 # layers.
+#
+# LN on images in your own code, per image or per pixel over the channels (ConvNeXt's channels-last
+# LN), and what `nn.LayerNorm(C)` does to an `(N, C, H, W)` tensor: deep dive
+# [17](17_layernorm_in_your_training_code.ipynb).
 
 # %%
 C = x.shape[1]

@@ -222,7 +222,7 @@ plt.show()
 #
 # BN 和 LN 是同一段代码，只是作用在不同的维度上。LN：均值、有偏方差、$\epsilon$ 放在根号里面，然后 $\gamma$ 缩放、$\beta$ 平移。
 #
-# 下一步：[01](01_before_the_activation_per_token.ipynb)、[02](02_layernorm_in_a_transformer.ipynb)。然后是深入专题（英文）：[10](../10_how_a_claim_is_tested.ipynb) 如何检验一个说法，[11](../11_batchnorm_in_depth.ipynb) BN，[12](../12_where_the_norm_goes.ipynb) 归一化放在哪里，[13](../13_does_it_speed_up_training.ipynb) 能否加速训练，[14](../14_backward_numerics_speed.ipynb) 反向传播与数值，[15](../15_the_normalization_family.ipynb) 归一化家族，[16](../16_sequences_padding_and_masks.ipynb) 序列与掩码。
+# 下一步：[01](01_before_the_activation_per_token.ipynb)、[02](02_layernorm_in_a_transformer.ipynb)。然后是深入专题（英文）：[10](../10_how_a_claim_is_tested.ipynb) 如何检验一个说法，[11](../11_batchnorm_in_depth.ipynb) BN，[12](../12_where_the_norm_goes.ipynb) 归一化放在哪里，[13](../13_does_it_speed_up_training.ipynb) 能否加速训练，[14](../14_backward_numerics_speed.ipynb) 反向传播与数值，[15](../15_the_normalization_family.ipynb) 归一化家族，[16](../16_sequences_padding_and_masks.ipynb) 序列与掩码，[17](../17_layernorm_in_your_training_code.ipynb) 你的训练代码。
 
 # %% [markdown]
 # ## 参考文献
