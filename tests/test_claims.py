@@ -43,7 +43,7 @@ def test_every_card_row_classifies_from_a_stored_verdict_and_says_its_model_and_
     assert re.search(r"\d+ (?:layers?|blocks) × (?:width )?\d+", setting), setting  # the model's size
     if card_outcome(claim) in ("supported", "refuted"):  # the effect's size, from the record
         assert re.fullmatch(r"(?:about \d+% \w+ .+|LN's accuracy about \d+ points \w+|"
-                            r"at the largest rate both ran, about \d+ percentage points \w+ of the seeds .+)", effect), effect
+                            r"\d+ in 100 \w+ runs train)", effect), effect
     else:
         assert effect == "cannot tell"
     for text in (said, setting, verdict, effect):

@@ -346,18 +346,19 @@ def _fake_frame(final_a, final_b, final_none, converged_b=None, cap=20):
 def test_the_verdicts_follow_the_paired_intervals():
     rng = np.random.default_rng(0)
     b = 0.4 + 0.05 * rng.random(10)
-    a = 0.5 * b * (1 + 0.01 * rng.random(10))
+    a = 0.8 * b * (1 + 0.01 * rng.random(10))
     conv = [True] * 7 + [False] * 3
     out = _words(pe.placement_verdicts(_fake_frame(a, b, b, converged_b=conv)))
     assert out["best rate, tanh, LN -> act"].startswith("0.001, inside the grid (0.0001 to 0.03)")
     ci = statistics.paired_difference_ci(a, b, relative=True)
     # the pilot's neighbouring rates score 0.8 against the best rate's 0.5: one step of the grid moves
-    # a pilot loss by 60%, more than the 50% between the arms, so the words flag it
+    # a pilot loss by 60% (a factor 1.6), more than the 20% between the arms (a factor 1.25), so the
+    # words flag it
     grid = (0.6, "one step of the tuning grid (a neighbouring rate moves LN -> act's pilot loss by 60.0%)")
     expected = statistics.verdict(ci, a="LN -> act", b="act -> LN", quantity="final loss", claim="fewer",
                                  verb="ends with", words=("lower", "higher"), resolution=grid).words
     assert out["final loss, tanh, LN -> act vs act -> LN"] == expected
-    assert expected.startswith("LN -> act ends with 50% lower final loss")
+    assert expected.startswith("LN -> act ends with 20% lower final loss")
     assert expected.endswith("; smaller than " + grid[1])
     ci7 = statistics.paired_difference_ci(a[:7], b[:7], relative=True)
     words = statistics.verdict(ci7, a="LN -> act", b="act -> LN", quantity="loss at convergence",

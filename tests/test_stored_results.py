@@ -30,12 +30,13 @@ RESULTS_BUDGET_BYTES = 5 * 2**20  # all stored results together: a few MB
 CORES = 2  # the machine the set is sized for; `make experiments` trains one unit per core
 
 
-def test_every_experiment_has_a_stated_budget_and_all_fit_in_five_hours_on_two_cores():
+def test_every_experiment_has_a_stated_budget_and_all_fit_in_eight_hours_on_two_cores():
     # A budget is the units' training times added up. With one unit per core, an experiment of n
     # units takes about budget / min(cores, n) of wall-clock time; a timed one runs alone. The
     # budgets were measured with other work sharing the 2 cores (load averages of 3 to 7), so on an
     # idle machine the whole set takes less than this bound, by how much is not measured; the bound
-    # was 4 hours before the per-batch tuning of norm_family_cnn and the 6-block Transformer.
+    # was 4 hours before the per-batch tuning of norm_family_cnn and the 6-block Transformer, and 5 before
+    # the 6-block Transformer's check stage counted 4 rates (DESIGN.md: about 8 hours).
     exps = [runner.experiment(n) for n in NAMES]
     assert all(e.budget_s > 0 for e in exps)
     wall = 0.0
@@ -43,7 +44,7 @@ def test_every_experiment_has_a_stated_budget_and_all_fit_in_five_hours_on_two_c
         best = None if exp.tuning is None else dict.fromkeys(itertools.product(*exp.grid.values()), exp.tuning.rates[0])
         jobs = 1 if exp.timed_columns else min(CORES, len(runner.units(exp, best)))
         wall += exp.budget_s / jobs
-    assert wall <= 5 * 3600
+    assert wall <= 8 * 3600
 
 
 @pytest.mark.parametrize("name", NAMES)

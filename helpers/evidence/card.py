@@ -90,7 +90,7 @@ _RNN = Text("a tanh RNN, 1 layer × 64 units; the same task, sequences of 10",
             "tanh RNN，1 层 × 64 个单元；同一个任务，序列长度 10")
 _DEEP = Text("a Transformer, 6 blocks × width 32; copy a sequence of 8 tokens",
              "Transformer，6 个模块 × 宽度 32；复制 8 个 token 的序列")
-_DRIFT = Text("an MLP, 8 layers × 32 units, at 3 learning rates; fit a fixed smooth function",
+_DRIFT = Text("an MLP, 8 layers × 32 units, 3 rates; fit a smooth function",
               "MLP，8 层 × 32 个单元，3 种学习率；拟合一个固定的光滑函数")
 _BATCH = Text("an MLP, 2 layers × 32 units, batches of 2; sort points into two classes by a fixed rule",
               "MLP，2 层 × 32 个单元，每批 2 个样本；按固定规则把点分成两类")
@@ -118,8 +118,8 @@ CORE_ROWS = (
               "deep_transformer", "steps, Pre-LN vs no norm", "Pre-LN", _13), _DEEP, *_steps("Pre-LN", "Pre-LN")),
     # Per unit, each in its own spread: the spread of LN's whole output is fixed by LN itself, so a
     # measure of it would favour LN by construction.
-    Row(Claim(Text("With LN, each unit of what enters an activation moves less in training, measured against its "
-                   "own spread", "加了层归一化，训练中进入激活函数的每个单元移动得更少（以该单元自身的分散程度为尺度）"),
+    Row(Claim(Text("With LN, each unit entering an activation moves less, in its own spread",
+                   "加了层归一化，训练中进入激活函数的每个单元移动得更少（以该单元自身的分散程度为尺度）"),
               "drift", "activation input: largest unit mean drift, every rate", "LayerNorm's activation input", _13),
         _DRIFT,
         Text("about {} less movement with LN", "加了 LN，移动约少 {}"),
@@ -145,10 +145,8 @@ CORE_ROWS = (
     Row(Claim(Text("With Pre-LN, a Transformer trains at larger learning rates",
                    "用 Pre-LN 的 Transformer 能在更大的学习率下训练"),
               "deep_transformer", "stable seeds at the largest rate both ran, Pre-LN vs no norm", "Pre-LN", _13),
-        _DEEP, Text("at the largest rate both ran, about {} percentage points more of the seeds train with Pre-LN",
-                    "在两者都跑过的最大学习率下，用 Pre-LN 训练成功的种子比例约高 {} 个百分点"),
-        Text("at the largest rate both ran, about {} percentage points fewer of the seeds train with Pre-LN",
-             "在两者都跑过的最大学习率下，用 Pre-LN 训练成功的种子比例约低 {} 个百分点")),
+        _DEEP, Text("{} in 100 fewer runs train", "用 Pre-LN 训练成功的运行每 100 次约少 {} 次"),
+        Text("{} in 100 more runs train", "用 Pre-LN 训练成功的运行每 100 次约多 {} 次")),
 )
 
 #: The card's claims, in its order.

@@ -453,7 +453,8 @@ assert paired.notna().all().all() and per_arm.notna().all().all()
 #   and small; too large, it saturates: the initial value matters, as Zhu et al. report for their
 #   largest models.
 # - As in deep dive 13, **no norm reaches the threshold in the fewest steps** at its own best rate
-#   (median 35; Pre-LN needs 25% more, DyT at 0.5 11% more); what LN, RMSNorm and DyT at 0.5 may buy
+#   (median 35; Pre-LN needs 25% more, DyT at 0.5 11% more, both less than one step of the tuning
+#   grid moves no norm's pilot score, 71%, so neither decides anything); what LN, RMSNorm and DyT at 0.5 may buy
 #   in this small model is a larger rate that still trains (on 3 pilot seeds). Since no norm trains
 #   fine here, these runs say nothing on whether DyT or RMSNorm can stand in for LN where a norm is
 #   needed, which is Zhu et al.'s claim; that needs a model that fails without one.
