@@ -86,13 +86,11 @@ runner.print_verdicts("rnn_mechanism", "ics, lr 0.01")
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import torch
 
 from helpers import plots
 from helpers.exercises.training_speed import check_first_step_below, check_noisy_layer_norm
-from helpers.experiments import deep_transformer as dt
 from helpers.experiments import rnn_regimes as rr
 from helpers.experiments import small_transformer as st
 from helpers.experiments.drift import drift_by_seed, drift_intervals, drift_summary
