@@ -326,16 +326,6 @@ class StackedCNN(nn.Module):
                                                for g in generators]))
         self.b_out = nn.Parameter(torch.zeros(self.n_models, 1, classes))
 
-    def features(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """Each layer's convolution output, before its norm: ``(N, models * C, H, W)`` each."""
-        out = []
-        h = self._side_by_side(x)
-        for w, norm, stride in zip(self.weights, self.norms, STRIDES, strict=True):
-            z = F.conv2d(h, w, stride=stride, padding=1, groups=self.n_models)
-            out.append(z)
-            h = torch.relu(norm(z))
-        return out
-
     def _side_by_side(self, x: torch.Tensor) -> torch.Tensor:
         """``(models, N, C, H, W)`` -> ``(N, models * C, H, W)``: model ``m``'s channels in block ``m``."""
         return x.transpose(0, 1).reshape(x.shape[1], -1, *x.shape[3:])
@@ -418,8 +408,7 @@ def _train_mode_error(model: StackedCNN, x, y, batch: int) -> torch.Tensor:
 
 
 def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr=0.03, samples: int = SAMPLES,
-             steps: int | None = None, evals: int = EVALS, eval_set: str = "test", task: Task | None = None,
-             progress: bool = False) -> pd.DataFrame:
+             steps: int | None = None, evals: int = EVALS, eval_set: str = "test", task: Task | None = None) -> pd.DataFrame:
     """Train one :class:`StackedCNN` per call, one model per (rate, seed), at one batch size.
 
     Seed ``s`` has one generator, seeded with ``s``: it draws the model's initial weights, then the
@@ -484,12 +473,7 @@ def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr=0.03, s
     recorded = sorted({*range(min(runner.REPRO_STEPS, n_steps)), *range(0, n_steps, every), n_steps})
     nan = torch.full((n_models,), math.nan)
     rows, since = {}, []
-    steps_iter = range(n_steps + 1)
-    if progress:
-        from tqdm.auto import tqdm
-
-        steps_iter = tqdm(steps_iter, desc=f"{norm}, batch {batch}", leave=False)
-    for step in steps_iter:
+    for step in range(n_steps + 1):
         measured = {"loss": nan, "train_loss": nan, "eval_loss": nan, "eval_error": nan, "train_mode_error": nan}
         if step % every == 0 or step == n_steps:
             loss, error = _eval_mode_metrics(model, x_eval, y_eval)

@@ -375,7 +375,7 @@ def _train_step(model: StackedMLP, task: Task, gens, seed_of: torch.Tensor, lr: 
 def mlp_runs(seeds=(0,), lrs=(1e-3,), *, activation: str = "relu", arrangement: str = "LN -> act",
              steps: int = 200, decay: int | None = None, width: int = WIDTH, depth: int = DEPTH,
              batch: int = BATCH,
-             eval_every: int = 20, task: Task | None = None, progress: bool = False) -> pd.DataFrame:
+             eval_every: int = 20, task: Task | None = None) -> pd.DataFrame:
     """Train a :class:`StackedMLP` on :func:`make_task`: Adam, one rate of ``lrs`` per model, cosine decay.
 
     Seed ``s`` has one generator, seeded with ``s``: it draws the initial weights, then, at every
@@ -405,12 +405,7 @@ def mlp_runs(seeds=(0,), lrs=(1e-3,), *, activation: str = "relu", arrangement: 
     gens, model, seed_of, lr_of = _setup(seeds, lrs, activation, arrangement, width, depth, task)
     lr = torch.tensor(lrs)[lr_of]
     losses, evals, moments = [], {}, {}
-    steps_iter = range(steps + 1)
-    if progress:
-        from tqdm.auto import tqdm
-
-        steps_iter = tqdm(steps_iter, desc=f"{activation}, {arrangement} steps", leave=False)
-    for step in steps_iter:
+    for step in range(steps + 1):
         if step % eval_every == 0 or step == steps:
             evals[step] = _mse(model, task.x_eval, task.y_eval)
         if step == steps:
