@@ -217,12 +217,8 @@ def test_a_later_notebook_can_register_its_own_exercise():
 
 
 def test_unknown_exercise_and_bad_arguments():
-    with pytest.raises(KeyError, match=r"no exercise named 'nope'; registered: \[.*'sentence_layer_norm'"):
-        check("nope", correct)
     with pytest.raises(TypeError, match=r"argument 'fn' must be a function"):
-        check("sentence_layer_norm", 3)
-    with pytest.raises(TypeError, match=r"argument 'exercise' must be an Exercise"):
-        checking.register("sentence_layer_norm")
+        check(Exercise("identity", reference=lambda x: x, cases=[]), 3)
 
 
 def test_refusing_puts_everything_back_as_it_was_inherited_attributes_included():

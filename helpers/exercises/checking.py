@@ -284,8 +284,6 @@ def _forbidden_name(fn: Callable, names: Sequence[str]) -> str | None:
 
 def register(exercise: Exercise) -> Exercise:
     """Add ``exercise`` to the registry under ``exercise.name`` (replacing one of that name)."""
-    if not isinstance(exercise, Exercise):
-        raise TypeError(f"register(): argument 'exercise' must be an Exercise, got {type(exercise).__name__}")
     _REGISTRY[exercise.name] = exercise
     return exercise
 
@@ -385,8 +383,6 @@ def check(exercise: str | Exercise, fn: Callable) -> Verdict:
         has a row per case.
     """
     if isinstance(exercise, str):
-        if exercise not in _REGISTRY:
-            raise KeyError(f"check(): no exercise named {exercise!r}; registered: {registered()}")
         exercise = _REGISTRY[exercise]
     if not callable(fn):
         raise TypeError(f"check(): argument 'fn' must be a function, got {type(fn).__name__}")

@@ -50,6 +50,7 @@ import copy
 import functools
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -82,7 +83,6 @@ __all__ = [
     "SEEDS",
     "TASK_SEED",
     "StackedCNN",
-    "Task",
     "cnn_runs",
     "comparisons",
     "error_table",
@@ -193,24 +193,18 @@ N_TEST = 2048
 TASK_SEED = 2018
 
 
-class Task(dict):
-    """The fixed sets: ``x_train``, ``y_train``, ``x_valid``, ``y_valid``, ``x_test``, ``y_test``
-    (images ``(n, 1, H, W)`` float32, labels ``(n,)`` int64)."""
-
-    __getattr__ = dict.__getitem__
-
-
 @functools.lru_cache(maxsize=4)
 def make_task(n_train: int = N_TRAIN, n_valid: int = N_VALID, n_test: int = N_TEST, *, noise: float = NOISE,
-              seed: int = TASK_SEED) -> Task:
+              seed: int = TASK_SEED) -> SimpleNamespace:
     """The fixed training, validation and test sets (:func:`make_images`), drawn in that order from
-    one generator seeded with ``seed``. The same arguments give the same sets (cached: do not
-    modify them in place)."""
+    one generator seeded with ``seed``, as the attributes ``x_train``, ``y_train``, ``x_valid``,
+    ``y_valid``, ``x_test``, ``y_test`` (images ``(n, 1, H, W)`` float32, labels ``(n,)`` int64). The
+    same arguments give the same sets (cached: do not modify them in place)."""
     g = torch.Generator().manual_seed(seed)
-    out = Task()
+    sets = {}
     for name, n in (("train", n_train), ("valid", n_valid), ("test", n_test)):
-        out[f"x_{name}"], out[f"y_{name}"] = make_images(n, g, noise=noise)
-    return out
+        sets[f"x_{name}"], sets[f"y_{name}"] = make_images(n, g, noise=noise)
+    return SimpleNamespace(**sets)
 
 
 def example_images(per_class: int = 1, *, seed: int = 0, noise: float = NOISE) -> pd.DataFrame:
@@ -408,7 +402,7 @@ def _train_mode_error(model: StackedCNN, x, y, batch: int) -> torch.Tensor:
 
 
 def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr=0.03, samples: int = SAMPLES,
-             steps: int | None = None, evals: int = EVALS, eval_set: str = "test", task: Task | None = None) -> pd.DataFrame:
+             steps: int | None = None, evals: int = EVALS, eval_set: str = "test", task: SimpleNamespace | None = None) -> pd.DataFrame:
     """Train one :class:`StackedCNN` per call, one model per (rate, seed), at one batch size.
 
     Seed ``s`` has one generator, seeded with ``s``: it draws the model's initial weights, then the

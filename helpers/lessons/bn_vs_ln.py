@@ -195,8 +195,7 @@ _INVARIANCE_NORMS = {
 
 def _transformations(x: torch.Tensor, w: torch.Tensor, g: torch.Generator) -> dict:
     """``name -> (x', W')``; the summed inputs are ``a = x @ W.T`` (cases x units), no bias."""
-    n, d = x.shape
-    h = w.shape[0]
+    d = x.shape[1]
     delta = 3.0
     row_shift = torch.randn(d, generator=g, dtype=x.dtype)  # one vector added to every row of W
     data_shift = torch.randn(d, generator=g, dtype=x.dtype)
@@ -204,7 +203,6 @@ def _transformations(x: torch.Tensor, w: torch.Tensor, g: torch.Generator) -> di
     w_vec[0] *= delta
     x_case = x.clone()
     x_case[0] *= delta
-    del n, h
     return {
         "weight matrix re-scaling": (x, delta * w),
         "weight matrix re-centering": (x, w + row_shift),
