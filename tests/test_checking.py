@@ -204,7 +204,7 @@ def test_a_later_notebook_can_register_its_own_exercise():
     )
     try:
         checking.register(exercise)
-        assert "test_rms_norm_rows" in checking.registered()
+        assert "test_rms_norm_rows" in sorted(checking._REGISTRY)
         good = check("test_rms_norm_rows", lambda x: x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6))
         assert good.passed
         known = check("test_rms_norm_rows", lambda x: x / x.abs().mean(-1, keepdim=True))

@@ -35,7 +35,6 @@ __all__ = [
     "compare",
     "default_tolerances",
     "register",
-    "registered",
     "refusing",
 ]
 
@@ -286,11 +285,6 @@ def register(exercise: Exercise) -> Exercise:
     """Add ``exercise`` to the registry under ``exercise.name`` (replacing one of that name)."""
     _REGISTRY[exercise.name] = exercise
     return exercise
-
-
-def registered() -> list[str]:
-    """The names of the registered exercises."""
-    return sorted(_REGISTRY)
 
 
 def _clone(args: tuple) -> tuple:
