@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from helpers import layer_norm, plots, widgets
+from helpers.experiments.placement_tuned import ACTIVATIONS
 from helpers.lessons import placement
 from helpers.plots import find_line
 from helpers.plots.placement import layer_colours
@@ -44,7 +45,7 @@ def test_placement_state_and_every_widget_control_changes_the_figure():
     assert "relu" in demo.figure.get_suptitle()
 
 
-@pytest.mark.parametrize("activation", placement.ACTIVATIONS)
+@pytest.mark.parametrize("activation", ACTIVATIONS)
 def test_histogram_range_fits_the_activation_and_layers_are_coloured_by_depth(activation):
     depth = 8
     state = placement.placement_state(activation, "no norm", depth)

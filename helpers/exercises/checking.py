@@ -25,19 +25,6 @@ import torch
 
 from helpers.language import Text, say
 
-__all__ = [
-    "ALWAYS_FORBIDDEN",
-    "Case",
-    "Exercise",
-    "ForbiddenCall",
-    "Verdict",
-    "check",
-    "compare",
-    "default_tolerances",
-    "register",
-    "refusing",
-]
-
 # torch.testing.assert_close's defaults: (rtol, atol) per dtype.
 _TOLERANCES = {
     torch.float16: (1e-3, 1e-5),

@@ -27,23 +27,6 @@ from torch import nn
 from helpers.evidence import runner
 from helpers.functional import batch_norm, layer_norm
 
-__all__ = [
-    "ARMS",
-    "BATCH_SIZES",
-    "GAP_PAIRS",
-    "NORMS",
-    "StackedMLP",
-    "TASK_RULE",
-    "accuracy_gaps",
-    "arm_accuracy",
-    "batch_size_pilot_scores",
-    "report_rate_words",
-    "batch_size_runs",
-    "batch_size_summary",
-    "final_accuracy",
-    "make_task",
-]
-
 #: The normalizations :func:`batch_size_runs` compares.
 NORMS = ("BatchNorm", "LayerNorm", "no norm")
 

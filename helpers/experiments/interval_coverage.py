@@ -51,9 +51,6 @@ from scipy import stats
 from helpers.evidence import runner
 from helpers.evidence.statistics import INTERVAL_METHOD, paired_difference_ci
 
-__all__ = ["METHODS", "SCENARIOS", "SIZES", "Scenario", "coverage_runs", "coverage_table", "coverage_verdicts",
-           "interval"]
-
 #: The interval methods compared, in the order the tables show them.
 METHODS = ("t", "BCa", "Fieller", "studentized bootstrap")
 

@@ -64,39 +64,6 @@ from helpers.experiments.placement_tuned import cosine_factor
 from helpers.experiments.tuning_words import best_rate_words, report_seed_words
 from helpers.modules import BatchNorm2d, GroupNorm, InstanceNorm2d
 
-__all__ = [
-    "BATCH_SIZES",
-    "CHANNELS",
-    "CLASSES",
-    "EVALS",
-    "GROUPS",
-    "IMAGE_SIZE",
-    "LR_BATCH",
-    "NOISE",
-    "NORMS",
-    "N_TEST",
-    "N_TRAIN",
-    "N_VALID",
-    "PILOT_SEEDS",
-    "RATES",
-    "SAMPLES",
-    "SEEDS",
-    "TASK_SEED",
-    "StackedCNN",
-    "cnn_runs",
-    "comparisons",
-    "error_table",
-    "example_images",
-    "final_errors",
-    "make_images",
-    "make_task",
-    "norm_family_verdicts",
-    "norm_layer",
-    "pilot_scores",
-    "report_rate_words",
-    "scaled_lr",
-]
-
 #: The four norms compared, by the names the tables and verdicts use.
 NORMS = ("BatchNorm", "GroupNorm", "LayerNorm", "InstanceNorm")
 

@@ -41,49 +41,6 @@ from helpers.experiments.training import adam, keep_rows
 from helpers.experiments.tuning_words import best_rate_words, report_seed_words
 from helpers.functional import layer_norm
 
-__all__ = [
-    "ACTIVATIONS",
-    "ARRANGEMENTS",
-    "BATCH",
-    "CONVERGED_RTOL",
-    "CONVERGED_WINDOW",
-    "DEPTH",
-    "EVAL_EVERY",
-    "FORMS",
-    "IN_FEATURES",
-    "MIN_CONVERGED_SEEDS",
-    "NOTHING",
-    "N_EVAL",
-    "PILOT_SEEDS",
-    "RATES",
-    "SEEDS",
-    "STEPS",
-    "TASK_SEED",
-    "TEACHER_DEPTH",
-    "TEACHER_GAIN",
-    "TEACHER_WIDTH",
-    "WIDTH",
-    "XIONG_DEPTHS",
-    "XIONG_SEEDS",
-    "StackedMLP",
-    "converged",
-    "cosine_factor",
-    "depth_slope",
-    "draw",
-    "final_rows",
-    "init_gain",
-    "make_task",
-    "mlp_runs",
-    "pilot_scores",
-    "placement_verdicts",
-    "report_rate_words",
-    "standard_gain",
-    "stored_runs_state",
-    "task_levels",
-    "xiong_grad_norms",
-    "xiong_verdicts",
-]
-
 #: The activations, as :func:`torch.nn.init.calculate_gain` and the notebook name them.
 ACTIVATIONS = ("tanh", "relu", "gelu")
 #: Where the norm sits in each hidden layer (``z = h W + b`` is the layer's Linear):

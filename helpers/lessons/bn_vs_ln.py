@@ -34,18 +34,6 @@ from helpers.functional import batch_norm, layer_norm, rms_norm
 from helpers.language import Text
 from helpers.lessons.sequence import pad_batch
 
-__all__ = [
-    "PAPER_TABLE",
-    "TWO_SAMPLES",
-    "batch_mean_noise",
-    "check_batch_norm_train",
-    "check_running_var_update",
-    "invariance_table",
-    "padding_pollution",
-    "pooling_groups",
-    "shift_robustness",
-]
-
 #: The two-sample example: 2 samples (rows) x 3 features (columns), on very different scales.
 TWO_SAMPLES = torch.tensor([[1.0, 20.0, 300.0],
                             [3.0, 60.0, 100.0]])

@@ -22,8 +22,6 @@ import torch
 
 from helpers.functional import _check_dims
 
-__all__ = ["group_stats", "rounded"]
-
 
 def group_stats(x: torch.Tensor, dims, *, names: Sequence[str] | None = None) -> pd.DataFrame:
     r"""Mean and biased variance of every group of ``x`` that a norm over ``dims`` would see.

@@ -5,7 +5,7 @@
   :func:`helpers.experiments.placement_tuned.init_gain`), on a probe batch: per layer, the
   activations' histogram, % saturated (tanh), % dead (ReLU) and the weight-gradient norm; what
   the dashboard :func:`helpers.widgets.placement_demo` shows.
-- :data:`ACTIVATIONS` (tanh, ReLU, GELU, as in :mod:`helpers.experiments.placement_tuned`) and :data:`PLACEMENTS`.
+- :data:`PLACEMENTS`, with the activations of :data:`helpers.experiments.placement_tuned.ACTIVATIONS` (tanh, ReLU, GELU).
 - :data:`NORM_PLACEMENT`: where the norm sits in well-known models, why there, with references.
 - Three exercises with their checkers: :func:`check_saturated_fraction`,
   :func:`check_dead_fraction` and :func:`check_pre_ln_residual`.
@@ -21,24 +21,9 @@ import torch.nn.functional as F
 
 from helpers.exercises.checking import Case, Exercise, Verdict, check, register
 from helpers.experiments.batch_size import make_task
-from helpers.experiments.placement_tuned import ACTIVATIONS, StackedMLP
+from helpers.experiments.placement_tuned import StackedMLP
 from helpers.functional import layer_norm
 from helpers.language import Text
-
-__all__ = [
-    "ACTIVATIONS",
-    "BINS",
-    "DEAD",
-    "NORM_PLACEMENT",
-    "PLACEMENTS",
-    "SATURATED",
-    "check_dead_fraction",
-    "check_pre_ln_residual",
-    "check_saturated_fraction",
-    "dead_fraction",
-    "placement_state",
-    "saturated_fraction",
-]
 
 #: The arrangements compared, as the notebook (and :data:`helpers.experiments.placement_tuned.ARRANGEMENTS`) names them.
 PLACEMENTS = ("LN -> act", "act -> LN", "no norm")
