@@ -62,9 +62,6 @@ SIZES = (8, 10, 17, 20)
 #: little short at 8 seeds; 93% is within what 2,000 repetitions can tell from 95%).
 REQUIRED = 0.93
 
-#: What a scenario is for (:class:`Scenario`).
-USES = ("used", "stress", "not used")
-
 #: The repetitions per seed of the experiment (4 seeds: 2,000 per scenario and size).
 REPS = 500
 
