@@ -31,7 +31,7 @@ from helpers.lessons.bn_vs_ln import (
     padding_pollution,
     pooling_groups,
 )
-from helpers.plots import find_line
+from helpers.plots.core import find_line
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,7 @@ import torch
 from helpers import layer_norm, plots, widgets
 from helpers.experiments.placement_tuned import ACTIVATIONS
 from helpers.lessons import placement
-from helpers.plots import find_line
+from helpers.plots.core import find_line
 from helpers.plots.placement import layer_colours
 from helpers.widgets.placement import placement_table
 
