@@ -39,21 +39,9 @@ class Text(str):
     zh: str
 
     def __new__(cls, en: str, zh: str) -> Text:
-        if not isinstance(en, str) or not isinstance(zh, str):
-            raise TypeError(f"Text(): arguments 'en' and 'zh' must be str, got {type(en).__name__} "
-                            f"and {type(zh).__name__}")
-        if not zh.strip():
-            raise ValueError(f"Text(): argument 'zh' must not be empty (the English is {en!r})")
         text = super().__new__(cls, en)
         text.zh = zh
         return text
-
-    @property
-    def en(self) -> str:
-        return str.__str__(self)
-
-    def __reduce__(self):
-        return (Text, (self.en, self.zh))
 
 
 def set_language(language: str) -> None:

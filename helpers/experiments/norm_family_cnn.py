@@ -50,6 +50,7 @@ import copy
 import functools
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -62,40 +63,6 @@ from helpers.evidence.statistics import EQUIVALENCE_MARGIN, grid_resolution
 from helpers.experiments.placement_tuned import cosine_factor
 from helpers.experiments.tuning_words import best_rate_words, report_seed_words
 from helpers.modules import BatchNorm2d, GroupNorm, InstanceNorm2d
-
-__all__ = [
-    "BATCH_SIZES",
-    "CHANNELS",
-    "CLASSES",
-    "EVALS",
-    "GROUPS",
-    "IMAGE_SIZE",
-    "LR_BATCH",
-    "NOISE",
-    "NORMS",
-    "N_TEST",
-    "N_TRAIN",
-    "N_VALID",
-    "PILOT_SEEDS",
-    "RATES",
-    "SAMPLES",
-    "SEEDS",
-    "TASK_SEED",
-    "StackedCNN",
-    "Task",
-    "cnn_runs",
-    "comparisons",
-    "error_table",
-    "example_images",
-    "final_errors",
-    "make_images",
-    "make_task",
-    "norm_family_verdicts",
-    "norm_layer",
-    "pilot_scores",
-    "report_rate_words",
-    "scaled_lr",
-]
 
 #: The four norms compared, by the names the tables and verdicts use.
 NORMS = ("BatchNorm", "GroupNorm", "LayerNorm", "InstanceNorm")
@@ -193,24 +160,18 @@ N_TEST = 2048
 TASK_SEED = 2018
 
 
-class Task(dict):
-    """The fixed sets: ``x_train``, ``y_train``, ``x_valid``, ``y_valid``, ``x_test``, ``y_test``
-    (images ``(n, 1, H, W)`` float32, labels ``(n,)`` int64)."""
-
-    __getattr__ = dict.__getitem__
-
-
 @functools.lru_cache(maxsize=4)
 def make_task(n_train: int = N_TRAIN, n_valid: int = N_VALID, n_test: int = N_TEST, *, noise: float = NOISE,
-              seed: int = TASK_SEED) -> Task:
+              seed: int = TASK_SEED) -> SimpleNamespace:
     """The fixed training, validation and test sets (:func:`make_images`), drawn in that order from
-    one generator seeded with ``seed``. The same arguments give the same sets (cached: do not
-    modify them in place)."""
+    one generator seeded with ``seed``, as the attributes ``x_train``, ``y_train``, ``x_valid``,
+    ``y_valid``, ``x_test``, ``y_test`` (images ``(n, 1, H, W)`` float32, labels ``(n,)`` int64). The
+    same arguments give the same sets (cached: do not modify them in place)."""
     g = torch.Generator().manual_seed(seed)
-    out = Task()
+    sets = {}
     for name, n in (("train", n_train), ("valid", n_valid), ("test", n_test)):
-        out[f"x_{name}"], out[f"y_{name}"] = make_images(n, g, noise=noise)
-    return out
+        sets[f"x_{name}"], sets[f"y_{name}"] = make_images(n, g, noise=noise)
+    return SimpleNamespace(**sets)
 
 
 def example_images(per_class: int = 1, *, seed: int = 0, noise: float = NOISE) -> pd.DataFrame:
@@ -326,16 +287,6 @@ class StackedCNN(nn.Module):
                                                for g in generators]))
         self.b_out = nn.Parameter(torch.zeros(self.n_models, 1, classes))
 
-    def features(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """Each layer's convolution output, before its norm: ``(N, models * C, H, W)`` each."""
-        out = []
-        h = self._side_by_side(x)
-        for w, norm, stride in zip(self.weights, self.norms, STRIDES, strict=True):
-            z = F.conv2d(h, w, stride=stride, padding=1, groups=self.n_models)
-            out.append(z)
-            h = torch.relu(norm(z))
-        return out
-
     def _side_by_side(self, x: torch.Tensor) -> torch.Tensor:
         """``(models, N, C, H, W)`` -> ``(N, models * C, H, W)``: model ``m``'s channels in block ``m``."""
         return x.transpose(0, 1).reshape(x.shape[1], -1, *x.shape[3:])
@@ -418,8 +369,7 @@ def _train_mode_error(model: StackedCNN, x, y, batch: int) -> torch.Tensor:
 
 
 def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr=0.03, samples: int = SAMPLES,
-             steps: int | None = None, evals: int = EVALS, eval_set: str = "test", task: Task | None = None,
-             progress: bool = False) -> pd.DataFrame:
+             steps: int | None = None, evals: int = EVALS, eval_set: str = "test", task: SimpleNamespace | None = None) -> pd.DataFrame:
     """Train one :class:`StackedCNN` per call, one model per (rate, seed), at one batch size.
 
     Seed ``s`` has one generator, seeded with ``s``: it draws the model's initial weights, then the
@@ -484,12 +434,7 @@ def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr=0.03, s
     recorded = sorted({*range(min(runner.REPRO_STEPS, n_steps)), *range(0, n_steps, every), n_steps})
     nan = torch.full((n_models,), math.nan)
     rows, since = {}, []
-    steps_iter = range(n_steps + 1)
-    if progress:
-        from tqdm.auto import tqdm
-
-        steps_iter = tqdm(steps_iter, desc=f"{norm}, batch {batch}", leave=False)
-    for step in steps_iter:
+    for step in range(n_steps + 1):
         measured = {"loss": nan, "train_loss": nan, "eval_loss": nan, "eval_error": nan, "train_mode_error": nan}
         if step % every == 0 or step == n_steps:
             loss, error = _eval_mode_metrics(model, x_eval, y_eval)

@@ -20,8 +20,6 @@ import pandas as pd
 
 from helpers.evidence import runner
 
-__all__ = ["MEASURES", "Setting", "evidence_state", "evidence_table", "settings", "tuning_table"]
-
 #: What can be plotted: label -> column of :func:`evidence_table`.
 MEASURES = {"held-out loss": "eval_loss", "drift of unit means": "drift_mean", "drift of unit stds": "drift_std",
             "ICS (Santurkar)": "ics"}

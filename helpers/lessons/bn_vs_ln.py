@@ -34,18 +34,6 @@ from helpers.functional import batch_norm, layer_norm, rms_norm
 from helpers.language import Text
 from helpers.lessons.sequence import pad_batch
 
-__all__ = [
-    "PAPER_TABLE",
-    "TWO_SAMPLES",
-    "batch_mean_noise",
-    "check_batch_norm_train",
-    "check_running_var_update",
-    "invariance_table",
-    "padding_pollution",
-    "pooling_groups",
-    "shift_robustness",
-]
-
 #: The two-sample example: 2 samples (rows) x 3 features (columns), on very different scales.
 TWO_SAMPLES = torch.tensor([[1.0, 20.0, 300.0],
                             [3.0, 60.0, 100.0]])
@@ -195,8 +183,7 @@ _INVARIANCE_NORMS = {
 
 def _transformations(x: torch.Tensor, w: torch.Tensor, g: torch.Generator) -> dict:
     """``name -> (x', W')``; the summed inputs are ``a = x @ W.T`` (cases x units), no bias."""
-    n, d = x.shape
-    h = w.shape[0]
+    d = x.shape[1]
     delta = 3.0
     row_shift = torch.randn(d, generator=g, dtype=x.dtype)  # one vector added to every row of W
     data_shift = torch.randn(d, generator=g, dtype=x.dtype)
@@ -204,7 +191,6 @@ def _transformations(x: torch.Tensor, w: torch.Tensor, g: torch.Generator) -> di
     w_vec[0] *= delta
     x_case = x.clone()
     x_case[0] *= delta
-    del n, h
     return {
         "weight matrix re-scaling": (x, delta * w),
         "weight matrix re-centering": (x, w + row_shift),

@@ -26,8 +26,6 @@ from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI
 
-__all__ = ["histogram", "histogram_panels_changing", "histogram_panels_figure", "update_histogram_panels_figure"]
-
 
 def histogram(values: torch.Tensor, edges: np.ndarray) -> np.ndarray:
     """The fraction of ``values`` in each bin of ``edges``; values outside fall in the end bins."""
