@@ -70,7 +70,7 @@ def test_the_cards_model_sizes_are_the_experiments_own():
 
     settings = {row.claim.experiment: row.setting for row in CORE_ROWS}
     assert f"{deep_transformer.BLOCKS} blocks × width {deep_transformer.WIDTH}" in settings["deep_transformer"]
-    assert f"copy a sequence of {deep_transformer.N_COPY} tokens" in settings["deep_transformer"]
+    assert f"copying {deep_transformer.N_COPY} tokens" in settings["deep_transformer"]
     assert (f"{drift.DRIFT_SETTINGS['depth']} layers × {drift.DRIFT_SETTINGS['width']} units"
             in settings["drift"])
     assert f"{placement_tuned.DEPTH} layers × {placement_tuned.WIDTH} units" in settings["placement_tuned"]

@@ -94,8 +94,8 @@ _LSTM = Text("an LSTM, 1 layer × 64 units; add two marked numbers in a sequence
              "LSTM，1 层 × 64 个单元；把长度为 100 的序列里两个标记的数相加")
 _RNN = Text("a tanh RNN, 1 layer × 64 units; the same task, sequences of 10",
             "tanh RNN，1 层 × 64 个单元；同一个任务，序列长度 10")
-_DEEP = Text("a Transformer, 6 blocks × width 32; copy a sequence of 8 tokens",
-             "Transformer，6 个模块 × 宽度 32；复制 8 个 token 的序列")
+_DEEP = Text("a Transformer, 6 blocks × width 32, copying 8 tokens",
+             "Transformer，6 个模块 × 宽度 32，复制 8 个 token")
 _DRIFT = Text("an MLP, 8 layers × 32 units; fit a fixed smooth function",
               "MLP，8 层 × 32 个单元；拟合一个固定的光滑函数")
 _BATCH = Text("an MLP, 2 layers × 32 units, batches of 2; sort points into two classes by a fixed rule",
