@@ -44,11 +44,11 @@ SYMLOG_TICKS = [-1e6, -1e4, -1e2, 0, 1e2, 1e4, 1e6]
 
 
 def histogram(values: torch.Tensor, edges: np.ndarray) -> np.ndarray:
-    """The fraction of all ``values`` in each bin of ``edges`` (any increasing edges); values outside
-    the edges are in no bin, so the fractions add up to the share inside."""
+    """The fraction of all ``values`` in each bin of ``edges`` (equally spaced); values outside the
+    edges are in no bin, so the fractions add up to the share inside."""
     flat = values.detach().double().flatten()
-    counts, _ = np.histogram(flat.numpy(), bins=edges)
-    return counts / max(flat.numel(), 1)
+    counts = torch.histc(flat, bins=len(edges) - 1, min=float(edges[0]), max=float(edges[-1]))  # ignores outside
+    return (counts / max(flat.numel(), 1)).numpy()
 
 
 def _panel_axes(fig: Figure) -> list:

@@ -37,9 +37,16 @@ BLOCKS, D_MODEL, SEQ_LEN, BATCH = 8, 64, 16, 16
 NORMS = ("LayerNorm", "RMSNorm", "no norm")
 EDGES = np.linspace(-6.0, 6.0, 61)
 #: With no norm: bins of equal width on the symlog axis out to ±1e7, past the stream's largest value
-#: at the largest branch scale (3.6e6).
+#: at the largest branch scale (3.6e6); counted on the axis's own scale (``_SYMLOG_SCALED``).
 _SYMLOG = SymmetricalLogTransform(**SYMLOG)
-SYMLOG_EDGES = _SYMLOG.inverted().transform(np.linspace(-1, 1, 81) * _SYMLOG.transform(np.array([1e7]))[0])
+_SYMLOG_SCALED = np.linspace(-1, 1, 81) * _SYMLOG.transform_non_affine(np.array([1e7]))[0]
+SYMLOG_EDGES = _SYMLOG.inverted().transform_non_affine(_SYMLOG_SCALED)
+
+
+def _histogram(values: torch.Tensor, symlog: bool) -> np.ndarray:
+    if not symlog:
+        return histogram(values, EDGES)
+    return histogram(torch.from_numpy(_SYMLOG.transform_non_affine(values.double().flatten().numpy())), _SYMLOG_SCALED)
 
 
 @functools.lru_cache(maxsize=4)
@@ -84,7 +91,7 @@ def residual_stream_state(norm: str, branch_scale: float, seed: int = 0) -> dict
         return {"title": f"{title}\nblock 1: std {values[0].std():,.2f};  block {BLOCKS}: std {values[-1].std():,.2f}",
                 "xlabel": "value (symlog axis: linear within ±1, logarithmic beyond)" if symlog else "value",
                 "edges": edges, "xscale": "symlog" if symlog else "linear",
-                "curves": [{"label": f"block {i + 1}", "values": histogram(v, edges), "colour": colours[i]}
+                "curves": [{"label": f"block {i + 1}", "values": _histogram(v, symlog), "colour": colours[i]}
                            for i, v in enumerate(values)]}
 
     return {"edges": EDGES, "panels": [panel("residual stream entering the block", stream),
