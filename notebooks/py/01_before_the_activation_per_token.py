@@ -115,9 +115,8 @@ plt.show()
 
 # %% [markdown]
 # Does the order matter when a network trains? Small MLPs were trained with LN before and with LN
-# after tanh and ReLU, each order at its best learning rate, from 10 random starts. The card at the
-# end of notebook 02 gives what the runs found, and deep dive [12](12_where_the_norm_goes.ipynb)
-# shows how they were made.
+# after tanh and ReLU. The card at the end of notebook 02 gives what the runs found, and deep dive
+# [12](12_where_the_norm_goes.ipynb) shows how they were made.
 
 # %% [markdown] lesson_point=6
 # ## 6 · What `normalized_shape` decides

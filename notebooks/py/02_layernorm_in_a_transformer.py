@@ -212,9 +212,9 @@ plt.show()
 # ## 13 · Swap in `helpers.LayerNorm` or `nn.LayerNorm`
 #
 # Your `LayerNorm`, `helpers.LayerNorm` (the same formula, in this course's package) and
-# PyTorch's `nn.LayerNorm` share the parameter names `weight` and `bias`. So the weights of the last
-# block above, built with yours, load into the same block built with either of the others
-# (`load_state_dict`), and it gives the same outputs.
+# PyTorch's `nn.LayerNorm` share the parameter names `weight` and `bias`. So the weights of the
+# Post-LN block checked above, built with yours, load into a Post-LN block built with either of the
+# others (`load_state_dict`), and it gives the same outputs.
 
 # %%
 for name, norm in (("helpers", helpers.LayerNorm), ("nn", nn.LayerNorm)):
@@ -259,14 +259,14 @@ check_final_ln(model_forward)
 # random starts. Each row names its model and task. An *MLP* is a stack of `Linear` layers and
 # activations. An *LSTM* is an RNN whose gates decide what its state keeps, the kind of RNN Ba et al.
 # tested LN on. *Steps* count training steps until the loss reaches a target fixed in advance. Each
-# line is computed from the runs' results and links to its deep dive.
+# row links to its deep dive.
 
 # %%
 HTML(evidence_card())
 
 # %% [markdown]
 # The Pre-LN against Post-LN row takes each form at its own best learning rate, on a tiny model.
-# Its warm-up lasted 20 steps, far shorter than Xiong et al.'s. Where a line cannot tell, or says
+# The warm-up of the warm-up row lasted 20 steps, far shorter than Xiong et al.'s. Where a line cannot tell, or says
 # the opposite, the lesson's reason is a motivation, not a guarantee. What LN does to training
 # depends on the model. How the runs decide is in deep dive [10](10_how_a_claim_is_tested.ipynb).
 

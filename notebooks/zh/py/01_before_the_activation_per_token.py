@@ -94,7 +94,7 @@ demo.snapshot(activation="tanh", shift=2.0, scale=3.0)
 plt.show()
 
 # %% [markdown]
-# 训练时顺序重要吗？事先做过的实验训练了一些小 MLP，分别把 LN 放在 tanh 和 ReLU 之前和之后，每种顺序都用自己最适合的学习率，从 10 个随机起点各训练一次。实验结果在笔记本 02 末尾的卡片上，实验是怎么做的见深入专题 [12](../12_where_the_norm_goes.ipynb)。
+# 训练时顺序重要吗？事先做过的实验训练了一些小 MLP，分别把 LN 放在 tanh 和 ReLU 之前和之后。实验结果在笔记本 02 末尾的卡片上，实验是怎么做的见深入专题 [12](../12_where_the_norm_goes.ipynb)。
 
 # %% [markdown] lesson_point=6
 # ## 6 · `normalized_shape` 决定了什么

@@ -170,7 +170,7 @@ plt.show()
 # %% [markdown]
 # ## 13 · 换成 `helpers.LayerNorm` 或 `nn.LayerNorm`
 #
-# 你的 `LayerNorm`、`helpers.LayerNorm`（同一个公式，写在本课程的包里）和 PyTorch 的 `nn.LayerNorm` 都用 `weight` 和 `bias` 这两个参数名。所以上面最后一个用你的 LN 搭的模块，它的权重可以载入用另外两种 LN 搭的同一个模块（`load_state_dict`），输出也相同。
+# 你的 `LayerNorm`、`helpers.LayerNorm`（同一个公式，写在本课程的包里）和 PyTorch 的 `nn.LayerNorm` 都用 `weight` 和 `bias` 这两个参数名。所以上面检查过的、用你的 LN 搭的 Post-LN 模块，它的权重可以载入用另外两种 LN 搭的 Post-LN 模块（`load_state_dict`），输出也相同。
 
 # %%
 for name, norm in (("helpers", helpers.LayerNorm), ("nn", nn.LayerNorm)):
@@ -209,13 +209,13 @@ check_final_ln(model_forward)
 # %% [markdown]
 # ## 实验结果怎么说
 #
-# 原课程的各个说法，外加两条关于 Pre-LN 的说法，都在小实验里检验过，每一组都从 10 个随机起点训练。每一行写明了所用的模型和任务。*MLP* 是由 `Linear` 层和激活函数堆叠成的网络。*LSTM* 是一种 RNN，用门控决定状态保留什么，Ba 等当年就在这类 RNN 上检验 LN。*训练步数*是损失降到事先定好的目标值所需的步数。每一行都由实验结果算出，并链接到对应的深入专题（英文）。
+# 原课程的各个说法，外加两条关于 Pre-LN 的说法，都在小实验里检验过，每一组都从 10 个随机起点训练。每一行写明了所用的模型和任务。*MLP* 是由 `Linear` 层和激活函数堆叠成的网络。*LSTM* 是一种 RNN，用门控决定状态保留什么，Ba 等当年就在这类 RNN 上检验 LN。*训练步数*是损失降到事先定好的目标值所需的步数。每一行都链接到对应的深入专题（英文）。
 
 # %%
 HTML(evidence_card())
 
 # %% [markdown]
-# Pre-LN 与 Post-LN 那一行，两种形式各用自己最适合的学习率，模型很小。其中的预热只有 20 步，比 Xiong 等用的短得多。如果某一行分不出高下，或者结果恰恰相反，说明原课程给出的理由只是引入 LN 的出发点，并不是保证：LN 对训练有什么作用，要看具体的模型。实验如何得出结论，见深入专题 [10](../10_how_a_claim_is_tested.ipynb)。
+# Pre-LN 与 Post-LN 那一行，两种形式各用自己最适合的学习率，模型很小。关于预热的那一行，预热只有 20 步，比 Xiong 等用的短得多。如果某一行分不出高下，或者结果恰恰相反，说明原课程给出的理由只是引入 LN 的出发点，并不是保证：LN 对训练有什么作用，要看具体的模型。实验如何得出结论，见深入专题 [10](../10_how_a_claim_is_tested.ipynb)。
 
 # %% [markdown]
 # ## 小结
