@@ -30,7 +30,7 @@ REPO_ENV = "LAYERNORM_HANDS_ON_REPO"
 BRANCH = "main"
 
 FIRST_CELL = f'''\
-# Make `helpers` (this set's package) importable: installed, from a clone, or in Colab.
+# You need not read this cell. It makes `helpers`, this set's package, importable.
 import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("{REPO_ENV}", "{REPO_URL}")
 clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)

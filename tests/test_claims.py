@@ -38,15 +38,15 @@ def test_every_card_row_classifies_from_a_stored_verdict_and_says_its_model_and_
     claim = row.claim
     assert claim.key in runner.load(claim.experiment).verdicts  # none is "not tested" by a typo
     assert outcome(claim) in OUTCOMES[:3]
-    said, setting, verdict, effect = cells(row)
+    said, setting, verdict = cells(row)
     assert said == claim.text and not any(ch.isdigit() for ch in said)
     assert re.search(r"\d+ (?:layers?|blocks) × (?:width )?\d+", setting), setting  # the model's size
-    if card_outcome(claim) in ("supported", "refuted"):  # the effect's size, from the record
-        assert re.fullmatch(r"(?:about \d+% \w+ .+|LN's accuracy about \d+ points \w+|"
-                            r"\d+ in 100 \w+ runs train)", effect), effect
+    if card_outcome(claim) in ("supported", "refuted"):  # the outcome, then the effect's size, from the record
+        assert re.fullmatch(r"(?:yes|the opposite), (?:about \d+% \w+ .+|LN's accuracy about \d+ points \w+|"
+                            r"\d+ in 100 \w+ runs train)", verdict), verdict
     else:
-        assert effect == "cannot tell"
-    for text in (said, setting, verdict, effect):
+        assert verdict == "cannot tell"
+    for text in (said, setting, verdict):
         assert not any(word in text for word in STATISTICS_WORDS), text
 
 
@@ -70,7 +70,7 @@ def test_the_cards_model_sizes_are_the_experiments_own():
 
     settings = {row.claim.experiment: row.setting for row in CORE_ROWS}
     assert f"{deep_transformer.BLOCKS} blocks × width {deep_transformer.WIDTH}" in settings["deep_transformer"]
-    assert f"copy a sequence of {deep_transformer.N_COPY} tokens" in settings["deep_transformer"]
+    assert f"copying {deep_transformer.N_COPY} tokens" in settings["deep_transformer"]
     assert (f"{drift.DRIFT_SETTINGS['depth']} layers × {drift.DRIFT_SETTINGS['width']} units"
             in settings["drift"])
     assert f"{placement_tuned.DEPTH} layers × {placement_tuned.WIDTH} units" in settings["placement_tuned"]

@@ -138,8 +138,8 @@ def test_the_evidence_card_speaks_the_language_and_links_up_from_notebooks_zh():
     set_language("zh")
     chinese = card.evidence_card()
     assert chinese.startswith(f"<p>{card._SCOPE.zh}</p>") and english.startswith(f"<p>{card._SCOPE}</p>")
-    assert "what the stored runs say" in english and not CJK.search(english)
-    assert "存储的实验结果怎么说" in chinese and "what the stored runs say" not in chinese
+    assert "what the runs found" in english and not CJK.search(english)
+    assert "实验结果" in chinese and "what the runs found" not in chinese
     links = re.findall(r'href="([^"]+)"', english)
     assert re.findall(r'href="([^"]+)"', chinese) == [f"../{link}" for link in links]
     for row in card.CORE_ROWS:
@@ -147,7 +147,8 @@ def test_the_evidence_card_speaks_the_language_and_links_up_from_notebooks_zh():
         assert isinstance(claim.text, Text) and claim.text.zh in chinese and claim.text in english
         assert isinstance(row.setting, Text) and row.setting.zh in chinese and row.setting in english
         zh_cells = card.cells(row)
-        assert zh_cells[:3] == (claim.text.zh, row.setting.zh, card._SAYS[card.card_outcome(claim)].zh)
+        assert zh_cells[:2] == (claim.text.zh, row.setting.zh)
+        assert zh_cells[2].startswith(card._SAYS[card.card_outcome(claim)].zh)
         assert all(isinstance(t, Text) for t in (row.less, row.more) if t is not None)
-        assert CJK.search(zh_cells[3]) and html.escape(zh_cells[3]) in chinese
+        assert CJK.search(zh_cells[2]) and html.escape(zh_cells[2]) in chinese
     assert all(isinstance(said, Text) and CJK.search(said.zh) for said in card._SAYS.values())

@@ -30,10 +30,10 @@ ENTERS, LEAVES = "C0", "C3"
 
 
 def _flat_share(activation: str, entering: torch.Tensor, leaving: torch.Tensor) -> str:
-    """How much of what the activation sees lands where it is flat or zero (tanh saturated, ReLU
-    zero, GELU below -3 where it is almost 0), as a phrase."""
+    """How much of what the activation sees lands where it is flat or zero (tanh's flat tails,
+    ReLU zero, GELU below -3 where it is almost 0), as a phrase."""
     if activation == "tanh":
-        return f"{100 * (leaving.abs() > 0.97).double().mean():.0f}% saturated (|tanh| > 0.97)"
+        return f"{100 * (leaving.abs() > 0.97).double().mean():.0f}% on the flat tails (|tanh| > 0.97)"
     if activation == "ReLU":
         return f"{100 * (leaving == 0).double().mean():.0f}% set to 0"
     return f"{100 * (entering < -3).double().mean():.0f}% below -3 (GELU almost 0)"
@@ -55,8 +55,8 @@ def activation_input_state(activation: str, shift: float, scale: float, seed: in
         panels.append({
             "title": f"{title}: {_flat_share(activation, entering, leaving)}",
             "xlabel": "value",
-            "curves": [{"label": f"enters {activation}", "values": histogram(entering, EDGES), "colour": ENTERS},
-                       {"label": "leaves the pair", "values": histogram(output, EDGES), "colour": LEAVES}],
+            "curves": [{"label": f"what enters {activation}", "values": histogram(entering, EDGES), "colour": ENTERS},
+                       {"label": "what leaves the pair", "values": histogram(output, EDGES), "colour": LEAVES}],
         })
     return {"edges": EDGES, "panels": panels,
             "suptitle": f"pre-activations z: mean {shift:g}, std {scale:g}",

@@ -58,11 +58,11 @@ def deep_stack_state(gain: float, gamma: float, beta: float, seed: int = 0) -> d
         panels.append({
             "title": f"{label}\nlayer 1: mean {_r(first.mean())}, std {_r(first.std())};  "
                      f"layer {DEPTH}: mean {_r(last.mean())}, std {_r(last.std())}",
-            "xlabel": "value entering tanh (dark: layer 1, light: layer 8)",
+            "xlabel": "value entering tanh",
             "curves": [{"label": f"layer {i + 1}", "values": histogram(z, EDGES), "colour": colours[i]}
                        for i, z in enumerate(entering[name])],
         })
-    return {"edges": EDGES, "panels": panels, "suptitle": f"weights scaled by {gain:g}",
+    return {"edges": EDGES, "panels": panels, "suptitle": f"weights scaled by {gain:g}", "colorbar": "layer",
             **entering}
 
 
