@@ -151,8 +151,8 @@ CORE_ROWS = (
     Row(Claim(Text("With Pre-LN, a Transformer trains at larger learning rates",
                    "用 Pre-LN 的 Transformer 能在更大的学习率下训练"),
               "deep_transformer", "stable seeds at the largest rate both ran, Pre-LN vs no norm", "Pre-LN", _13),
-        _DEEP, Text("{} in 100 fewer runs train", "用 Pre-LN 训练成功的运行每 100 次约少 {} 次"),
-        Text("{} in 100 more runs train", "用 Pre-LN 训练成功的运行每 100 次约多 {} 次")),
+        _DEEP, Text("about {} percentage points fewer runs train", "用 Pre-LN 训练成功的运行比例约低 {} 个百分点"),
+        Text("about {} percentage points more runs train", "用 Pre-LN 训练成功的运行比例约高 {} 个百分点")),
 )
 
 #: The card's claims, in its order.

@@ -33,7 +33,7 @@ import helpers  # noqa: E402,F401
 # as one code over different dimensions. LN's formula, which you write yourself. Then `gamma` and
 # `beta`. [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/00_what_layernorm_computes.ipynb)
 #
-# The first of three notebooks on a short Chinese lesson about LN, quoted where it is cited.
+# The first of three notebooks on a short, untitled Chinese lesson about LN, quoted where it is cited.
 # Sections 1 to 8, in notebooks 00 and 01, follow its eight points. Sections 9 to 13, in notebook
 # 02, go beyond them.
 
@@ -49,7 +49,7 @@ from helpers.widgets.deep_stack import deep_stack_demo
 # ## 1 · Why deep networks need it
 #
 # The lesson starts from deep sequence models. An *RNN* (recurrent network) reads a sentence one
-# token at a time, carrying a state from step to step. A *Transformer* reads all the tokens at once,
+# token (word) at a time, carrying a state from step to step. A *Transformer* reads all the tokens at once,
 # in a stack of blocks (notebook 02 builds one). In such models, the lesson says,
 # "随着训练推进，各层的输入分布不断变化，训练会变慢，甚至无法收敛" (as training goes on, each layer's
 # input distribution keeps changing, and training slows down or even fails to converge).
@@ -72,7 +72,7 @@ x = torch.tensor([[1.0, 2.0, 3.0],  # sample 0
 
 def standardize(x, dim):
     mean = x.mean(dim=dim, keepdim=True)
-    var = ((x - mean) ** 2).mean(dim=dim, keepdim=True)  # n: the number of values averaged
+    var = ((x - mean) ** 2).mean(dim=dim, keepdim=True)  # biased: divides by n, the count of values
     return (x - mean) / torch.sqrt(var + 1e-5)  # 1e-5 and keepdim: see "The formula" below
 
 

@@ -104,8 +104,8 @@ demo = activation_input_demo()
 demo
 
 # %% [markdown]
-# tanh, with `z` centred at 2 and spread 3. On the left, tanh's output piles up near ±1, the two red
-# peaks. On the right, most of `z` lands on the flat tail near +1, where tanh gives almost the same
+# tanh, with `z` centred at 2 and spread 3. On the left, LN first: tanh's output spreads within
+# ±1, little on the flat tails. On the right, most of `z` lands on the flat tail near +1, where tanh gives almost the same
 # output for all of it. LN then turns that one value into the tall red spike. What tanh erased, LN
 # after it cannot bring back.
 
@@ -146,8 +146,8 @@ for shape in [(dim,), (seq_len, dim)]:
 #
 # Which one, and when? Transformers normalise per token, for four reasons.
 #
-# - Sentences differ in length. Per sentence, `normalized_shape` fixes the length too, so
-#   `nn.LayerNorm((3, 4))` refuses a batch of shape `(2, 5, 4)`.
+# - Sentences differ in length. `nn.LayerNorm((3, 4))` keeps one γ and β per position of its
+#   `normalized_shape`, so it refuses a `(2, 5, 4)` batch.
 # - A batch pads short sentences to one length. Per sentence, the padding enters every real
 #   token's mean and variance.
 # - A causal model predicts each token from the tokens before it. Per sentence, each token's mean
@@ -155,8 +155,8 @@ for shape in [(dim,), (seq_len, dim)]:
 # - Per sentence, one loud token moves every other token, as token 0 shows above. Per token, each
 #   token's output depends on that token alone.
 #
-# No standard Transformer normalises per sentence. GPT-2, BERT and LLaMA all normalise each token
-# over its features. Normalising a whole sample suits inputs of one fixed shape, such as images. The
+# No standard Transformer normalises per sentence. GPT-2, BERT and LLaMA (with RMSNorm) normalise each
+# token over its features. Normalising a whole sample suits inputs of one fixed shape, such as images. The
 # image model PoolFormer (Yu et al. 2022) does it, as `nn.GroupNorm` with one group over each
 # image's channels and pixels. What real models normalise over, with padding and masks, is in deep
 # dive [16](16_sequences_padding_and_masks.ipynb).

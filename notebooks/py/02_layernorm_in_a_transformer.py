@@ -68,7 +68,7 @@ class LayerNorm(nn.Module):
 # ## 10 · A Transformer block, in two forms
 #
 # A *Transformer* is a stack of blocks. Each block has two sub-layers. *Attention* lets each token
-# gather information from the tokens before it. A *causal mask* hides the later ones, so a model
+# gather information from the other tokens. A *causal mask* limits it to the tokens before it, so a model
 # that predicts the next token cannot peek at it. The *MLP* works on each token alone, as
 # `Linear → GELU → Linear`, where GELU is a smooth ReLU. You need not know attention's inside here,
 # only where LN sits.
@@ -130,7 +130,7 @@ plt.show()
 # PyTorch ships both forms as `nn.TransformerEncoderLayer`. `norm_first=True` is Pre-LN and
 # `norm_first=False` is Post-LN. Give it our settings (`activation="gelu"`,
 # `dim_feedforward=4 * d_model`), copy our weights in under its names (`KEY_MAP`), and pass the
-# causal mask as `src_mask`. Both modules run in training mode (`.train()`). In that mode
+# causal mask as `src_mask`. Both modules run in training mode (`.train()`), as in training. There
 # PyTorch's layer applies *dropout*, which zeroes values at random, so `dropout=0.0` turns it off.
 # LN computes the same in both modes. Outputs and gradients must agree.
 
@@ -179,9 +179,9 @@ for Block, norm_first in ((PreLN, True), (PostLN, False)):
 # Watch what does not move. The slider moves the stream, but attention's input keeps spread 1 at
 # every setting, because the norm divides out the stream's scale. With "no norm", attention sees the
 # stream itself. It grows by orders of magnitude, so the axis turns logarithmic beyond ±1 (symlog).
-# That growth comes from these weights, whose variance is three times PyTorch's default, so that
-# each sub-layer adds about as much as it reads. The card's six-block Transformer starts from
-# PyTorch's default and trained without a norm too. Whether it then needed more steps than with
+# It grows because this widget draws weights with three times PyTorch's default variance, so each
+# sub-layer adds about as much as it reads. The card's six-block Transformer starts from PyTorch's
+# default weights; one of its variants has no norm. Whether it then needed more steps than with
 # Pre-LN is on the card.
 
 # %%
@@ -277,8 +277,8 @@ HTML(evidence_card())
 #   `nn.TransformerEncoderLayer`. `helpers.LayerNorm` and `nn.LayerNorm` drop in for yours.
 # - Pre-LN is `x + attn(LN(x))`, and its model ends with a final LN, because the stream is never
 #   normalised. Post-LN is `LN(x + attn(x))`.
-# - Pre-LN won because its gradients near the output start small, while Post-LN's start large at
-#   any depth and need a warm-up (Xiong et al. 2020).
+# - Pre-LN won because at initialisation its gradients near the output shrink with depth, while
+#   Post-LN's stay large at any depth and need a warm-up (Xiong et al. 2020).
 # - Whether LN speeds training up depends on the model, as the card shows.
 
 # %% [markdown]
