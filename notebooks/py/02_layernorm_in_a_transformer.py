@@ -255,19 +255,18 @@ check_final_ln(model_forward)
 # %% [markdown]
 # ## What the evidence says
 #
-# The lesson's claims, and two on Pre-LN, were each tested in small experiments, every arm from 10
-# random starts. Each row names its model and task. An *MLP* is a stack of `Linear` layers and
+# The lesson's claims, and two on Pre-LN, were each tested in small experiments, each variant (with LN
+# or without, say) from 10 random starts. Each row names its model and task. An *MLP* is a stack of `Linear` layers and
 # activations. An *LSTM* is an RNN whose gates decide what its state keeps, the kind of RNN Ba et al.
-# tested LN on. *Steps* count training steps until the loss reaches a target fixed in advance. Each
-# row links to its deep dive.
+# tested LN on. *Steps* count training steps until the loss reaches a target fixed in advance.
 
 # %%
 HTML(evidence_card())
 
 # %% [markdown]
-# The Pre-LN against Post-LN row takes each form at its own best learning rate, on a tiny model.
-# The warm-up of the warm-up row lasted 20 steps, far shorter than Xiong et al.'s. Where a line cannot tell, or says
-# the opposite, the lesson's reason is a motivation, not a guarantee. What LN does to training
+# The Pre-LN against Post-LN row runs each form at its own best rate. The warm-up row's warm-up
+# lasted 20 steps, far shorter than Xiong et al.'s. "Cannot tell" means the runs could not tell the
+# two apart. Where a line says that, or the opposite, the lesson's reason is a motivation, not a guarantee. What LN does to training
 # depends on the model. How the runs decide is in deep dive [10](10_how_a_claim_is_tested.ipynb).
 
 # %% [markdown]
