@@ -2,8 +2,9 @@
 
 The core path has a Chinese edition (``notebooks/zh/``), whose first cell ends with
 ``helpers.set_language("zh")``. From then on the checkers' feedback (the ✅/❌ line, the failing
-case, the hint) and the core path's closing evidence card speak Chinese; everything else
-(identifiers, figure labels, printed tables) stays as in English.
+case, the hint), the core path's closing evidence card and its widgets' titles, control labels and
+dropdown labels speak Chinese; everything else (identifiers, a dropdown's values, figure labels,
+printed tables) stays as in English.
 
 There is one mechanism: a text a learner may read is written once, as a :class:`Text`, an
 English ``str`` that carries its Chinese beside it (``Text("mean", "均值")``), and :func:`say`

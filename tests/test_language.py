@@ -152,3 +152,34 @@ def test_the_evidence_card_speaks_the_language_and_links_up_from_notebooks_zh():
         assert all(isinstance(t, Text) for t in (row.less, row.more) if t is not None)
         assert CJK.search(zh_cells[2]) and html.escape(zh_cells[2]) in chinese
     assert all(isinstance(said, Text) and CJK.search(said.zh) for said in card._SAYS.values())
+
+
+CORE_WIDGETS = ("deep_stack", "activation_input", "residual_stream")  # 00, 01 and 02's
+
+
+@pytest.mark.parametrize("name", CORE_WIDGETS)
+def test_the_core_paths_widgets_speak_the_language_and_compute_the_same(name):
+    """A core notebook's widget, built after ``set_language("zh")``: its HTML title, its controls'
+    descriptions and its dropdowns' labels are Chinese (a label that is a name, tanh or RMSNorm,
+    stays as it is); the values the controls hand on, and what the figure shows, do not change."""
+    import importlib
+
+    import ipywidgets
+
+    build = getattr(importlib.import_module(f"helpers.widgets.{name}"), f"{name}_demo")
+    english = build()
+    set_language("zh")
+    chinese = build()
+    set_language("en")
+    titles = [d.children[0].value for d in (english, chinese)]
+    assert not CJK.search(titles[0]) and CJK.search(titles[1]), titles
+    assert list(english.controls) == list(chinese.controls)
+    for key, en in english.controls.items():
+        zh = chinese.controls[key]
+        assert not CJK.search(en.description) and CJK.search(zh.description), (en.description, zh.description)
+        assert en.value == zh.value
+        if isinstance(en, ipywidgets.Dropdown):
+            assert zh._options_values == en._options_values
+            for en_label, zh_label in zip(en._options_labels, zh._options_labels, strict=True):
+                assert zh_label == en_label or (CJK.search(zh_label) and not CJK.search(en_label)), zh_label
+    assert [p["title"] for p in chinese.state["panels"]] == [p["title"] for p in english.state["panels"]]

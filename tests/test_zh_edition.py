@@ -6,8 +6,9 @@ Chinese sentences. What must stay equal, and nothing more:
   but for one line, the first cell ends with ``helpers.set_language("zh")``
   (``helpers.bootstrap.first_cell("zh")``). The ``# NBVAL_...`` markers count as code.
 - Every stored output equal (widget model ids aside), but for what speaks the notebook's language:
-  a checker's message (the same ✅ or ❌, exercise and numbers) and the closing evidence card (the
-  same claims, in the same order, with the same outcome each, its links one folder up).
+  a checker's message (the same ✅ or ❌, exercise and numbers), the closing evidence card (the
+  same claims, in the same order, with the same outcome each, its links one folder up) and a
+  widget's text/plain (the same class; its repr spells the widget's title and labels).
 - The same sections: the same headings, at the same levels, in the same order, with the same
   lesson-point tags, and the same code cells in each. Inside a section the Markdown may be cut into
   cells as Chinese sentences need; the section holds the same numbers, formulas, code (spans and
@@ -142,11 +143,15 @@ def _outputs(cell) -> list:
 
 
 def _plain(output) -> dict:
-    """An output as stored, but for the widget's model id (new at every run)."""
+    """An output as stored, but for the widget's model id (new at every run) and its text/plain
+    beyond its class's name (the repr spells the widget's title and labels, which speak the
+    notebook's language)."""
     output = {k: v for k, v in output.items() if k != "metadata" or v}
     if WIDGET in output.get("data", {}):
-        output["data"] = {**output["data"], WIDGET: {k: v for k, v in output["data"][WIDGET].items()
-                                                     if k != "model_id"}}
+        data = output["data"]
+        output["data"] = {**data, WIDGET: {k: v for k, v in data[WIDGET].items() if k != "model_id"}}
+        if "text/plain" in data:
+            output["data"]["text/plain"] = data["text/plain"].split("(")[0]
     return output
 
 

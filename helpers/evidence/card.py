@@ -95,7 +95,7 @@ _LSTM = Text("an LSTM, 1 layer × 64 units; add two marked numbers in a sequence
 _RNN = Text("a tanh RNN, 1 layer × 64 units; the same task, sequences of 10",
             "tanh RNN，1 层 × 64 个单元；同一个任务，序列长度 10")
 _DEEP = Text("a Transformer, 6 blocks × width 32, copying 8 tokens",
-             "Transformer，6 个模块 × 宽度 32，复制 8 个 token")
+             "Transformer，6 个块 × 宽度 32，复制 8 个 token")
 _DRIFT = Text("an MLP, 8 layers × 32 units, 3 rates; fit a smooth function",
               "MLP，8 层 × 32 个单元，3 种学习率；拟合一个固定的光滑函数")
 _BATCH = Text("an MLP, 2 layers × 32 units, batches of 2; sort points into two classes by a fixed rule",
@@ -120,12 +120,12 @@ CORE_ROWS = (
               "rnn_regimes", "steps, T 10, hidden 64", "LayerNorm", _13), _RNN, *_steps("LN", "LN")),
     # The Transformer rows read the six-block regime (deep_transformer), sized so that the arms can be told apart
     Row(Claim(Text("With Pre-LN, a six-block Transformer needs fewer steps than with no norm",
-                   "用 Pre-LN 的六层 Transformer 比不加归一化时需要的训练步数更少"),
+                   "六个块的 Transformer 用 Pre-LN 时，比不加归一化需要的训练步数更少"),
               "deep_transformer", "steps, Pre-LN vs no norm", "Pre-LN", _13), _DEEP, *_steps("Pre-LN", "Pre-LN")),
     # Per unit, each in its own spread: the spread of LN's whole output is fixed by LN itself, so a
     # measure of it would favour LN by construction.
     Row(Claim(Text("With LN, each unit entering an activation moves less, in its own spread",
-                   "加了层归一化，训练中进入激活函数的每个单元移动得更少（以该单元自身的分散程度为尺度）"),
+                   "加了层归一化，进入激活函数的每个单元在训练中移动得更少（以该单元自身的标准差为单位）"),
               "drift", "activation input: largest unit mean drift, every rate", "LayerNorm's activation input", _13),
         _DRIFT,
         Text("about {} less movement with LN", "加了 LN，移动约少 {}"),
@@ -159,7 +159,7 @@ CORE_ROWS = (
 CORE_CLAIMS = tuple(row.claim for row in CORE_ROWS)
 
 _SCOPE = Text("Scope: tiny models on small synthetic tasks, trained on a CPU. In a large model the effects may differ.",
-              "适用范围：在 CPU 上训练、用小型人工任务的微型模型。在大模型上，效果可能不同。")
+              "适用范围：微型模型，小型人工任务，在 CPU 上训练。放到大模型上，效果可能不同。")
 _HEADER = (Text("claim", "说法"), Text("model and task", "模型与任务"), Text("what the runs found", "实验结果"),
            Text("deep dive", "深入专题"))
 

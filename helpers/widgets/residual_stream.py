@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from matplotlib.scale import SymmetricalLogTransform
 
 import helpers
+from helpers.language import Text, say
 from helpers.plots.histograms import (
     SYMLOG,
     histogram,
@@ -100,12 +101,19 @@ def residual_stream_state(norm: str, branch_scale: float, seed: int = 0) -> dict
             "stream": stream, "attention input": seen}
 
 
+_TITLE = Text("<b>Eight Pre-LN blocks: the residual stream and what attention sees.</b>",
+              "<b>八个 Pre-LN 块里的残差流，以及注意力看到的输入。</b>")
+#: The dropdown's label of a norm where it is not the norm's own name.
+_NORM_LABELS = {"no norm": Text("no norm", "不加归一化")}
+
+
 def residual_stream_demo(seed: int = 0) -> Dashboard:
     """A dropdown for the norm and a slider for the branches' scale."""
     controls = {
-        "norm": widgets.Dropdown(options=list(NORMS), value="LayerNorm", description="norm"),
-        "branch_scale": slider("branch output scale", 1.0, 0.5, 3.0, 0.5),
+        "norm": widgets.Dropdown(options=[(say(_NORM_LABELS.get(norm, norm)), norm) for norm in NORMS],
+                                 value="LayerNorm", description=say(Text("norm", "归一化层"))),
+        "branch_scale": slider(say(Text("branch output scale", "子层输出的缩放")), 1.0, 0.5, 3.0, 0.5),
     }
     return Dashboard(controls, lambda norm, branch_scale: residual_stream_state(norm, branch_scale, seed),
                      histogram_panels_figure, update=update_histogram_panels_figure, changing=histogram_panels_changing,
-                     title="<b>Eight Pre-LN blocks: the residual stream and what attention sees.</b>")
+                     title=say(_TITLE))
