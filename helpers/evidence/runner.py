@@ -59,24 +59,6 @@ import torch
 
 from helpers.evidence.verdicts import Verdict, as_verdict
 
-__all__ = [
-    "EXPERIMENTS",
-    "Experiment",
-    "StoredResult",
-    "Tuning",
-    "experiment",
-    "experiment_modules",
-    "fingerprint",
-    "load",
-    "print_verdicts",
-    "records",
-    "register",
-    "resummarize",
-    "summary",
-    "run",
-    "units",
-]
-
 #: The package whose modules declare the set's experiments: each module registers its own when
 #: imported, and the runner imports every module of the package to find them, so an experiment is
 #: declared in one place only.

@@ -36,26 +36,6 @@ from torch import nn
 
 from helpers.evidence import runner
 
-__all__ = [
-    "DRIFT_COMPARISONS",
-    "DRIFT_SEEDS",
-    "DRIFT_SETTINGS",
-    "DRIFT_STEPS",
-    "PERCENTILES",
-    "deep_mlp",
-    "drift_by_seed",
-    "drift_intervals",
-    "drift_runs",
-    "drift_summary",
-    "drift_verdicts",
-    "fit_gamma_beta",
-    "hidden_drift",
-    "recorded_steps",
-    "SITES",
-    "unit_drift_by_rank",
-    "unit_mean_drift",
-]
-
 #: The percentiles :func:`hidden_drift` records, as fractions, and their column names.
 PERCENTILES = {"p05": 0.05, "p25": 0.25, "p50": 0.50, "p75": 0.75, "p95": 0.95}
 _MODELS = {False: "no norm", True: "LayerNorm"}

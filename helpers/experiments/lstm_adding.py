@@ -58,28 +58,6 @@ from helpers.experiments.training import adam, clip_per_model, finite_or_inf, ke
 from helpers.experiments.tuning_words import best_rate_words
 from helpers.functional import layer_norm
 
-__all__ = [
-    "COMPARISONS",
-    "EVAL_EVERY",
-    "HELDOUT_SEED",
-    "HELDOUT_SIZE",
-    "LEARNED_NOTHING",
-    "PILOT_SEEDS",
-    "RATES",
-    "SEEDS",
-    "SEQ_LEN",
-    "STEPS",
-    "THRESHOLD",
-    "VARIANTS",
-    "StackedLSTM",
-    "heldout_batch",
-    "heldout_loss",
-    "lstm_runs",
-    "lstm_steps_to_threshold",
-    "lstm_verdicts",
-    "pilot_scores",
-]
-
 #: The arms, in the order :class:`StackedLSTM` stacks them.
 VARIANTS = ("LSTM", "LN-LSTM", "LN-LSTM without input LN")
 

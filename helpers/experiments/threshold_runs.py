@@ -18,9 +18,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["RUN_KEYS", "grid_resolution", "report_rate_words", "restricted_mean_steps", "steps_staying_below", "steps_to_threshold",
-           "time_words"]
-
 #: The columns that can name one run of a stored table, in order (those a frame has).
 RUN_KEYS = ("stage", "seq_len", "hidden", "depth", "variant", "noise", "lr", "seed")
 

@@ -7,8 +7,6 @@ from collections.abc import Callable
 
 import pandas as pd
 
-__all__ = ["best_rate_words", "report_seed_words"]
-
 
 def best_rate_words(scores: pd.DataFrame, pilot: pd.DataFrame, *, learned_below: float,
                     score: str = "restricted mean {:.0f} steps to the threshold",
