@@ -327,9 +327,16 @@ def test_the_stored_batch_size_experiment_is_the_notebooks_and_its_verdicts_foll
     assert report.groupby(["norm", "batch_size", "seed"])["step"].apply(lambda s: set(range(20)) <= set(s)).all()
 
 
+def _report_rate_words(frame):
+    """``{"<norm>, batch <b>": words}`` of the ``"best rate on the report seeds, <norm>, batch <b>"`` verdicts."""
+    prefix = "best rate on the report seeds, "
+    return {key.removeprefix(prefix): str(said) for key, said in batch_size._summarize_batch_size(frame).items()
+            if key.startswith(prefix)}
+
+
 def test_the_best_rate_check_says_where_report_seeds_stay_at_chance():
     frame = runner.load("batch_size").frame
-    words = batch_size.report_rate_words(frame)
+    words = _report_rate_words(frame)
     assert set(words) == {f"{n}, batch {b}" for n in NORMS for b in batch_size.BATCH_SIZES}
     # BN at batch 2: most report seeds stay at chance, more than at a neighbouring rate's pilot runs
     assert words["BatchNorm, batch 2"].startswith("does not hold: 9 of 10 report seeds ended with a test loss at or "
@@ -341,7 +348,7 @@ def test_the_best_rate_check_says_where_report_seeds_stay_at_chance():
     at = last & (frame["stage"] == "report") & (frame["norm"] == "LayerNorm") & (frame["batch_size"] == 2) \
         & (frame["seed"] == 4)
     assert at.sum() == 1
-    said = batch_size.report_rate_words(frame.assign(test_loss=frame["test_loss"].where(~at, batch_size.CHANCE_LOSS)))
+    said = _report_rate_words(frame.assign(test_loss=frame["test_loss"].where(~at, batch_size.CHANCE_LOSS)))
     assert said["LayerNorm, batch 2"] == "does not hold: 1" + held.removeprefix("holds: 0")
 
 

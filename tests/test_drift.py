@@ -232,15 +232,6 @@ def test_the_loss_of_the_mean_is_the_probe_targets_variance(runs):
     assert runs["loss_of_mean"].iloc[0] == pytest.approx(y.var(unbiased=False).item(), rel=1e-6)
 
 
-def test_a_progress_bar_changes_nothing_but_stderr(capsys):
-    quiet = hidden_drift(False, steps=3)
-    assert capsys.readouterr().err == ""
-    shown = hidden_drift(False, steps=3, progress=True)
-    pd.testing.assert_frame_equal(quiet, shown)
-    err = capsys.readouterr().err
-    assert "no norm" in err and "/3 [" in err
-
-
 # ---------------------------------------------------------------- the drift runs: what they show
 
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from helpers.evidence.claims import Claim
 
-__all__ = ["LEDGERS"]
-
 _ACTIVATIONS = ("tanh", "relu", "gelu")  # helpers.experiments.placement_tuned.ACTIVATIONS
 _SEQ_LENS, _HIDDEN = (10, 50), (16, 64, 128)  # helpers.experiments.rnn_regimes.SEQ_LENS, HIDDEN
 _DYT_ALPHAS = (0.1, 0.5, 2.0)  # helpers.experiments.small_transformer.DYT_ALPHAS

@@ -30,8 +30,6 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-__all__ = ["KINDS", "WEAK_FLAGS", "Verdict", "as_verdict"]
-
 #: The kinds of stored verdict.
 KINDS = ("comparison", "answer", "note")
 

@@ -390,27 +390,14 @@ def accuracy_gaps(frame: pd.DataFrame, *, pairs=GAP_PAIRS) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def report_rate_words(frame: pd.DataFrame) -> dict[str, str]:
-    """``{"<norm>, batch <b>": words}``: whether each arm's best rate trains on the report seeds
-    (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds end with a test loss at
-    or above :data:`CHANCE_LOSS` (the tuning's learned-nothing level; a diverged run too), against the
-    pilot runs at the neighbouring rates. ``frame``: the stored table, pilot and report rows."""
-    from helpers.experiments.tuning_words import report_seed_words
-
-    # final_accuracy keeps the report rows of a frame that has both: each stage on its own
-    finals = pd.concat([final_accuracy(frame[frame["stage"] == stage]) for stage in ("pilot", "report")],
-                       ignore_index=True)
-    runs = finals.assign(arm=finals["norm"] + ", batch " + finals["batch_size"].astype(str),
-                         value=finals["test_loss"])
-    return report_seed_words(runs, learned_below=CHANCE_LOSS,
-                             stuck=f"ended with a test loss at or above chance ({CHANCE_LOSS:.3f})")
-
-
 def _summarize_batch_size(frame: pd.DataFrame) -> dict[str, str]:
     """The stored verdicts: each norm's tuned rate, whether it trains on the report seeds (``"best rate on
-    the report seeds, <norm>, batch <b>"``, :func:`report_rate_words`), and ``"batch 2: BatchNorm vs
-    LayerNorm"`` -> words, for every pair of :data:`GAP_PAIRS` and every batch size."""
+    the report seeds, <norm>, batch <b>"``, :func:`helpers.experiments.tuning_words.report_seed_words`:
+    how many report seeds end with a test loss at or above :data:`CHANCE_LOSS`, against the pilot runs at
+    the neighbouring rates), and ``"batch 2: BatchNorm vs LayerNorm"`` -> words, for every pair of
+    :data:`GAP_PAIRS` and every batch size."""
     from helpers.evidence.statistics import best_rates
+    from helpers.experiments.tuning_words import report_seed_words
 
     out = {}
     if "stage" in frame:
@@ -423,7 +410,13 @@ def _summarize_batch_size(frame: pd.DataFrame) -> dict[str, str]:
             where = f"; {row.note}" if row.note else ", inside the grid"
             out[f"best rate, {row.arm}"] = (f"{row.best_lr:g} (mean final test loss {row.best_score:.3f} over the "
                                             f"{pilot['seed'].nunique()} pilot seeds{where})")
-        out.update({f"best rate on the report seeds, {arm}": words for arm, words in report_rate_words(frame).items()})
+        # final_accuracy keeps the report rows of a frame that has both: each stage on its own
+        ran = pd.concat([final_accuracy(frame[frame["stage"] == stage]) for stage in ("pilot", "report")],
+                        ignore_index=True)
+        ran = ran.assign(arm=ran["norm"] + ", batch " + ran["batch_size"].astype(str), value=ran["test_loss"])
+        checked = report_seed_words(ran, learned_below=CHANCE_LOSS,
+                                    stuck=f"ended with a test loss at or above chance ({CHANCE_LOSS:.3f})")
+        out.update({f"best rate on the report seeds, {arm}": words for arm, words in checked.items()})
     for r in accuracy_gaps(frame).itertuples():
         out[f"batch {r.batch_size}: {r.a} vs {r.b}"] = r.verdict
     return out

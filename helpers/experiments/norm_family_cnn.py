@@ -59,9 +59,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from helpers.evidence import runner
-from helpers.evidence.statistics import EQUIVALENCE_MARGIN, grid_resolution
+from helpers.evidence.statistics import EQUIVALENCE_MARGIN
 from helpers.experiments.placement_tuned import cosine_factor
-from helpers.experiments.tuning_words import best_rate_words, report_seed_words
+from helpers.experiments.tuning_words import grid_resolution, rate_verdicts
 from helpers.modules import BatchNorm2d, GroupNorm, InstanceNorm2d
 
 #: The four norms compared, by the names the tables and verdicts use.
@@ -561,16 +561,6 @@ _MEASURES = {"error": "test error", "loss": "test loss"}
 MATCH_MARGIN = EQUIVALENCE_MARGIN
 
 
-def grid_step(scores: pd.DataFrame, norm: str, batch: int) -> float:
-    """How finely the tuning resolves one arm (:func:`helpers.evidence.statistics.grid_step` on its
-    pilot scores, :func:`pilot_scores`): the smaller relative change in the pilot error from the
-    arm's best rate to a neighbouring rate; ``inf`` where the arm has no finite score."""
-    from helpers.evidence.statistics import grid_step as step
-
-    arm = scores[(scores["norm"] == norm) & (scores["batch_size"] == batch)]
-    return step(arm["lr"], arm["score"])
-
-
 def _relative(a: np.ndarray, b: np.ndarray, *, claim, a_name: str, b_name: str, quantity: str,
               margin: float | None = None, resolution: tuple[float, str] | None = None, seeds=None):
     """One minus the geometric mean of the per-seed ratios ``a / b``, paired by position, with its
@@ -612,8 +602,10 @@ def comparisons(frame: pd.DataFrame) -> pd.DataFrame:
         """The coarser grid step of the compared arms ``[(norm, batch), ...]``, in words."""
         if scores is None:
             return None
-        return grid_resolution({arm: grid_step(scores, *arm) for arm in arms},
-                               lambda arm, step: f"{arm[0]}'s pilot error at batch {arm[1]} by {step:.1%}")
+        return grid_resolution(scores.assign(arm=scores["norm"] + ", batch " + scores["batch_size"].astype(str)),
+                               [f"{norm}, batch {b}" for norm, b in arms],
+                               lambda arm, step: "{}'s pilot error at batch {} by {:.1%}".format(
+                                   *arm.split(", batch "), step))
 
     def add(kind, measure, b, norm, a_name, b_name, claim, x, y, seeds, arms=()):
         # "the same" only where two norms, or one norm at two batch sizes, may be claimed to match
@@ -649,18 +641,6 @@ def comparisons(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def report_rate_words(frame: pd.DataFrame) -> dict[str, str]:
-    """``{"<norm>, batch <b>": words}``: whether each arm's best rate trains on the report seeds
-    (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds end with a test error
-    at or above :data:`CHANCE_ERROR` (the tuning's learned-nothing level; a diverged run too), against
-    the pilot runs (validation error) at the neighbouring rates of the grid scaled to the batch size.
-    ``frame``: the stored table, pilot and report rows."""
-    finals = final_errors(frame, stage=None)
-    runs = finals.assign(arm=finals["norm"] + ", batch " + finals["batch_size"].astype(str), value=finals["error"])
-    return report_seed_words(runs, learned_below=CHANCE_ERROR,
-                             stuck=f"ended with an error at or above chance ({CHANCE_ERROR:.1%})")
-
-
 def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     """The verdicts of ``norm_family_cnn``, in words, from the stored table.
 
@@ -668,7 +648,9 @@ def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:
       to it (recomputed from the pilot rows as the runner picked it: :func:`pilot_scores`), and
       whether it is inside the grid;
     - ``"best rate on the report seeds, <norm>, batch <b>"``: whether that rate trains on the report
-      seeds (:func:`report_rate_words`);
+      seeds (:func:`helpers.experiments.tuning_words.rate_verdicts`: how many report seeds end with a test
+      error at or above :data:`CHANCE_ERROR`, against the pilot runs, validation error, at the
+      neighbouring rates of the grid scaled to the batch size);
     - ``"runs, <norm>, batch <b>"``: the mean test error over the reported seeds with its interval,
       the mean loss, and for BN the error in ``train()`` mode;
     - ``"error, batch <b>: <A> vs <B>"``, ``"loss, batch <b>: <A> vs <B>"``, ``"error, <norm>: batch <b>
@@ -685,13 +667,13 @@ def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         def rate(arm, lr):  # the grid is in units of batch LR_BATCH: each arm's rate is scaled to its batch
             return f"{scaled_lr(lr, batch[arm]):g}"
 
-        best = best_rate_words(scores, pilot, learned_below=CHANCE_ERROR, rate=rate,
-                               best=lambda arm, lr: f"{rate(arm, lr)} ({lr:g} scaled from batch {LR_BATCH} "
-                                                    f"to {batch[arm]})",
-                               score="mean final validation error {:.1%}",
-                               none="none: at no rate of the grid ({grid}) is the mean error below chance")
-        out.update({f"best rate, {arm}": words for arm, words in best.items()})
-        out.update({f"best rate on the report seeds, {arm}": words for arm, words in report_rate_words(frame).items()})
+        ran = final_errors(frame, stage=None)  # pilot and report runs
+        ran = ran.assign(arm=ran["norm"] + ", batch " + ran["batch_size"].astype(str), value=ran["error"])
+        out = rate_verdicts(scores, pilot, ran, learned_below=CHANCE_ERROR,
+                            stuck=f"ended with an error at or above chance ({CHANCE_ERROR:.1%})", rate=rate,
+                            best=lambda arm, lr: f"{rate(arm, lr)} ({lr:g} scaled from batch {LR_BATCH} to {batch[arm]})",
+                            score="mean final validation error {:.1%}",
+                            none="none: at no rate of the grid ({grid}) is the mean error below chance")
     for row in error_table(frame).itertuples():
         said = (f"at lr {row.lr:g}: test error {row.error:.1%} (95% CI {row.error_low:.1%} to {row.error_high:.1%}), "
                 f"mean over {row.seeds} seeds; mean loss {row.loss:.3f}")

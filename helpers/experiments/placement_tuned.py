@@ -38,7 +38,7 @@ from helpers.evidence import runner
 from helpers.evidence.verdicts import Verdict
 from helpers.experiments.small_transformer import N_COPY, VOCAB, StackedDecoder, copy_task
 from helpers.experiments.training import adam, keep_rows
-from helpers.experiments.tuning_words import best_rate_words, report_seed_words
+from helpers.experiments.tuning_words import grid_resolution, rate_verdicts
 from helpers.functional import layer_norm
 
 #: The activations, as :func:`torch.nn.init.calculate_gain` and the notebook name them.
@@ -430,25 +430,15 @@ def _capped(values: pd.Series) -> np.ndarray:
     return values.clip(upper=NOTHING).to_numpy(dtype=np.float64)
 
 
-def _grid_step(scores: pd.DataFrame, activation: str, arrangement: str) -> float:
-    """How much one step of the tuning grid moves an arm's pilot score near its best rate: the smallest
-    relative change from the best rate's score to a neighbouring rate's (``inf`` where no neighbour
-    has a finite score). A difference between arms below it is within what tuning on that grid can
-    resolve: the other rate might have been picked on other pilot seeds."""
-    from helpers.evidence.statistics import grid_step
-
-    arm = scores[(scores["activation"] == activation) & (scores["arrangement"] == arrangement)]
-    return grid_step(arm["lr"], arm["score"])
-
-
 def _compare(finals: pd.DataFrame, activation: str, a: str, b: str, quantity: str, seeds=None,
              scores: pd.DataFrame | None = None) -> tuple[Verdict, int]:
     """Arrangement ``a`` against ``b`` for one activation, paired by seed on the final loss: the relative
     difference (one minus the geometric mean of the per-seed ratios ``a / b``) with its t-interval, in
     :func:`helpers.evidence.statistics.verdict`'s words (the claim: ``a`` ends lower). With the pilot
-    ``scores``, a difference smaller than one step of the tuning grid (:func:`_grid_step`, the larger
-    of the two arms') is flagged. Returns the record and the number of seeds."""
-    from helpers.evidence.statistics import grid_resolution, paired_difference_ci, verdict
+    ``scores``, a difference smaller than one step of the tuning grid
+    (:func:`helpers.experiments.tuning_words.grid_resolution`, the larger of the two arms') is flagged.
+    Returns the record and the number of seeds."""
+    from helpers.evidence.statistics import paired_difference_ci, verdict
 
     at = finals[finals["activation"] == activation]
     table = at.pivot_table(index="seed", columns="arrangement", values="final", dropna=False)
@@ -458,8 +448,8 @@ def _compare(finals: pd.DataFrame, activation: str, a: str, b: str, quantity: st
         return Verdict.no_interval(a, b, quantity, f"not testable on {len(table)} seed(s): an interval needs at least 2"), \
             len(table)
     resolution = None if scores is None else grid_resolution(
-        {arm: _grid_step(scores, activation, arm) for arm in (a, b)},
-        lambda arm, step: f"{arm}'s pilot loss by {step:.1%}")
+        scores, [f"{activation}, {arm}" for arm in (a, b)],
+        lambda arm, step: f"{arm.removeprefix(f'{activation}, ')}'s pilot loss by {step:.1%}")
     ci = paired_difference_ci(_capped(table[a]), _capped(table[b]), relative=True, seeds=table.index)
     return verdict(ci, a=a, b=b, quantity=quantity, claim="fewer", verb="ends with",
                    words=("lower", "higher"), resolution=resolution), len(table)
@@ -477,7 +467,8 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     - ``"best rate, <act>, <arr>"``: its best rate on the pilot grid (recomputed from the pilot
       rows, as the runner picked it, :func:`pilot_scores`), and whether it is inside the grid;
     - ``"best rate on the report seeds, <act>, <arr>"``: whether that rate trains on the report seeds
-      (:func:`report_rate_words`);
+      (:func:`helpers.experiments.tuning_words.rate_verdicts`: how many report seeds end at or above
+      :data:`NOTHING`, against the pilot runs at the neighbouring rates);
     - ``"runs, <act>, <arr>"``: at that rate, how many of the reported runs converged
       (:func:`converged`), their loss at step 0 and at the end (medians over seeds, with the range
       at the end), and how much it changed over the last 20% of the steps.
@@ -496,16 +487,17 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     95% t-intervals over the seeds of the relative difference, one minus the geometric mean of the
     per-seed ratios A / B (:func:`helpers.evidence.statistics.paired_difference_ci`,
     :func:`helpers.evidence.statistics.verdict`); a difference smaller than one step of the tuning grid
-    is flagged (:func:`_grid_step`).
+    is flagged (:func:`helpers.experiments.tuning_words.grid_resolution`).
     """
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
     scores = pilot_scores(pilot)
     scores = scores.assign(arm=scores["activation"] + ", " + scores["arrangement"])
-    best = best_rate_words(scores, pilot, learned_below=NOTHING, score="median final loss {:.4f}",
-                           none=f"none: at no rate of the grid ({{grid}}) does the median end below {NOTHING:g}")
-    out = {f"best rate, {arm}": words for arm, words in best.items()}
-    out.update({f"best rate on the report seeds, {arm}": words for arm, words in report_rate_words(frame).items()})
+    ran = final_rows(frame)  # pilot and report runs
+    ran = ran.assign(arm=ran["activation"] + ", " + ran["arrangement"], value=ran["final"])
+    out = rate_verdicts(scores, pilot, ran, learned_below=NOTHING, stuck=f"ended at or above the learned-nothing loss ({NOTHING:g})",
+                        score="median final loss {:.4f}",
+                        none=f"none: at no rate of the grid ({{grid}}) does the median end below {NOTHING:g}")
     finals = final_rows(report)
     for act in ACTIVATIONS:
         for arr in ARRANGEMENTS:
@@ -542,17 +534,6 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         out[f"at convergence, {act}, LN -> act vs act -> LN"] = replace(
             said, suffix=f"; on the {n} of {len(at)} seeds where both runs converged")
     return out
-
-
-def report_rate_words(frame: pd.DataFrame) -> dict[str, str]:
-    """``{"<act>, <arr>": words}``: whether each arm's best rate trains on the report seeds
-    (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds end at or above
-    :data:`NOTHING` (the tuning's learned-nothing level; a diverged run too), against the pilot runs at
-    the neighbouring rates. ``frame``: the stored table, pilot and report rows."""
-    finals = final_rows(frame)
-    runs = finals.assign(arm=finals["activation"] + ", " + finals["arrangement"], value=finals["final"])
-    return report_seed_words(runs, learned_below=NOTHING,
-                             stuck=f"ended at or above the learned-nothing loss ({NOTHING:g})")
 
 
 # ------------------------------------------------------------------ Xiong et al.'s depth law

@@ -40,19 +40,6 @@ from torch import nn
 from helpers.evidence.verdicts import Verdict
 from helpers.functional import layer_norm
 
-__all__ = [
-    "LEARNED_NOTHING",
-    "NOISE",
-    "VARIANTS",
-    "StackedRNN",
-    "adding_task",
-    "arm_label",
-    "arms",
-    "normed_vs_plain",
-    "paired",
-    "stacked_batch",
-]
-
 #: The variants, in the order :class:`StackedRNN` stacks them.
 VARIANTS = ("no norm", "LayerNorm", "noisy LayerNorm")
 
