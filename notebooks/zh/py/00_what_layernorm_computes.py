@@ -33,7 +33,7 @@ helpers.set_language("zh")
 #
 # 本笔记本先说明深层网络为什么需要归一化，再用同一段代码分别写出批量归一化（BatchNorm，BN）和层归一化（LayerNorm，LN），两者只差在沿哪个维度计算。接着你会亲手写出 LN 的公式，最后看 `gamma` 和 `beta` 起什么作用。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/00_what_layernorm_computes.ipynb)
 #
-# 这套笔记本围绕一篇讲 LN 的中文短教程展开，下文称为原课程，引用时给出原文。核心路线共三个笔记本，这是第一个。第 1 到 8 节在笔记本 00 和 01 中，依次对应原课程的八个要点。第 9 到 13 节在笔记本 02 中，讲的是原课程之外的内容。图中的文字和打印输出都是英文，末尾的术语表给出了中英对照。
+# 这套笔记本围绕一篇讲 LN 的中文短教程展开（它没有标题，也没有署名），下文称为原课程，引用时给出原文。核心路线共三个笔记本，这是第一个。第 1 到 8 节在笔记本 00 和 01 中，依次对应原课程的八个要点。第 9 到 13 节在笔记本 02 中，讲的是原课程之外的内容。图中的文字和打印输出都是英文，末尾的术语表给出了中英对照。
 
 # %%
 import matplotlib.pyplot as plt

@@ -87,7 +87,7 @@ demo = activation_input_demo()
 demo
 
 # %% [markdown]
-# 下图选的是 tanh，`z` 的均值为 2，标准差为 3。左图中，tanh 的输出堆在 ±1 附近，形成两个红色的峰。右图中，`z` 的大部分落在 +1 一侧的饱和区，tanh 给它们的输出几乎一样，LN 再把这个几乎不变的值变成那根高高的红色尖峰。被 tanh 抹掉的差别，后面的 LN 无法恢复。
+# 下图选的是 tanh，`z` 的均值为 2，标准差为 3。左图是 LN 在前，tanh 的输出分布在 ±1 以内，落进饱和区的很少。右图中，`z` 的大部分落在 +1 一侧的饱和区，tanh 给它们的输出几乎一样，LN 再把这个几乎不变的值变成那根高高的红色尖峰。被 tanh 抹掉的差别，后面的 LN 无法恢复。
 
 # %%
 demo.snapshot(activation="tanh", shift=2.0, scale=3.0)
@@ -124,7 +124,7 @@ for shape in [(dim,), (seq_len, dim)]:
 # - 因果模型根据前面的 token 预测下一个 token。以句子为单位时，每个 token 的均值和方差都包含了它后面的 token，等于泄露了未来的信息。
 # - 以句子为单位时，一个特别大的 token 会改变其他所有 token 的输出，上面的 token 0 就是例子。以 token 为单位时，每个 token 的输出只取决于它自己。
 #
-# 标准的 Transformer 没有以句子为单位做归一化的，GPT-2、BERT 和 LLaMA 都是对每个 token 在它自己的特征上做归一化。对整个样本做归一化，适合形状固定的输入，比如图像。图像模型 PoolFormer（Yu 等人，2022）就是这样做的，它用只分一组的 `nn.GroupNorm`，在每张图像的所有通道和像素上做归一化。真实模型究竟在哪些维度上归一化，以及如何处理填充和掩码，见深入专题 [16](../16_sequences_padding_and_masks.ipynb)。
+# 标准的 Transformer 没有以句子为单位做归一化的，GPT-2、BERT 和 LLaMA（LLaMA 用的是 RMSNorm）都是对每个 token 在它自己的特征上做归一化。对整个样本做归一化，适合形状固定的输入，比如图像。图像模型 PoolFormer（Yu 等人，2022）就是这样做的，它用只分一组的 `nn.GroupNorm`，在每张图像的所有通道和像素上做归一化。真实模型究竟在哪些维度上归一化，以及如何处理填充和掩码，见深入专题 [16](../16_sequences_padding_and_masks.ipynb)。
 
 # %% [markdown] lesson_point=7
 # ## 7 · 没有移动平均值

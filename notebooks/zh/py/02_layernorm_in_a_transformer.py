@@ -112,7 +112,7 @@ plt.show()
 # %% [markdown]
 # ## 11 · 与 PyTorch 的编码器层一致
 #
-# PyTorch 把这两种形式都做进了 `nn.TransformerEncoderLayer`，`norm_first=True` 是 Pre-LN，`norm_first=False` 是 Post-LN。我们给它同样的设置（`activation="gelu"` 和 `dim_feedforward=4 * d_model`），按它的参数名把我们的权重复制过去（`KEY_MAP`），再把因果掩码作为 `src_mask` 传入。两边都以训练模式运行（`.train()`）。在训练模式下，PyTorch 的这一层会做 dropout，即随机把一些值置为零，所以要用 `dropout=0.0` 把它关掉。LN 在两种模式下的计算相同。两边的输出和梯度都应当一致。
+# PyTorch 把这两种形式都做进了 `nn.TransformerEncoderLayer`，`norm_first=True` 是 Pre-LN，`norm_first=False` 是 Post-LN。我们给它同样的设置（`activation="gelu"` 和 `dim_feedforward=4 * d_model`），按它的参数名把我们的权重复制过去（`KEY_MAP`），再把因果掩码作为 `src_mask` 传入。两边都以训练模式运行（`.train()`），因为训练时用的就是这个模式。在训练模式下，PyTorch 的这一层会做 dropout，即随机把一些值置为零，所以要用 `dropout=0.0` 把它关掉。LN 在两种模式下的计算相同。两边的输出和梯度都应当一致。
 
 # %%
 KEY_MAP = {"ln_1.": "norm1.", "ln_2.": "norm2.", "attn.": "self_attn.", "mlp.0.": "linear1.", "mlp.2.": "linear2."}
@@ -147,7 +147,7 @@ for Block, norm_first in ((PreLN, True), (PostLN, False)):
 #
 # 这里是八个 Pre-LN 块，权重随机，没有训练过。左图是进入每个块的残差流 `x`，右图是归一化层交给注意力的输入，颜色表示块的编号。滑块缩放每个子层加到残差流上的输出，下拉菜单选择归一化层。RMSNorm 就是不减均值的 LN，LLaMA 用的正是它，详见深入专题 [15](../15_the_normalization_family.ipynb)。每张图都注明了有多少值落在坐标轴范围之外。
 #
-# 请留意哪些东西不动。滑块会让残差流变化，但注意力的输入在任何设置下标准差都保持为 1，因为归一化层除掉了残差流的尺度。选“不加归一化”时，注意力看到的就是残差流本身。残差流会增长好几个数量级，所以坐标轴在 ±1 以外改用对数刻度（symlog）。这种增长来自这里的权重，它们的方差是 PyTorch 默认值的三倍，使每个子层加上的量与它读到的量大致相当。卡片里那个由六个块组成的 Transformer 用的是 PyTorch 的默认初始化，也在不加归一化的情况下训练过。它是否因此比用 Pre-LN 时需要更多的训练步数，见卡片。
+# 请留意哪些东西不动。滑块会让残差流变化，但只要选的是 LayerNorm 或 RMSNorm，不管滑块在哪里，注意力的输入标准差都保持为 1，因为归一化层除掉了残差流的尺度。选“不加归一化”时，注意力看到的就是残差流本身。残差流会增长好几个数量级，所以坐标轴在 ±1 以外改用对数刻度（symlog）。这种增长来自这里的权重，它们的方差是 PyTorch 默认值的三倍，使每个子层加上的量与它读到的量大致相当。卡片里那个由六个块组成的 Transformer 用的是 PyTorch 的默认初始化，也在不加归一化的情况下训练过。它是否因此比用 Pre-LN 时需要更多的训练步数，见卡片。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
