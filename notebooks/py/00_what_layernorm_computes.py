@@ -83,7 +83,7 @@ print("LN, each row:\n", standardize(x, dim=-1))
 # With a batch of two, BN turns each column into −1 and +1: each value sits one spread away from
 # the pair's mean, so only *which sample is larger* survives.
 #
-# LN keeps each sample's own order of features, but it loses the sample's scale. `[1, 2, 3]` and
+# LN keeps each sample's order of features, but loses the sample's mean and scale. `[1, 2, 3]` and
 # `[30, 10, 20]` both become −1.22, 0 and 1.22, each in its own order. That sample 1 is ten times
 # larger than sample 0 is gone.
 #
@@ -260,7 +260,7 @@ plt.show()
 # ## Summary
 #
 # - BN and LN are the same code over a different dimension. LN standardises each sample on its own,
-#   and loses the sample's scale. BN still wins in CNNs trained with large batches.
+#   and loses its mean and scale. BN still wins in CNNs trained with large batches.
 # - LN is a mean, a biased variance and $\epsilon$ inside the root. Then $\gamma$ rescales and
 #   $\beta$ shifts, one of each per feature.
 #

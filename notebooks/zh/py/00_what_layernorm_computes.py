@@ -72,7 +72,7 @@ print("LN, each row:\n", standardize(x, dim=-1))
 # %% [markdown]
 # 批次里只有两个样本时，BN 把每一列都变成了 −1 和 +1。两个数到它们均值的距离恰好都是一个标准差，所以标准化之后，只剩下哪个样本更大这一点信息。
 #
-# LN 保留了每个样本内部各特征的大小顺序，却丢掉了样本本身的尺度。`[1, 2, 3]` 和 `[30, 10, 20]` 都变成了 −1.22、0 和 1.22，只是排列顺序不同。样本 1 比样本 0 大十倍，这一点经过 LN 就看不出来了。
+# LN 保留了每个样本内部各特征的大小顺序，却丢掉了样本本身的均值和尺度。`[1, 2, 3]` 和 `[30, 10, 20]` 都变成了 −1.22、0 和 1.22，只是排列顺序不同。样本 1 比样本 0 大十倍，这一点经过 LN 就看不出来了。
 #
 # 此外，BN 给样本 0 的输出还取决于样本 1。把后者换掉试试。
 
@@ -242,7 +242,7 @@ plt.show()
 # %% [markdown]
 # ## 小结
 #
-# - BN 和 LN 是同一段代码，只是换了计算的维度。LN 对每个样本单独做标准化，因而丢掉了样本本身的尺度。在用大批量训练的卷积网络中，BN 仍然更好。
+# - BN 和 LN 是同一段代码，只是换了计算的维度。LN 对每个样本单独做标准化，因而丢掉了样本本身的均值和尺度。在用大批量训练的卷积网络中，BN 仍然更好。
 # - LN 就是求均值、求有偏方差，并把 $\epsilon$ 放在根号里面。然后 $\gamma$ 负责缩放，$\beta$ 负责平移，每个特征各有一个。
 #
 # 接下来请读 [01](01_before_the_activation_per_token.ipynb)，然后是 [02](02_layernorm_in_a_transformer.ipynb)。之后是几个深入专题（英文）。[10](../10_how_a_claim_is_tested.ipynb) 讲一个说法如何检验，[11](../11_batchnorm_in_depth.ipynb) 讲 BN，[12](../12_where_the_norm_goes.ipynb) 讲归一化放在哪里，[13](../13_does_it_speed_up_training.ipynb) 讲能否加快训练，[14](../14_backward_numerics_speed.ipynb) 讲反向传播与数值计算，[15](../15_the_normalization_family.ipynb) 讲归一化家族，[16](../16_sequences_padding_and_masks.ipynb) 讲序列与掩码，[17](../17_layernorm_in_your_training_code.ipynb) 讲在你自己的训练代码里使用 LN。
