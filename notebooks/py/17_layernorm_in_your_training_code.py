@@ -174,7 +174,9 @@ assert (nan_rows.drop(index="float16, eps=1e-12") == 0.0).all().all()
 nan_rows
 
 # %% [markdown]
-# The hand-written LN computes $0 / \sqrt{0 + 0} = 0/0$. Torch's kernel and `helpers.layer_norm`
+# ### Does torch's own LayerNorm fail the same way?
+#
+# No. The hand-written LN computes $0 / \sqrt{0 + 0} = 0/0$. Torch's kernel and `helpers.layer_norm`
 # add `eps` in float32, where `1e-12` is not 0, and return 0.
 #
 # **The gradient is a different matter.** For a constant row the centred values are 0, and LN's
