@@ -137,9 +137,9 @@ def test_the_glossary_gives_d2l_zhs_terms():
     mapped = {row[0]: row[1:] for row in rows if len(row) == 3}
     for english, ours, d2l in [("Layer Normalization (LN)", "层归一化", "层规范化"),
                                ("Batch Normalization (BN)", "批量归一化", "批量规范化"),
-                               ("token; feature; sample", "token", "词元"), ("biased variance", "有偏方差", ""),
-                               ("residual connection; residual stream", "残差流", "残差连接"),
-                               ("Transformer block; sub-layer", "块", "块"), ("module (nn.Module)", "模块", "块")]:
+                               ("token / feature / sample", "token", "词元"), ("biased variance", "有偏方差", ""),
+                               ("residual connection / residual stream", "残差流", "残差连接"),
+                               ("Transformer block / sub-layer", "块", "块"), ("module (nn.Module)", "模块", "块")]:
         assert english in mapped, f"the glossary has no row {english!r}"
         assert ours in mapped[english][0] and d2l in mapped[english][1], (english, mapped[english])
 

@@ -205,24 +205,24 @@ plt.show()
 # |---|---|---|
 # | Layer Normalization (LN) | 层归一化 | 层规范化 |
 # | Batch Normalization (BN) | 批量归一化 | 批量规范化 |
-# | normalize; standardize | 归一化；标准化 | 规范化；标准化 |
-# | token; feature; sample | token；特征；样本 | 词元；特征；样本 |
-# | batch; batch size | 批次；批量大小 | 小批量；批量大小 |
+# | normalize / standardize | 归一化、标准化 | 规范化、标准化 |
+# | token / feature / sample | token、特征、样本 | 词元、特征、样本 |
+# | batch / batch size | 批次、批量大小 | 小批量、批量大小 |
 # | mean, variance, std | 均值、方差、标准差 | 均值、方差、标准差 |
 # | biased variance | 有偏方差（除以 n） | 无 |
-# | learnable parameter; scale, shift (gamma, beta) | 可学习参数；缩放、平移 | 拉伸参数、偏移参数 |
-# | activation function; non-linearity | 激活函数；非线性 | 激活函数；非线性 |
+# | learnable parameter / scale, shift (gamma, beta) | 可学习参数、缩放、平移 | 拉伸参数、偏移参数 |
+# | activation function / non-linearity | 激活函数、非线性 | 激活函数、非线性 |
 # | flat tails (of tanh) | 饱和区 | 无 |
 # | per token, per sentence | 以 token 为单位、以句子为单位 | 无 |
-# | running statistics; buffer | 移动平均值；缓冲区 | 移动平均；无 |
+# | running statistics / buffer | 移动平均值、缓冲区 | 移动平均、无 |
 # | train mode, eval mode | 训练模式、评估模式 | 训练模式、预测模式 |
 # | module (nn.Module) | 模块 | 块 |
-# | Transformer block; sub-layer | 块；子层 | 块（如编码器块）；子层 |
-# | residual connection; residual stream | 残差连接；残差流 | 残差连接；无 |
-# | attention; causal mask; padding | 注意力；因果掩码；填充 | 注意力；掩蔽；填充 |
-# | learning rate; warm-up; dropout | 学习率；学习率预热；dropout | 学习率；预热；暂退法 |
-# | MLP; RNN | MLP（多层感知机）；RNN（循环神经网络） | 多层感知机；循环神经网络 |
-# | widget; slider; dropdown | 交互图；滑块；下拉菜单 | 无 |
+# | Transformer block / sub-layer | 块、子层 | 块（如编码器块）、子层 |
+# | residual connection / residual stream | 残差连接、残差流 | 残差连接、无 |
+# | attention / causal mask / padding | 注意力、因果掩码、填充 | 注意力、掩蔽、填充 |
+# | learning rate / warm-up / dropout | 学习率、学习率预热、dropout | 学习率、预热、暂退法 |
+# | MLP / RNN | MLP（多层感知机）、RNN（循环神经网络） | 多层感知机、循环神经网络 |
+# | widget / slider / dropdown | 交互图、滑块、下拉菜单 | 无 |
 #
 # 注意 d2l-zh 把 nn.Module 也叫作块。本套笔记本中，块只指 Transformer 的块，nn.Module 叫作模块。
 #
@@ -230,13 +230,13 @@ plt.show()
 #
 # | 图中的英文 | 中文 |
 # |---|---|
-# | weights scaled by; layer; block | 权重缩放倍数；层；块 |
+# | weights scaled by / layer / block | 权重缩放倍数、层、块 |
 # | value entering tanh | 进入 tanh 的值 |
 # | pre-activations z | 激活前的值 z |
-# | what enters tanh (ReLU, GELU); what leaves the pair | 进入 tanh（ReLU、GELU）的值；LN 与激活函数合起来的输出 |
-# | on the flat tails; set to; below | 落在饱和区；被置为；低于 |
+# | what enters tanh (ReLU, GELU) / what leaves the pair | 进入 tanh（ReLU、GELU）的值、LN 与激活函数合起来的输出 |
+# | on the flat tails / set to / below | 落在饱和区、被置为、低于 |
 # | beyond the axis | 超出坐标轴范围 |
-# | residual stream entering the block; what attention sees | 进入块的残差流；注意力看到的输入 |
+# | residual stream entering the block / what attention sees | 进入块的残差流、注意力看到的输入 |
 # | branch outputs scaled by | 子层输出的缩放倍数 |
 
 # %% [markdown]
