@@ -30,7 +30,7 @@ REPO_ENV = "LAYERNORM_HANDS_ON_REPO"
 BRANCH = "main"
 
 FIRST_CELL = f'''\
-# Make `helpers` (this set's package) importable: installed, from a clone, or in Colab.
+# You need not read this cell. It makes `helpers`, this set's package, importable.
 import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("{REPO_ENV}", "{REPO_URL}")
 clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)
@@ -53,19 +53,15 @@ def first_cell(language: str = "en") -> str:
     line) the line that sets the language; for English, :data:`FIRST_CELL` alone."""
     if language == "en":
         return FIRST_CELL
-    if language not in LANGUAGE_LINES:
-        raise ValueError(f"first_cell(): argument 'language' must be one of {['en', *LANGUAGE_LINES]}, "
-                         f"got {language!r}")
     return f"{FIRST_CELL}\n\n{LANGUAGE_LINES[language]}"  # a blank line after the imports, as isort wants
 
 
-def colab_url(notebook: str, repo_url: str = REPO_URL, branch: str = BRANCH) -> str:
-    """The "Open in Colab" address of ``notebook`` in ``repo_url``: a path under notebooks/, such as
-    ``"00_what_layernorm_computes.ipynb"`` or, in the Chinese edition, ``"zh/00_what_layernorm_computes.ipynb"``."""
-    prefix = "https://github.com/"
-    if not repo_url.startswith(prefix):
-        raise ValueError(f"colab_url(): argument 'repo_url' must start with {prefix!r}, got {repo_url!r}")
-    return f"https://colab.research.google.com/github/{repo_url[len(prefix):]}/blob/{branch}/notebooks/{notebook}"
+def colab_url(notebook: str) -> str:
+    """The "Open in Colab" address of ``notebook`` in :data:`REPO_URL` on :data:`BRANCH`: a path under
+    notebooks/, such as ``"00_what_layernorm_computes.ipynb"`` or, in the Chinese edition,
+    ``"zh/00_what_layernorm_computes.ipynb"``."""
+    repo = REPO_URL.removeprefix("https://github.com/")
+    return f"https://colab.research.google.com/github/{repo}/blob/{BRANCH}/notebooks/{notebook}"
 
 
 #: Any "Open in Colab" address of one of the set's notebooks, whatever repository it names.

@@ -2,8 +2,9 @@
 
 The core path has a Chinese edition (``notebooks/zh/``), whose first cell ends with
 ``helpers.set_language("zh")``. From then on the checkers' feedback (the ✅/❌ line, the failing
-case, the hint) and the core path's closing evidence card speak Chinese; everything else
-(identifiers, figure labels, printed tables) stays as in English.
+case, the hint), the core path's closing evidence card and its widgets' titles, control labels and
+dropdown labels speak Chinese; everything else (identifiers, a dropdown's values, figure labels,
+printed tables) stays as in English.
 
 There is one mechanism: a text a learner may read is written once, as a :class:`Text`, an
 English ``str`` that carries its Chinese beside it (``Text("mean", "均值")``), and :func:`say`
@@ -39,21 +40,9 @@ class Text(str):
     zh: str
 
     def __new__(cls, en: str, zh: str) -> Text:
-        if not isinstance(en, str) or not isinstance(zh, str):
-            raise TypeError(f"Text(): arguments 'en' and 'zh' must be str, got {type(en).__name__} "
-                            f"and {type(zh).__name__}")
-        if not zh.strip():
-            raise ValueError(f"Text(): argument 'zh' must not be empty (the English is {en!r})")
         text = super().__new__(cls, en)
         text.zh = zh
         return text
-
-    @property
-    def en(self) -> str:
-        return str.__str__(self)
-
-    def __reduce__(self):
-        return (Text, (self.en, self.zh))
 
 
 def set_language(language: str) -> None:

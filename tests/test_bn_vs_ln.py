@@ -31,7 +31,7 @@ from helpers.lessons.bn_vs_ln import (
     padding_pollution,
     pooling_groups,
 )
-from helpers.plots import find_line
+from helpers.plots.core import find_line
 
 
 @pytest.fixture(autouse=True)
@@ -119,10 +119,10 @@ def test_stacked_mlp_starts_every_norm_from_the_same_weights_and_matches_nn_modu
 
 def test_gamma_and_beta_scale_and_shift_each_normalized_unit_and_leave_no_norm_alone():
     gens = lambda: [torch.Generator().manual_seed(s) for s in (0, 1)]  # noqa: E731
-    model, plain = StackedMLP(2, generators=gens(), width=8), StackedMLP(2, generators=gens(), width=8, affine=False)
-    assert len(list(plain.parameters())) == 6 and len(list(model.parameters())) == 10
+    model = StackedMLP(2, generators=gens(), width=8)
+    assert len(list(model.parameters())) == 10
     x = torch.randn(6, 5, 8, generator=torch.Generator().manual_seed(3))
-    torch.testing.assert_close(model(x), plain(x))  # gamma 1, beta 0 at the start
+    before = model(x)  # gamma 1, beta 0 at the start
     with torch.no_grad():
         for p in (*model.gammas, *model.betas):
             p.add_(torch.randn(p.shape, generator=torch.Generator().manual_seed(4)))
@@ -130,7 +130,7 @@ def test_gamma_and_beta_scale_and_shift_each_normalized_unit_and_leave_no_norm_a
     expected = torch.relu(F.layer_norm(h, (8,)) * model.gammas[0][2] + model.betas[0][2])
     inner = torch.relu(model._norm(torch.baddbmm(model.biases[0], x, model.weights[0]), 0))
     torch.testing.assert_close(inner[2], expected)
-    torch.testing.assert_close(model(x)[4:], plain(x)[4:])  # no norm: gamma and beta unused
+    torch.testing.assert_close(model(x)[4:], before[4:])  # no norm: gamma and beta unused
     model(x)[4:].sum().backward()
     assert all(p.grad is None or (p.grad == 0).all() for p in (*model.gammas, *model.betas))
 
@@ -327,9 +327,16 @@ def test_the_stored_batch_size_experiment_is_the_notebooks_and_its_verdicts_foll
     assert report.groupby(["norm", "batch_size", "seed"])["step"].apply(lambda s: set(range(20)) <= set(s)).all()
 
 
+def _report_rate_words(frame):
+    """``{"<norm>, batch <b>": words}`` of the ``"best rate on the report seeds, <norm>, batch <b>"`` verdicts."""
+    prefix = "best rate on the report seeds, "
+    return {key.removeprefix(prefix): str(said) for key, said in batch_size._summarize_batch_size(frame).items()
+            if key.startswith(prefix)}
+
+
 def test_the_best_rate_check_says_where_report_seeds_stay_at_chance():
     frame = runner.load("batch_size").frame
-    words = batch_size.report_rate_words(frame)
+    words = _report_rate_words(frame)
     assert set(words) == {f"{n}, batch {b}" for n in NORMS for b in batch_size.BATCH_SIZES}
     # BN at batch 2: most report seeds stay at chance, more than at a neighbouring rate's pilot runs
     assert words["BatchNorm, batch 2"].startswith("does not hold: 9 of 10 report seeds ended with a test loss at or "
@@ -341,7 +348,7 @@ def test_the_best_rate_check_says_where_report_seeds_stay_at_chance():
     at = last & (frame["stage"] == "report") & (frame["norm"] == "LayerNorm") & (frame["batch_size"] == 2) \
         & (frame["seed"] == 4)
     assert at.sum() == 1
-    said = batch_size.report_rate_words(frame.assign(test_loss=frame["test_loss"].where(~at, batch_size.CHANCE_LOSS)))
+    said = _report_rate_words(frame.assign(test_loss=frame["test_loss"].where(~at, batch_size.CHANCE_LOSS)))
     assert said["LayerNorm, batch 2"] == "does not hold: 1" + held.removeprefix("holds: 0")
 
 
@@ -422,7 +429,7 @@ def test_running_var_exercise_accepts_the_answer_and_names_the_slips():
 
 
 def test_exercises_are_registered():
-    from helpers.exercises.checking import registered
+    from helpers.exercises.checking import _REGISTRY
 
-    assert {"batch_norm_train", "running_var_update"} <= set(registered())
+    assert {"batch_norm_train", "running_var_update"} <= set(_REGISTRY)
     assert bn_vs_ln.check_batch_norm_train is check_batch_norm_train

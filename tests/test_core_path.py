@@ -230,7 +230,7 @@ def test_no_statistics_vocabulary(path):
     first_code = next(i for i, c in enumerate(cells) if c.cell_type == "code")
     for where, text in _all_text(path):
         if where.startswith(f"cell {first_code} "):
-            continue  # the bootstrap cell: "Make `helpers` importable"
+            continue  # the bootstrap cell: "It makes `helpers` ... importable"
         match = STATISTICS_WORDS.search(text)
         assert match is None, f"{path.name}, {where}: {match.group(0)!r} in ...{text[max(0, match.start() - 60):match.end() + 60]}..."
 

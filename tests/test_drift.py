@@ -16,6 +16,8 @@ import helpers
 from helpers.evidence import runner
 from helpers.experiments.drift import (
     DRIFT_COMPARISONS,
+    DRIFT_LR,
+    DRIFT_RATES,
     DRIFT_SEEDS,
     DRIFT_SETTINGS,
     DRIFT_STEPS,
@@ -31,6 +33,7 @@ from helpers.experiments.drift import (
     fit_gamma_beta,
     hidden_drift,
     recorded_steps,
+    unit_drift_by_rank,
     unit_mean_drift,
 )
 
@@ -229,15 +232,6 @@ def test_the_loss_of_the_mean_is_the_probe_targets_variance(runs):
     assert runs["loss_of_mean"].iloc[0] == pytest.approx(y.var(unbiased=False).item(), rel=1e-6)
 
 
-def test_a_progress_bar_changes_nothing_but_stderr(capsys):
-    quiet = hidden_drift(False, steps=3)
-    assert capsys.readouterr().err == ""
-    shown = hidden_drift(False, steps=3, progress=True)
-    pd.testing.assert_frame_equal(quiet, shown)
-    err = capsys.readouterr().err
-    assert "no norm" in err and "/3 [" in err
-
-
 # ---------------------------------------------------------------- the drift runs: what they show
 
 
@@ -327,8 +321,15 @@ def stored() -> runner.StoredResult:
     return runner.load("drift")
 
 
-def test_the_stored_table_is_drift_runs_for_every_seed(stored):
-    frame = stored.frame
+@pytest.fixture(scope="module")
+def at_rate(stored) -> pd.DataFrame:
+    """The stored runs at the rate every measure but the swept one is read at."""
+    return stored.frame[stored.frame["lr"] == DRIFT_LR].drop(columns="lr")
+
+
+def test_the_stored_table_is_drift_runs_for_every_seed_at_every_rate(stored, at_rate):
+    assert sorted(stored.frame["lr"].unique()) == sorted(DRIFT_RATES)
+    frame = at_rate
     assert sorted(frame["seed"].unique()) == list(DRIFT_SEEDS)
     sizes = frame.groupby(["seed", "model", "site"]).size()
     assert len(sizes) == 3 * len(DRIFT_SEEDS)
@@ -336,23 +337,23 @@ def test_the_stored_table_is_drift_runs_for_every_seed(stored):
     assert set(drift_runs(steps=1).columns) <= set(frame.columns)
 
 
-def test_the_stored_seed_0_is_the_notebooks_run(stored, runs):
-    seed_0 = stored.frame[(stored.frame["seed"] == 0) & (stored.frame["step"] <= 60)]
+def test_the_stored_seed_0_is_the_notebooks_run(at_rate, runs):
+    seed_0 = at_rate[(at_rate["seed"] == 0) & (at_rate["step"] <= 60)]
     columns = ["model", "site", "step", "loss", "std", "token_mean_absmax"]
     pd.testing.assert_frame_equal(seed_0[columns].reset_index(drop=True), runs[columns].reset_index(drop=True),
                                   atol=1e-4, rtol=1e-3)
 
 
-def test_drift_by_seed_is_drift_summary_per_seed(stored):
-    by_seed = drift_by_seed(stored.frame)
+def test_drift_by_seed_is_drift_summary_per_seed(at_rate):
+    by_seed = drift_by_seed(at_rate)
     assert by_seed.index.names == ["seed", "model", "site"]
     assert by_seed.index.get_level_values("seed").unique().tolist() == list(DRIFT_SEEDS)
-    seed_3 = stored.frame[stored.frame["seed"] == 3]
+    seed_3 = at_rate[at_rate["seed"] == 3]
     pd.testing.assert_frame_equal(by_seed.xs(3, level="seed"), drift_summary(seed_3))
 
 
-def test_drift_intervals_pair_the_sites_by_seed(stored):
-    by_seed = drift_by_seed(stored.frame)
+def test_drift_intervals_pair_the_sites_by_seed(at_rate):
+    by_seed = drift_by_seed(at_rate)
     intervals = drift_intervals(by_seed)
     measures = ["largest std change", "std change after step 20", "largest mean shift", "largest percentile drift",
                 "largest unit mean drift"]
@@ -366,8 +367,8 @@ def test_drift_intervals_pair_the_sites_by_seed(stored):
     assert ci.estimate == pytest.approx(1 - np.exp(np.log(ratio).mean()))
 
 
-def test_drift_verdicts_name_the_diverged_seeds_and_follow_the_intervals(stored):
-    frame = stored.frame[stored.frame["seed"] < 6]
+def test_drift_verdicts_name_the_diverged_seeds_and_follow_the_intervals(stored, at_rate):
+    frame = at_rate[at_rate["seed"] < 6]
     words = {key: str(said) for key, said in drift_verdicts(frame).items()}
     diverged = drift_by_seed(frame).xs(("no norm", SITES[0]), level=("model", "site"))["largest std change"].isna()
     seeds = diverged.index[diverged].tolist()
@@ -376,13 +377,29 @@ def test_drift_verdicts_name_the_diverged_seeds_and_follow_the_intervals(stored)
     assert words["activation input: largest std change"].endswith(
         f"over the {6 - len(seeds)} seeds where neither run diverged")
     # Four seeds with the models' names swapped: the claim (LN drifts less) is then the opposite.
-    four = stored.frame[stored.frame["seed"].isin([0, 1, 3, 5])]  # none of them diverged
+    four = at_rate[at_rate["seed"].isin([0, 1, 3, 5])]  # none of them diverged
     swapped = four.assign(model=four["model"].map({"no norm": "LayerNorm", "LayerNorm": "no norm"}),
                          site=four["site"].map({SITES[0]: SITES[1], SITES[1]: SITES[0]}))
     swapped.loc[(swapped["model"] == "LayerNorm") & (swapped["site"] == SITES[1]), "site"] = SITES[0]
     swapped = pd.concat([swapped, swapped[swapped["model"] == "LayerNorm"].assign(site=SITES[1])])
     assert str(drift_verdicts(swapped)["activation input: largest std change"]).startswith("the opposite of the claim")
     assert stored.meta["verdicts"] == runner.summary(runner.experiment("drift"), stored.frame)
+
+
+def test_the_per_unit_drift_keeps_a_diverged_run_as_the_one_that_drifted_most(stored):
+    frame = stored.frame[stored.frame["lr"] == 0.01]  # no run diverged there
+    assert drift_by_seed(frame.drop(columns="lr")).notna().all().all()
+    before = unit_drift_by_rank(frame, "activation input")[0.01]
+    # the run without LN diverges at seeds 0 to 13: 14 of 20 seeds favour LN whatever their values
+    planted = frame.copy()
+    hit = (planted["model"] == "no norm") & (planted["seed"] < 14) & (planted["step"] > 100)
+    planted.loc[hit, ["std", "loss"]] = np.inf
+    after = unit_drift_by_rank(planted, "activation input")[0.01]
+    assert after.n == before.n == 20 and "diverged: no norm 14, LayerNorm 0" in after.note
+    assert after.estimate > before.estimate and after.p_value < before.p_value
+    everything = pd.concat([stored.frame[stored.frame["lr"] != 0.01], planted], ignore_index=True)
+    words = str(drift_verdicts(everything)["activation input: largest unit mean drift, every rate"])
+    assert words.startswith("at lr 0.05: ") and "at lr 0.01: " in words and "diverged: no norm 14" in words
 
 
 # ---------------------------------------------------------------- gamma and beta learn

@@ -10,7 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers.widgets import eps_state, log_slider
+from helpers.widgets import eps_state
+from helpers.widgets.core import log_slider
 
 TOKEN = 1.0 + 0.003 * torch.randn(8, generator=torch.Generator().manual_seed(0))  # deep dive 14's demo_token
 

@@ -9,7 +9,6 @@ Chinese as in its English; switching the language switches what a check says, an
 from __future__ import annotations
 
 import html
-import pickle
 import re
 import string
 
@@ -52,11 +51,11 @@ def _texts(exercise: checking.Exercise) -> list[tuple[str, str]]:
 
 
 EXERCISES = 19  # all of them: the core path's and the deep dives'
-TEXTS = [(name, what, text) for name in checking.registered() for what, text in _texts(checking._REGISTRY[name])]
+TEXTS = [(name, what, text) for name in sorted(checking._REGISTRY) for what, text in _texts(checking._REGISTRY[name])]
 
 
 def test_every_exercise_is_seen():
-    assert len(checking.registered()) == EXERCISES, checking.registered()
+    assert len(sorted(checking._REGISTRY)) == EXERCISES, sorted(checking._REGISTRY)
 
 
 def test_english_is_spoken_until_told_otherwise_and_only_en_and_zh_are_known():
@@ -72,37 +71,32 @@ def test_english_is_spoken_until_told_otherwise_and_only_en_and_zh_are_known():
 def test_a_text_is_its_english_string_and_carries_its_chinese():
     text = Text("divide by n", "除以 n")
     assert text == "divide by n" and hash(text) == hash("divide by n") and "by n" in text
-    assert text.en == "divide by n" and text.zh == "除以 n" and type(say(text)) is str
+    assert str.__str__(text) == "divide by n" and text.zh == "除以 n" and type(say(text)) is str
     assert say(text) == "divide by n" and say("plain") == "plain"
     set_language("zh")
     assert say(text) == "除以 n" and say("plain") == "plain"
-    assert pickle.loads(pickle.dumps(text)).zh == "除以 n"
-    with pytest.raises(ValueError, match="must not be empty"):
-        Text("x", " ")
-    with pytest.raises(TypeError):
-        Text("x", None)
 
 
 @pytest.mark.parametrize("name, what, text", TEXTS, ids=[f"{n}-{w}-{i}" for i, (n, w, _) in enumerate(TEXTS)])
 def test_every_hint_and_case_has_its_chinese_with_the_same_numbers_and_code(name, what, text):
     assert isinstance(text, Text), f"{name}: the {what} {text!r} has no Chinese (make it a helpers.language.Text)"
     assert CJK.search(text.zh), f"{name}: the {what}'s Chinese {text.zh!r} holds no Chinese"
-    assert not CJK.search(text.en), f"{name}: the {what}'s English {text.en!r} holds Chinese"
-    assert sorted(NUMBER.findall(CODE.sub(" ", text.zh))) == sorted(NUMBER.findall(CODE.sub(" ", text.en))), (
-        f"{name}: the {what}'s numbers differ:\n  {text.en}\n  {text.zh}")
-    assert sorted(CODE.findall(text.zh)) == sorted(CODE.findall(text.en)), (
-        f"{name}: the {what}'s code differs:\n  {text.en}\n  {text.zh}")
+    assert not CJK.search(str.__str__(text)), f"{name}: the {what}'s English {str.__str__(text)!r} holds Chinese"
+    assert sorted(NUMBER.findall(CODE.sub(" ", text.zh))) == sorted(NUMBER.findall(CODE.sub(" ", str.__str__(text)))), (
+        f"{name}: the {what}'s numbers differ:\n  {str.__str__(text)}\n  {text.zh}")
+    assert sorted(CODE.findall(text.zh)) == sorted(CODE.findall(str.__str__(text))), (
+        f"{name}: the {what}'s code differs:\n  {str.__str__(text)}\n  {text.zh}")
 
 
 def test_the_checkers_own_sentences_have_their_chinese_with_the_same_blanks():
     for key, text in checking._SAID.items():
         assert isinstance(text, Text) and CJK.search(text.zh), key
-        blanks = [{f for _, f, _, _ in string.Formatter().parse(t) if f} for t in (text.en, text.zh)]
-        assert blanks[0] == blanks[1], f"{key}: {text.en!r} and {text.zh!r} fill in other blanks"
-        assert sorted(NUMBER.findall(text.zh)) == sorted(NUMBER.findall(text.en)), key
+        blanks = [{f for _, f, _, _ in string.Formatter().parse(t) if f} for t in (str.__str__(text), text.zh)]
+        assert blanks[0] == blanks[1], f"{key}: {str.__str__(text)!r} and {text.zh!r} fill in other blanks"
+        assert sorted(NUMBER.findall(text.zh)) == sorted(NUMBER.findall(str.__str__(text))), key
 
 
-@pytest.mark.parametrize("name", checking.registered())
+@pytest.mark.parametrize("name", sorted(checking._REGISTRY))
 def test_switching_the_language_switches_every_mistakes_message_and_nothing_else(name):
     from test_solutions import _replaying  # each slip as if written by hand
 
@@ -114,7 +108,7 @@ def test_switching_the_language_switches_every_mistakes_message_and_nothing_else
         chinese = check(exercise, learner)
         set_language("en")
         assert not chinese and chinese.passed == english.passed
-        assert hint.en in english.message and hint.zh in chinese.message, chinese.message
+        assert str.__str__(hint) in english.message and hint.zh in chinese.message, chinese.message
         assert "Hint:" in english.message and "提示：" in chinese.message and not CJK.search(english.message)
         assert chinese.message.startswith(f"❌ {name}：用例“")
         assert sorted(NUMBER.findall(chinese.message)) == sorted(NUMBER.findall(english.message)), (
@@ -144,8 +138,8 @@ def test_the_evidence_card_speaks_the_language_and_links_up_from_notebooks_zh():
     set_language("zh")
     chinese = card.evidence_card()
     assert chinese.startswith(f"<p>{card._SCOPE.zh}</p>") and english.startswith(f"<p>{card._SCOPE}</p>")
-    assert "what the stored runs say" in english and not CJK.search(english)
-    assert "存储的实验结果怎么说" in chinese and "what the stored runs say" not in chinese
+    assert "what the runs found" in english and not CJK.search(english)
+    assert "实验结果" in chinese and "what the runs found" not in chinese
     links = re.findall(r'href="([^"]+)"', english)
     assert re.findall(r'href="([^"]+)"', chinese) == [f"../{link}" for link in links]
     for row in card.CORE_ROWS:
@@ -153,7 +147,39 @@ def test_the_evidence_card_speaks_the_language_and_links_up_from_notebooks_zh():
         assert isinstance(claim.text, Text) and claim.text.zh in chinese and claim.text in english
         assert isinstance(row.setting, Text) and row.setting.zh in chinese and row.setting in english
         zh_cells = card.cells(row)
-        assert zh_cells[:3] == (claim.text.zh, row.setting.zh, card._SAYS[card.card_outcome(claim)].zh)
+        assert zh_cells[:2] == (claim.text.zh, row.setting.zh)
+        assert zh_cells[2].startswith(card._SAYS[card.card_outcome(claim)].zh)
         assert all(isinstance(t, Text) for t in (row.less, row.more) if t is not None)
-        assert CJK.search(zh_cells[3]) and html.escape(zh_cells[3]) in chinese
+        assert CJK.search(zh_cells[2]) and html.escape(zh_cells[2]) in chinese
     assert all(isinstance(said, Text) and CJK.search(said.zh) for said in card._SAYS.values())
+
+
+CORE_WIDGETS = ("deep_stack", "activation_input", "residual_stream")  # 00, 01 and 02's
+
+
+@pytest.mark.parametrize("name", CORE_WIDGETS)
+def test_the_core_paths_widgets_speak_the_language_and_compute_the_same(name):
+    """A core notebook's widget, built after ``set_language("zh")``: its HTML title, its controls'
+    descriptions and its dropdowns' labels are Chinese (a label that is a name, tanh or RMSNorm,
+    stays as it is); the values the controls hand on, and what the figure shows, do not change."""
+    import importlib
+
+    import ipywidgets
+
+    build = getattr(importlib.import_module(f"helpers.widgets.{name}"), f"{name}_demo")
+    english = build()
+    set_language("zh")
+    chinese = build()
+    set_language("en")
+    titles = [d.children[0].value for d in (english, chinese)]
+    assert not CJK.search(titles[0]) and CJK.search(titles[1]), titles
+    assert list(english.controls) == list(chinese.controls)
+    for key, en in english.controls.items():
+        zh = chinese.controls[key]
+        assert not CJK.search(en.description) and CJK.search(zh.description), (en.description, zh.description)
+        assert en.value == zh.value
+        if isinstance(en, ipywidgets.Dropdown):
+            assert zh._options_values == en._options_values
+            for en_label, zh_label in zip(en._options_labels, zh._options_labels, strict=True):
+                assert zh_label == en_label or (CJK.search(zh_label) and not CJK.search(en_label)), zh_label
+    assert [p["title"] for p in chinese.state["panels"]] == [p["title"] for p in english.state["panels"]]

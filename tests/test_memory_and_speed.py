@@ -12,8 +12,11 @@ from helpers.lessons.memory_and_speed import (
     load_results,
     saved_bytes_table,
 )
-from helpers.plots import bandwidth_figure, find_line, saved_bytes_figure, stability_figure
-from helpers.widgets import stability_demo, stability_state
+from helpers.plots import bandwidth_figure, saved_bytes_figure
+from helpers.plots.core import find_line
+from helpers.plots.memory_and_speed import stability_figure
+from helpers.widgets import stability_demo
+from helpers.widgets.numerics import stability_state
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CSV = ROOT / "helpers" / "data" / RESULTS_NAME  # what make bench writes: the file the package ships

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from helpers.evidence import runner
 from helpers.experiments import norm_family_cnn as nf
+from helpers.experiments.tuning_words import grid_resolution
 
 
 def _words(verdicts):
@@ -206,8 +207,6 @@ def test_a_seed_starts_from_the_same_weights_whatever_the_norm():
     for a in models[1:]:
         for w, v in zip(models[0].parameters(), a.parameters(), strict=True):
             assert torch.equal(w, v)
-    feats = models[0].features(torch.randn(1, 2, 1, 16, 16))
-    assert [tuple(f.shape) for f in feats] == [(2, 16, 16, 16), (2, 32, 8, 8), (2, 32, 4, 4)]
 
 
 # ------------------------------------------------------------------ the rate and the runs
@@ -397,8 +396,10 @@ def test_grid_rate_inverts_the_scaling_and_grid_step_reads_the_neighbours():
             assert nf.grid_rate(nf.scaled_lr(lr, b), b) == lr
     scores = nf.pilot_scores(_pilot_frame({n: 0.1 for n in nf.NORMS}, width=0.1))
     # best 0.2 at 0.1; the neighbours 0.03 and 0.3 are log10(10/3) and log10(3) decades away
-    assert nf.grid_step(scores, "LayerNorm", 8) == pytest.approx(0.1 * math.log10(3) / 0.2)
-    assert nf.grid_step(scores.assign(score=math.nan), "LayerNorm", 8) == math.inf
+    scores = scores.assign(arm=scores["norm"] + ", batch " + scores["batch_size"].astype(str))
+    said = grid_resolution(scores, ["LayerNorm, batch 8"], lambda arm, step: f"{arm} by {step:.3f}")
+    assert said[0] == pytest.approx(0.1 * math.log10(3) / 0.2)
+    assert grid_resolution(scores.assign(score=math.nan), ["LayerNorm, batch 8"], lambda arm, step: "") is None
 
 
 def test_a_difference_below_the_grid_step_is_flagged():

@@ -31,15 +31,17 @@ from helpers.lessons.norm_family import (
     parameter_table,
     statistic_groups,
 )
-from helpers.plots import block_grid, find_line
+from helpers.plots.core import find_line
+from helpers.plots.geometry import GEOMETRY_VIEWS
+from helpers.plots.norm_family import block_grid
 from helpers.widgets import (
-    Dashboard,
     ln_geometry_demo,
     ln_geometry_static,
     norm_family_demo,
     norm_family_static,
-    norm_family_table,
 )
+from helpers.widgets.core import Dashboard
+from helpers.widgets.norm_family import norm_family_table
 
 SETTINGS = settings(max_examples=25, deadline=None)
 EPS = 1e-5
@@ -333,8 +335,8 @@ def test_the_views_figure_shows_one_scene_from_three_cameras():
     fig = ln_geometry_static()
     assert isinstance(fig, Figure) and len(fig.axes) == 3
     cameras = [(ax.elev, ax.azim) for ax in fig.axes]
-    assert cameras == [tuple(v) for v in plots.GEOMETRY_VIEWS.values()]
-    assert all(ax.get_title() in plots.GEOMETRY_VIEWS for ax in fig.axes)
+    assert cameras == [tuple(v) for v in GEOMETRY_VIEWS.values()]
+    assert all(ax.get_title() in GEOMETRY_VIEWS for ax in fig.axes)
 
 
 # --- the dashboards: every control changes what is shown ------------------------------------------

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 
 from helpers import plots
+from helpers.plots.core import find_line
 
 
 def _runs():
@@ -17,9 +18,9 @@ def _runs():
 def test_the_curves_figure_draws_each_arm_s_median_and_the_levels():
     fig = plots.norm_free_curves_figure(_runs(), {"one": ["Pre-LN", "no norm"]}, levels={"no copy": 2.7, "floor": 1.3})
     ax = fig.axes[0]
-    median = plots.find_line(ax, "Pre-LN, lr 0.01")
+    median = find_line(ax, "Pre-LN, lr 0.01")
     np.testing.assert_allclose(median.get_ydata(), 2.7 - 0.001 * np.arange(0, 101, 10) + 0.01)
-    assert plots.find_line(ax, "floor").get_ydata()[0] == 1.3
+    assert find_line(ax, "floor").get_ydata()[0] == 1.3
 
 
 def _maps():
@@ -36,7 +37,7 @@ def test_the_s_shape_figure_draws_the_stored_fits():
     fig = plots.s_shape_figure(_maps(), ["final"])
     assert len(fig.axes) == 2
     ax = fig.axes[1]
-    line, tanh = plots.find_line(ax, "line"), plots.find_line(ax, "tanh")
+    line, tanh = find_line(ax, "line"), find_line(ax, "tanh")
     grid = line.get_xdata()
     np.testing.assert_allclose(line.get_ydata(), 0.5 * grid + 0.1)
     np.testing.assert_allclose(tanh.get_ydata(), 2.0 * np.tanh(0.5 * grid))
@@ -53,7 +54,7 @@ def test_the_small_batch_figure_draws_each_norm_s_mean_error_in_percent():
     ax = fig.axes[0]
     gn = [c for c in ax.containers if c.lines[0].get_gid() == "GroupNorm"][0]
     np.testing.assert_allclose(gn.lines[0].get_ydata(), [20.0, 10.0])
-    assert plots.find_line(ax, "BatchNorm, train() mode").get_ydata().tolist() == [50.0, 50.0]
+    assert find_line(ax, "BatchNorm, train() mode").get_ydata().tolist() == [50.0, 50.0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["2", "32"]
 
 

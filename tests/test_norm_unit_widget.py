@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from helpers import plots
 from helpers.lessons.sequence import dependency_matrix
+from helpers.plots.core import DPI
 
 
 def _lesson_batch() -> torch.Tensor:
@@ -32,7 +33,7 @@ def test_dependency_figure_shows_each_matrix_and_hatches_the_future():
     matrices = {"per token": dependency_matrix(lambda x: F.layer_norm(x, x.shape[-1:]), sentence),
                 "per sentence": dependency_matrix(lambda x: F.layer_norm(x, x.shape[-2:]), sentence)}
     fig = plots.dependency_figure(matrices)
-    assert len(fig.axes) == 2 and fig.dpi == plots.DPI
+    assert len(fig.axes) == 2 and fig.dpi == DPI
     for ax, (name, m) in zip(fig.axes, matrices.items(), strict=True):
         assert ax.get_images()[0].get_array().ravel().tolist() == pytest.approx(m.flatten().tolist())
         future = {tuple(map(int, p.get_gid().split()[1:])) for p in ax.patches}

@@ -8,8 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from helpers import plots
-from helpers.plots import find_line
-from helpers.widgets import Dashboard, other_samples_demo, other_samples_state
+from helpers.plots.core import find_line
+from helpers.widgets import other_samples_demo, other_samples_state
+from helpers.widgets.core import Dashboard
 
 X = torch.randn(4, 6, generator=torch.Generator().manual_seed(0))
 

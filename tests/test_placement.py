@@ -1,17 +1,15 @@
-"""Deep dive 12: the stacked placement MLPs at initialisation, the dashboard and its figure, the
+"""Deep dive 12: the placement MLP at initialisation, the dashboard and its figure, the
 exercises and the table of where well-known models put the norm."""
 
-import math
 
 import matplotlib.pyplot as plt
 import pytest
 import torch
-import torch.nn.functional as F
 
 from helpers import layer_norm, plots, widgets
-from helpers.experiments.placement_tuned import init_gain
+from helpers.experiments.placement_tuned import ACTIVATIONS
 from helpers.lessons import placement
-from helpers.plots import find_line
+from helpers.plots.core import find_line
 from helpers.plots.placement import layer_colours
 from helpers.widgets.placement import placement_table
 
@@ -27,59 +25,6 @@ def test_saturated_and_dead_fractions_on_known_values():
     assert placement.saturated_fraction(t).item() == 0.5
     a = torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 2.0]])  # unit 0 is 0 on both samples
     assert placement.dead_fraction(a).item() == pytest.approx(1 / 3)
-
-
-@pytest.mark.parametrize("config", [("relu", "act -> LN"), ("tanh", "LN -> act"), ("gelu", "no norm")])
-def test_stacked_model_equals_the_plain_mlp(config):
-    torch.manual_seed(0)
-    model = placement.PlacementMLP(4, 2, width=8)
-    m = model.configs.index(config) * 2 + 1  # seed 1
-    x = torch.randn(len(model.configs) * 2, 5, 8)
-    act = {"tanh": torch.tanh, "relu": torch.relu, "gelu": F.gelu}[config[0]]
-    h = x[m]
-    for w, b in zip(model.weights[:-1], model.biases[:-1], strict=True):
-        z = h @ w[m] + b[m]
-        if config[1] == "LN -> act":
-            h = act(layer_norm(z, (8,)))
-        elif config[1] == "act -> LN":
-            h = layer_norm(act(z), (8,))
-        else:
-            h = act(z)
-    expected = (h @ model.weights[-1][m] + model.biases[-1][m]).squeeze(-1)
-    torch.testing.assert_close(model(x)[m], expected)
-
-
-def test_seeds_share_weights_across_configs_and_models_are_independent():
-    model = placement.PlacementMLP(3, 2, width=8)
-    w = model.weights[1]
-    # tanh without a norm (gain 5/3) and relu with act -> LN (gain 1) models of seed 0 differ only by the gain
-    tanh_plain, relu_after = model.configs.index(("tanh", "no norm")) * 2, model.configs.index(("relu", "act -> LN")) * 2
-    torch.testing.assert_close(w[tanh_plain] / init_gain("tanh", "no norm"), w[relu_after] / init_gain("relu", "act -> LN"))
-    x = torch.randn(len(model.configs) * 2, 4, 8)
-    model(x)[3].sum().backward()
-    grads = model.weights[0].grad.flatten(1).norm(dim=1)
-    assert grads[3] > 0 and (grads[torch.arange(len(grads)) != 3] == 0).all()
-
-
-def test_one_config_alone_is_the_same_model_as_in_the_full_stack():
-    full = placement.PlacementMLP(3, 2, width=8)
-    alone = placement.PlacementMLP(3, 2, width=8, configs=[("gelu", "act -> LN")])
-    m = full.configs.index(("gelu", "act -> LN")) * 2
-    x = torch.randn(len(full.configs) * 2, 5, 8)
-    for w_full, w_alone in zip(full.weights, alone.weights, strict=True):
-        torch.testing.assert_close(w_full[m:m + 2], w_alone)
-    torch.testing.assert_close(full(x)[m:m + 2], alone(x[m:m + 2]))
-
-
-def test_hidden_weights_have_the_init_gain_of_their_arrangement():
-    model = placement.PlacementMLP(3, 4, width=64)
-    for c, (activation, where) in enumerate(model.configs):
-        models = slice(4 * c, 4 * c + 4)
-        for layer, w in enumerate(model.weights):
-            fan_in = w.shape[1]
-            gain = 1.0 if layer == len(model.weights) - 1 else init_gain(activation, where)  # read-out: 1
-            assert w[models].std().item() == pytest.approx(gain / math.sqrt(fan_in), rel=0.1), (activation, where, layer)
-    assert (torch.cat([b.flatten() for b in model.biases]) == 0).all()
 
 
 def test_placement_state_and_every_widget_control_changes_the_figure():
@@ -100,7 +45,7 @@ def test_placement_state_and_every_widget_control_changes_the_figure():
     assert "relu" in demo.figure.get_suptitle()
 
 
-@pytest.mark.parametrize("activation", placement.ACTIVATIONS)
+@pytest.mark.parametrize("activation", ACTIVATIONS)
 def test_histogram_range_fits_the_activation_and_layers_are_coloured_by_depth(activation):
     depth = 8
     state = placement.placement_state(activation, "no norm", depth)

@@ -15,11 +15,19 @@ import torch.nn.functional as F
 from helpers.evidence import runner, statistics
 from helpers.experiments import placement_tuned as pe
 from helpers.experiments import small_transformer as st
+from helpers.experiments.tuning_words import grid_resolution
 
 
 def _words(verdicts):
     """The verdicts' records, in words."""
     return {key: str(said) for key, said in verdicts.items()}
+
+
+def _report_rate_words(frame):
+    """``{"<act>, <arr>": words}`` of the ``"best rate on the report seeds, <act>, <arr>"`` verdicts."""
+    prefix = "best rate on the report seeds, "
+    return {key.removeprefix(prefix): said for key, said in _words(pe.placement_verdicts(frame)).items()
+            if key.startswith(prefix)}
 
 
 
@@ -346,18 +354,19 @@ def _fake_frame(final_a, final_b, final_none, converged_b=None, cap=20):
 def test_the_verdicts_follow_the_paired_intervals():
     rng = np.random.default_rng(0)
     b = 0.4 + 0.05 * rng.random(10)
-    a = 0.5 * b * (1 + 0.01 * rng.random(10))
+    a = 0.8 * b * (1 + 0.01 * rng.random(10))
     conv = [True] * 7 + [False] * 3
     out = _words(pe.placement_verdicts(_fake_frame(a, b, b, converged_b=conv)))
     assert out["best rate, tanh, LN -> act"].startswith("0.001, inside the grid (0.0001 to 0.03)")
     ci = statistics.paired_difference_ci(a, b, relative=True)
     # the pilot's neighbouring rates score 0.8 against the best rate's 0.5: one step of the grid moves
-    # a pilot loss by 60%, more than the 50% between the arms, so the words flag it
+    # a pilot loss by 60% (a factor 1.6), more than the 20% between the arms (a factor 1.25), so the
+    # words flag it
     grid = (0.6, "one step of the tuning grid (a neighbouring rate moves LN -> act's pilot loss by 60.0%)")
     expected = statistics.verdict(ci, a="LN -> act", b="act -> LN", quantity="final loss", claim="fewer",
                                  verb="ends with", words=("lower", "higher"), resolution=grid).words
     assert out["final loss, tanh, LN -> act vs act -> LN"] == expected
-    assert expected.startswith("LN -> act ends with 50% lower final loss")
+    assert expected.startswith("LN -> act ends with 20% lower final loss")
     assert expected.endswith("; smaller than " + grid[1])
     ci7 = statistics.paired_difference_ci(a[:7], b[:7], relative=True)
     words = statistics.verdict(ci7, a="LN -> act", b="act -> LN", quantity="loss at convergence",
@@ -385,25 +394,29 @@ def test_a_report_seed_stuck_at_the_best_rate_is_said_plainly():
     frame = runner.load("placement_tuned").frame
     key = "relu, act -> LN"
     stored = runner.load("placement_tuned").verdicts[f"best rate on the report seeds, {key}"]
-    assert pe.report_rate_words(frame)[key] == stored
+    assert _report_rate_words(frame)[key] == stored
     assert stored.startswith("holds: 0 of 10 report seeds ended at or above the learned-nothing loss (1) at 0.1; ")
     at = ((frame["stage"] == "report") & (frame["activation"] == "relu") & (frame["arrangement"] == "act -> LN")
           & (frame["seed"] == 3) & (frame["step"] == frame["step"].max()))
     assert at.sum() == 1
-    said = pe.report_rate_words(frame.assign(eval_loss=frame["eval_loss"].where(~at, pe.NOTHING)))[key]
+    said = _report_rate_words(frame.assign(eval_loss=frame["eval_loss"].where(~at, pe.NOTHING)))[key]
     pilot = stored.split("; ", 1)[1]  # the neighbouring rates' pilot runs, as stored
     assert said == f"does not hold: 1 of 10 report seeds ended at or above the learned-nothing loss (1) at 0.1; {pilot}"
     # on the stored runs no arm has a report seed stuck
-    assert all(words.startswith("holds: 0 of 10") for words in pe.report_rate_words(frame).values())
+    assert all(words.startswith("holds: 0 of 10") for words in _report_rate_words(frame).values())
 
 
 def test_one_step_of_the_grid_is_the_smallest_change_from_the_best_rate_to_a_neighbour():
+    def grid_step(scores):  # as placement_tuned's verdicts flag against it: relu, act -> LN's step
+        said = grid_resolution(scores.assign(arm="relu, act -> LN"), ["relu, act -> LN"], lambda arm, step: "")
+        return math.inf if said is None else said[0]
+
     scores = pd.DataFrame({"activation": "relu", "arrangement": "act -> LN", "lr": [1e-3, 3e-3, 1e-2, 3e-2, 0.1],
                            "score": [0.40, 0.321, 0.317, 0.306, math.inf]})  # best at 0.03, its right neighbour diverged
-    assert pe._grid_step(scores, "relu", "act -> LN") == pytest.approx(0.317 / 0.306 - 1)
+    assert grid_step(scores) == pytest.approx(0.317 / 0.306 - 1)
     edge = scores.assign(score=[0.30, 0.31, 0.35, 0.4, 0.5])  # best on the edge: its one neighbour
-    assert pe._grid_step(edge, "relu", "act -> LN") == pytest.approx(0.31 / 0.30 - 1)
-    assert pe._grid_step(scores.assign(score=math.inf), "relu", "act -> LN") == math.inf
+    assert grid_step(edge) == pytest.approx(0.31 / 0.30 - 1)
+    assert grid_step(scores.assign(score=math.inf)) == math.inf
 
 
 def test_pilot_scores_are_medians_of_final_training_losses():

@@ -7,6 +7,8 @@ import pytest
 import torch
 
 from helpers import plots
+from helpers.plots.blocks import block_diagrams_figure, block_steps
+from helpers.plots.core import DPI, find_line
 from helpers.widgets import other_samples_state
 
 X = torch.randn(4, 8, generator=torch.Generator().manual_seed(0))
@@ -36,7 +38,7 @@ def test_builders_do_not_show(monkeypatch, figure):
 
 def test_find_line_says_what_is_missing(figure):
     with pytest.raises(LookupError, match=r"expected one line with gid 'sample 9', found 0"):
-        plots.find_line(figure().axes[0], "sample 9")
+        find_line(figure().axes[0], "sample 9")
 
 
 def test_block_diagrams_are_traced_from_the_blocks_code():
@@ -50,11 +52,11 @@ def test_block_diagrams_are_traced_from_the_blocks_code():
         def forward(self, x):
             return self.norm(x + self.f(x))
 
-    assert plots.block_steps(Toy()) == [("x", "input", []), ("f", "module", [0]), ("+", "add", [0, 1]),
+    assert block_steps(Toy()) == [("x", "input", []), ("f", "module", [0]), ("+", "add", [0, 1]),
                                         ("norm", "norm", [2]), ("out", "output", [3])]
-    fig = plots.block_diagrams_figure({"toy": Toy()})
+    fig = block_diagrams_figure({"toy": Toy()})
     labels = [t.get_text() for t in fig.axes[0].texts]
     assert labels == ["x", "f", "+", "norm", "out"] and fig.axes[0].get_title(loc="left") == "toy"
     assert [p.get_gid() for p in fig.axes[0].patches if p.get_gid()] == ["skip 0-2"]
-    assert fig.dpi == plots.DPI and fig.get_size_inches()[0] * fig.dpi >= 900
+    assert fig.dpi == DPI and fig.get_size_inches()[0] * fig.dpi >= 900
     plt.close(fig)

@@ -117,7 +117,7 @@ def _replaying(exercise: checking.Exercise, wrong):
     return replay
 
 
-@pytest.mark.parametrize("name", checking.registered())
+@pytest.mark.parametrize("name", sorted(checking._REGISTRY))
 def test_every_listed_mistake_fails_with_its_hint(name):
     exercise = checking._REGISTRY[name]
     for hint, wrong in exercise.mistakes.items():

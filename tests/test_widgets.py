@@ -6,7 +6,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 
-from helpers.widgets import Dashboard
+from helpers.widgets.core import Dashboard
 
 
 def test_dashboard_calls_compute_with_every_controls_value_and_draws_each_state():

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 import helpers
-from helpers.plots.histograms import histogram
+from helpers.plots.histograms import histogram, histogram_panels_figure
 from helpers.widgets.activation_input import activation_input_state
 from helpers.widgets.deep_stack import DEPTH, deep_stack_state
 from helpers.widgets.residual_stream import BLOCKS, residual_stream_state
@@ -26,10 +26,26 @@ def _close_figures():
     plt.close("all")
 
 
-def test_histogram_counts_fractions_and_clips_to_the_end_bins():
+def test_histogram_counts_fractions_of_all_values_and_leaves_out_what_lies_beyond_the_edges():
     edges = np.linspace(-1.0, 1.0, 5)
     h = histogram(torch.tensor([-5.0, -0.75, 0.1, 0.2, 9.0]), edges)
-    assert h.tolist() == pytest.approx([0.4, 0.0, 0.4, 0.2])
+    assert h.tolist() == pytest.approx([0.2, 0.0, 0.4, 0.0])
+
+
+def test_each_panel_says_what_lies_beyond_its_axis_and_the_figures_are_900_pixels_wide():
+    stream = residual_stream_state("LayerNorm", 2.0)
+    fig = histogram_panels_figure(stream)
+    assert fig.get_size_inches()[0] * fig.dpi >= 900
+    beyond = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid() == "outside"]
+    share = (stream["stream"][-1].abs() > 6).double().mean()
+    assert beyond == [f"beyond the axis: {share:.0%} of block {BLOCKS}", ""]  # attention's input: all inside
+    colorbar = [ax for ax in fig.axes if ax.get_label() == "colorbar"]
+    assert len(colorbar) == 1 and colorbar[0].get_ylabel() == "block"
+    # with no norm, a symlog axis holds the whole stream, however far it grows
+    plain = residual_stream_state("no norm", 3.0)
+    for panel in plain["panels"]:
+        assert panel["xscale"] == "symlog" and sum(c["values"].sum() for c in panel["curves"]) == pytest.approx(BLOCKS)
+    assert histogram_panels_figure(activation_input_state("tanh", 2.0, 3.0)).get_size_inches()[0] * fig.dpi >= 900
 
 
 def test_deep_stack_without_ln_vanishes_and_with_ln_is_gamma_and_beta():
@@ -49,6 +65,7 @@ def test_activation_input_ln_first_is_invariant_ln_last_saturates():
     assert (torch.tanh(moved["z"]).abs() > 0.97).float().mean() > 0.9
     torch.testing.assert_close(moved["LN last"], F.layer_norm(torch.tanh(moved["z"]), (64,)), atol=1e-4, rtol=0)
     assert "% set to 0" in activation_input_state("ReLU", 0.0, 1.0)["panels"][0]["title"]
+    assert "% on the flat tails (|tanh| > 0.97)" in moved["panels"][1]["title"]
 
 
 def test_token_or_sentence_matches_layer_norm_and_scaling_one_token_matters_per_sentence_only():

@@ -14,8 +14,8 @@ from matplotlib.patches import Rectangle, StepPatch
 from PIL import Image
 
 from helpers import widgets
-from helpers.widgets import png_bytes
 from helpers.widgets.activation_input import activation_input_demo
+from helpers.widgets.core import Dashboard, png_bytes
 from helpers.widgets.deep_stack import deep_stack_demo
 from helpers.widgets.residual_stream import residual_stream_demo
 from helpers.widgets.token_or_sentence import UNITS, token_or_sentence_demo
@@ -208,7 +208,7 @@ def test_a_layout_seen_before_is_restored_not_drawn_and_only_the_last_few_are_ke
 
     controls = {"width": ipywidgets.Dropdown(options=[1, 2, 3, 4], value=1),
                 "height": ipywidgets.Dropdown(options=[1, 2, 3], value=1)}
-    demo = widgets.Dashboard(controls, lambda width, height: {"width": width, "height": height}, draw,
+    demo = Dashboard(controls, lambda width, height: {"width": width, "height": height}, draw,
                              update=update, changing=lambda fig: fig.axes[0].get_lines())
     partial = demo._partial
     draws = []

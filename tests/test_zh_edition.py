@@ -6,8 +6,9 @@ Chinese sentences. What must stay equal, and nothing more:
   but for one line, the first cell ends with ``helpers.set_language("zh")``
   (``helpers.bootstrap.first_cell("zh")``). The ``# NBVAL_...`` markers count as code.
 - Every stored output equal (widget model ids aside), but for what speaks the notebook's language:
-  a checker's message (the same ✅ or ❌, exercise and numbers) and the closing evidence card (the
-  same claims, in the same order, with the same outcome each, its links one folder up).
+  a checker's message (the same ✅ or ❌, exercise and numbers), the closing evidence card (the
+  same claims, in the same order, with the same outcome each, its links one folder up) and a
+  widget's text/plain (the same class; its repr spells the widget's title and labels).
 - The same sections: the same headings, at the same levels, in the same order, with the same
   lesson-point tags, and the same code cells in each. Inside a section the Markdown may be cut into
   cells as Chinese sentences need; the section holds the same numbers, formulas, code (spans and
@@ -142,11 +143,15 @@ def _outputs(cell) -> list:
 
 
 def _plain(output) -> dict:
-    """An output as stored, but for the widget's model id (new at every run)."""
+    """An output as stored, but for the widget's model id (new at every run) and its text/plain
+    beyond its class's name (the repr spells the widget's title and labels, which speak the
+    notebook's language)."""
     output = {k: v for k, v in output.items() if k != "metadata" or v}
     if WIDGET in output.get("data", {}):
-        output["data"] = {**output["data"], WIDGET: {k: v for k, v in output["data"][WIDGET].items()
-                                                     if k != "model_id"}}
+        data = output["data"]
+        output["data"] = {**data, WIDGET: {k: v for k, v in data[WIDGET].items() if k != "model_id"}}
+        if "text/plain" in data:
+            output["data"]["text/plain"] = data["text/plain"].split("(")[0]
     return output
 
 
@@ -158,10 +163,10 @@ def _same_checker_message(en: str, zh: str) -> None:
 
 
 def _card_rows(card: str) -> list[tuple[str, ...]]:
-    """(claim, model and task, outcome, effect, link) of each row of an evidence card."""
+    """(claim, model and task, what the runs found, link) of each row of an evidence card."""
     cell = r"<td[^>]*>(.*?)</td>"
-    rows = re.findall(rf'<tr>{cell * 4}<td><a href="([^"]+)">', card)
-    return [(*(html.unescape(c) for c in row[:4]), row[4]) for row in rows]
+    rows = re.findall(rf'<tr>{cell * 3}<td><a href="([^"]+)">', card)
+    return [(*(html.unescape(c) for c in row[:3]), row[3]) for row in rows]
 
 
 def _same_card(en: str, zh: str) -> None:
@@ -169,12 +174,12 @@ def _same_card(en: str, zh: str) -> None:
     assert len(en_rows) == len(zh_rows) == len(card.CORE_ROWS), (en_rows, zh_rows)
     assert sorted(NUMBER.findall(en.split("</p>")[0])) == sorted(NUMBER.findall(zh.split("</p>")[0]))  # the scope
     for row, en_row, zh_row in zip(card.CORE_ROWS, en_rows, zh_rows, strict=True):
-        assert zh_row[4] == f"../{en_row[4]}", (en_row, zh_row)
+        assert zh_row[3] == f"../{en_row[3]}", (en_row, zh_row)
         assert en_row[0] == row.claim.text and zh_row[0] == row.claim.text.zh, (en_row, zh_row)
-        en_outcome = [k for k, said in card._SAYS.items() if en_row[2] == said]
-        zh_outcome = [k for k, said in card._SAYS.items() if zh_row[2] == said.zh]
+        en_outcome = [k for k, said in card._SAYS.items() if re.fullmatch(f"{re.escape(said)}(?:, .*)?", en_row[2])]
+        zh_outcome = [k for k, said in card._SAYS.items() if re.fullmatch(f"{re.escape(said.zh)}(?:，.*)?", zh_row[2])]
         assert en_outcome == zh_outcome and len(en_outcome) == 1, (en_row, zh_row)
-        for i in (1, 3):  # the model's size and the effect's: the same numbers
+        for i in (1, 2):  # the model's size and the effect's: the same numbers
             assert sorted(NUMBER.findall(en_row[i])) == sorted(NUMBER.findall(zh_row[i])), (en_row[i], zh_row[i])
 
 

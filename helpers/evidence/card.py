@@ -1,14 +1,14 @@
 """The core path's closing card: each of the lesson's claims in one plain sentence, the model and task
-that tested it (with the model's size), what the stored runs say of it, as its deep dive's ledger
+that tested it (with the model's size), what the stored runs found, as its deep dive's ledger
 decides it, and a link to that deep dive.
 
 :func:`evidence_card` renders it (HTML), with no statistics word of its own. It opens with a scope
 line (tiny models, synthetic tasks, a CPU). A row's outcome is the one its deep dive's ledger gives it
 (:data:`helpers.evidence.ledgers.LEDGERS`, which must hold a claim on the same stored verdict): there, a
 difference counts only where it survives Holm's correction over the ledger's comparisons, so the card
-and the ledger never disagree. Where that outcome is decided, the row says the effect's size in plain
-words, computed from the stored record ("about 61% fewer steps with Pre-LN"); where it is not, "cannot
-tell". Every row is kept whatever its outcome. It speaks the language set by
+and the ledger never disagree. One cell says what the runs found: where the outcome is decided, "yes"
+or "the opposite" with the effect's size in plain words, computed from the stored record ("yes, about
+61% fewer steps with Pre-LN"); where it is not, "cannot tell". Every row is kept whatever its outcome. It speaks the language set by
 :func:`helpers.set_language`: under ``"zh"`` (the Chinese edition, in ``notebooks/zh/``) the sentences
 are Chinese and the links lead one folder up, to the deep dives.
 
@@ -26,15 +26,14 @@ from helpers.evidence.claims import Claim, ledger_outcomes
 from helpers.evidence.ledgers import LEDGERS
 from helpers.language import Text, get_language, say
 
-__all__ = ["CORE_CLAIMS", "CORE_ROWS", "Row", "card_outcome", "cells", "effect", "evidence_card"]
+__all__ = ["CORE_CLAIMS", "CORE_ROWS", "Row", "card_outcome", "cells", "effect", "evidence_card", "found"]
 
 _SAYS = {
-    "supported": Text("the runs agree", "实验结果支持"),
-    "refuted": Text("the runs show the opposite", "实验结果恰恰相反"),
-    "undecided": Text("the runs cannot tell", "实验结果分不出高下"),
+    "supported": Text("yes", "是"),
+    "refuted": Text("the opposite", "恰恰相反"),
+    "undecided": Text("cannot tell", "分不出"),
     "not tested": Text("not tested here", "这里没有检验"),
 }
-_CANNOT_TELL = Text("cannot tell", "分不出")
 
 
 def card_outcome(claim: Claim) -> str:
@@ -67,31 +66,38 @@ class Row:
     more: Text | None = None
 
 
-def effect(row: Row) -> str:
+def effect(row: Row) -> str | None:
     """The effect's size in plain words, computed from the stored record, where the row's outcome is
-    decided (supported or refuted); "cannot tell" otherwise."""
+    decided (supported or refuted) and the row has words for it; None otherwise."""
     if card_outcome(row.claim) not in ("supported", "refuted") or row.less is None:
-        return say(_CANNOT_TELL)
+        return None
     record = runner.records(row.claim.experiment)[row.claim.key]
     more = record.excess
     amount = f"{round(abs(more) * 100)}%" if record.relative else f"{abs(more):.0f}"
     return say(row.less if more < 0 else row.more).format(amount)
 
 
-def cells(row: Row) -> tuple[str, str, str, str]:
-    """The row's four cells, in the language set: the claim, its model and task, what the stored runs
-    say (as its deep dive's ledger decides it: :func:`card_outcome`) and the effect's size (:func:`effect`)."""
-    return say(row.claim.text), say(row.setting), say(_SAYS[card_outcome(row.claim)]), effect(row)
+def found(row: Row) -> str:
+    """What the runs found, in the language set: the outcome (as its deep dive's ledger decides it:
+    :func:`card_outcome`), then, where decided, the effect's size (:func:`effect`)."""
+    said, size = say(_SAYS[card_outcome(row.claim)]), effect(row)
+    return said if size is None else f"{said}{say(Text(', ', '，'))}{size}"
+
+
+def cells(row: Row) -> tuple[str, str, str]:
+    """The row's three cells, in the language set: the claim, its model and task, and what the runs
+    found (:func:`found`)."""
+    return say(row.claim.text), say(row.setting), found(row)
 
 
 _LSTM = Text("an LSTM, 1 layer × 64 units; add two marked numbers in a sequence of 100",
              "LSTM，1 层 × 64 个单元；把长度为 100 的序列里两个标记的数相加")
 _RNN = Text("a tanh RNN, 1 layer × 64 units; the same task, sequences of 10",
             "tanh RNN，1 层 × 64 个单元；同一个任务，序列长度 10")
-_DEEP = Text("a Transformer, 6 blocks × width 32; copy a sequence of 8 tokens",
-             "Transformer，6 个模块 × 宽度 32；复制 8 个 token 的序列")
-_DRIFT = Text("an MLP, 8 layers × 32 units; fit a fixed smooth function",
-              "MLP，8 层 × 32 个单元；拟合一个固定的光滑函数")
+_DEEP = Text("a Transformer, 6 blocks × width 32, copying 8 tokens",
+             "Transformer，6 个块 × 宽度 32，复制 8 个 token")
+_DRIFT = Text("an MLP, 8 layers × 32 units, 3 rates; fit a smooth function",
+              "MLP，8 层 × 32 个单元，3 种学习率；拟合一个固定的光滑函数")
 _BATCH = Text("an MLP, 2 layers × 32 units, batches of 2; sort points into two classes by a fixed rule",
               "MLP，2 层 × 32 个单元，每批 2 个样本；按固定规则把点分成两类")
 _PLACE = Text("an MLP, 8 layers × 16 units; fit a fixed random network",
@@ -114,13 +120,14 @@ CORE_ROWS = (
               "rnn_regimes", "steps, T 10, hidden 64", "LayerNorm", _13), _RNN, *_steps("LN", "LN")),
     # The Transformer rows read the six-block regime (deep_transformer), sized so that the arms can be told apart
     Row(Claim(Text("With Pre-LN, a six-block Transformer needs fewer steps than with no norm",
-                   "用 Pre-LN 的六层 Transformer 比不加归一化时需要的训练步数更少"),
+                   "六个块的 Transformer 用 Pre-LN 时，比不加归一化需要的训练步数更少"),
               "deep_transformer", "steps, Pre-LN vs no norm", "Pre-LN", _13), _DEEP, *_steps("Pre-LN", "Pre-LN")),
     # Per unit, each in its own spread: the spread of LN's whole output is fixed by LN itself, so a
     # measure of it would favour LN by construction.
-    Row(Claim(Text("With LN, each unit of what enters an activation moves less in training, measured against its "
-                   "own spread", "加了层归一化，训练中进入激活函数的每个单元移动得更少（以该单元自身的分散程度为尺度）"),
-              "drift", "activation input: largest unit mean drift", "LayerNorm's activation input", _13), _DRIFT,
+    Row(Claim(Text("With LN, each unit entering an activation moves less, in its own spread",
+                   "加了层归一化，进入激活函数的每个单元在训练中移动得更少（以该单元自身的标准差为单位）"),
+              "drift", "activation input: largest unit mean drift, every rate", "LayerNorm's activation input", _13),
+        _DRIFT,
         Text("about {} less movement with LN", "加了 LN，移动约少 {}"),
         Text("about {} more movement with LN", "加了 LN，移动约多 {}")),
     Row(Claim(Text("At tiny batches, LN does better than BN", "批量极小时，层归一化比批量归一化效果更好"),
@@ -144,25 +151,22 @@ CORE_ROWS = (
     Row(Claim(Text("With Pre-LN, a Transformer trains at larger learning rates",
                    "用 Pre-LN 的 Transformer 能在更大的学习率下训练"),
               "deep_transformer", "stable seeds at the largest rate both ran, Pre-LN vs no norm", "Pre-LN", _13),
-        _DEEP, Text("at the largest rate both ran, about {} percentage points more of the seeds train with Pre-LN",
-                    "在两者都跑过的最大学习率下，用 Pre-LN 训练成功的种子比例约高 {} 个百分点"),
-        Text("at the largest rate both ran, about {} percentage points fewer of the seeds train with Pre-LN",
-             "在两者都跑过的最大学习率下，用 Pre-LN 训练成功的种子比例约低 {} 个百分点")),
+        _DEEP, Text("about {} percentage points fewer runs train", "用 Pre-LN 训练成功的运行比例约低 {} 个百分点"),
+        Text("about {} percentage points more runs train", "用 Pre-LN 训练成功的运行比例约高 {} 个百分点")),
 )
 
 #: The card's claims, in its order.
 CORE_CLAIMS = tuple(row.claim for row in CORE_ROWS)
 
 _SCOPE = Text("Scope: tiny models on small synthetic tasks, trained on a CPU. In a large model the effects may differ.",
-              "适用范围：在 CPU 上训练、用小型人工任务的微型模型。在大模型上，效果可能不同。")
-_HEADER = (Text("claim", "说法"), Text("model and task", "模型与任务"),
-           Text("what the stored runs say", "存储的实验结果怎么说"), Text("how large", "效果多大"),
+              "适用范围：微型模型，小型人工任务，在 CPU 上训练。放到大模型上，效果可能不同。")
+_HEADER = (Text("claim", "说法"), Text("model and task", "模型与任务"), Text("what the runs found", "实验结果"),
            Text("deep dive", "深入专题"))
 
 
 def evidence_card(rows=CORE_ROWS) -> str:
     """The card as HTML: the scope line, then a table with one row per claim: the claim, its model and
-    task, the outcome, the effect's size, and a link to its deep dive.
+    task, what the runs found, and a link to its deep dive.
 
     In Chinese (``helpers.set_language("zh")``) the card is read in ``notebooks/zh/``, one folder
     below the deep dives, so each link starts with ``../``."""

@@ -32,9 +32,6 @@ import pandas as pd
 from helpers.evidence import runner
 from helpers.evidence.verdicts import Verdict
 
-__all__ = ["ALPHA", "KINDS", "OUTCOMES", "Check", "Claim", "checked", "claims_ledger", "decide", "evidence_ledger",
-           "ledger_outcomes", "outcome"]
-
 OUTCOMES = ("supported", "refuted", "undecided", "not tested", "consistent", "assumptions not met")
 
 #: What a claim can say (:class:`Claim`'s ``kind``).

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from helpers.evidence.claims import Claim
 
-__all__ = ["LEDGERS"]
-
 _ACTIVATIONS = ("tanh", "relu", "gelu")  # helpers.experiments.placement_tuned.ACTIVATIONS
 _SEQ_LENS, _HIDDEN = (10, 50), (16, 64, 128)  # helpers.experiments.rnn_regimes.SEQ_LENS, HIDDEN
 _DYT_ALPHAS = (0.1, 0.5, 2.0)  # helpers.experiments.small_transformer.DYT_ALPHAS
@@ -103,10 +101,11 @@ LEDGERS: dict[str, tuple[Claim, ...]] = {
               "activation input: largest std change", "LayerNorm's activation input", _13),
         Claim("With LN, the Linear output before LN drifts less too (deep MLP, spread)", "drift",
               "Linear output: largest std change", "LayerNorm's Linear output", _13),
-        Claim("With LN, each unit of what enters the activation drifts less, in its own spread (deep MLP)", "drift",
-              "activation input: largest unit mean drift", "LayerNorm's activation input", _13),
-        Claim("... and each unit of the Linear output before LN (deep MLP)", "drift",
-              "Linear output: largest unit mean drift", "LayerNorm's Linear output", _13),
+        Claim("With LN, each unit of what enters the activation drifts less, in its own spread (deep MLP, 3 rates, "
+              "every seed)", "drift", "activation input: largest unit mean drift, every rate",
+              "LayerNorm's activation input", _13),
+        Claim("... and each unit of the Linear output before LN (deep MLP, 3 rates, every seed)", "drift",
+              "Linear output: largest unit mean drift, every rate", "LayerNorm's Linear output", _13),
         Claim("LN reduces the drift of each unit's input mean, in absolute units: LN's bounded scale wins it by "
               "construction (3-layer RNN, rate 0.01)", "rnn_mechanism", "drift of the unit means, lr 0.01", "LayerNorm",
               _13),

@@ -44,8 +44,6 @@ import torch
 
 from helpers.evidence import runner
 
-__all__ = ["kernel_paths", "measure", "measured_differences", "needed_rtol", "step_table", "worst_by_step"]
-
 #: PyTorch's CPU capabilities, lowest first; a process can be put on any at or below its CPU's own.
 _CAPABILITIES = ("DEFAULT", "AVX2", "AVX512")
 

@@ -59,24 +59,6 @@ import torch
 
 from helpers.evidence.verdicts import Verdict, as_verdict
 
-__all__ = [
-    "EXPERIMENTS",
-    "Experiment",
-    "StoredResult",
-    "Tuning",
-    "experiment",
-    "experiment_modules",
-    "fingerprint",
-    "load",
-    "print_verdicts",
-    "records",
-    "register",
-    "resummarize",
-    "summary",
-    "run",
-    "units",
-]
-
 #: The package whose modules declare the set's experiments: each module registers its own when
 #: imported, and the runner imports every module of the package to find them, so an experiment is
 #: declared in one place only.
@@ -851,9 +833,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--resummarize", action="store_true",
                         help="recompute the stored verdicts from the stored tables, training nothing")
     args = parser.parse_args(argv)
-    if args.jobs < 1:
-        print(f"error: argument --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
-        return 2
     known = _discover(args.module)
     if args.list:
         for exp in known.values():

@@ -56,23 +56,6 @@ import pandas as pd
 if TYPE_CHECKING:
     from helpers.evidence.verdicts import Verdict
 
-__all__ = [
-    "EQUIVALENCE_MARGIN",
-    "INTERVAL_METHOD",
-    "Interval",
-    "TimeToThreshold",
-    "best_rate_check",
-    "best_rates",
-    "grid_resolution",
-    "grid_step",
-    "holm",
-    "one_sample_ci",
-    "paired_difference_ci",
-    "threshold_level",
-    "time_to_threshold",
-    "verdict",
-]
-
 #: The interval :func:`paired_difference_ci` computes, by the name the coverage simulation
 #: (:mod:`helpers.experiments.interval_coverage`) gives it: a t-interval on the per-seed differences,
 #: or on the per-seed log-ratios for a relative difference. The simulation stores this name in its

@@ -30,8 +30,6 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-__all__ = ["KINDS", "WEAK_FLAGS", "Verdict", "as_verdict"]
-
 #: The kinds of stored verdict.
 KINDS = ("comparison", "answer", "note")
 
@@ -263,7 +261,7 @@ class Verdict:
             return self.text
         depends = "" if self.agree else "depends on the measure: "
         others = "".join(f"; {m.label}: {m.words}" if m.label else f"; {m.words}" for m in self.alternates)
-        return f"{self.prefix}{depends}{self._said()}{''.join(f'; {w}' for _, w in self.flags)}{others}{self.suffix}"
+        return f"{self.prefix}{depends}{self._said()}{''.join(f'; {w}' for _, w in self.flags)}{self.suffix}{others}"
 
     def _said(self) -> str:
         more, lo, hi = self._more()

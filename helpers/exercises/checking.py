@@ -25,20 +25,6 @@ import torch
 
 from helpers.language import Text, say
 
-__all__ = [
-    "ALWAYS_FORBIDDEN",
-    "Case",
-    "Exercise",
-    "ForbiddenCall",
-    "Verdict",
-    "check",
-    "compare",
-    "default_tolerances",
-    "register",
-    "registered",
-    "refusing",
-]
-
 # torch.testing.assert_close's defaults: (rtol, atol) per dtype.
 _TOLERANCES = {
     torch.float16: (1e-3, 1e-5),
@@ -284,15 +270,8 @@ def _forbidden_name(fn: Callable, names: Sequence[str]) -> str | None:
 
 def register(exercise: Exercise) -> Exercise:
     """Add ``exercise`` to the registry under ``exercise.name`` (replacing one of that name)."""
-    if not isinstance(exercise, Exercise):
-        raise TypeError(f"register(): argument 'exercise' must be an Exercise, got {type(exercise).__name__}")
     _REGISTRY[exercise.name] = exercise
     return exercise
-
-
-def registered() -> list[str]:
-    """The names of the registered exercises."""
-    return sorted(_REGISTRY)
 
 
 def _clone(args: tuple) -> tuple:
@@ -385,8 +364,6 @@ def check(exercise: str | Exercise, fn: Callable) -> Verdict:
         has a row per case.
     """
     if isinstance(exercise, str):
-        if exercise not in _REGISTRY:
-            raise KeyError(f"check(): no exercise named {exercise!r}; registered: {registered()}")
         exercise = _REGISTRY[exercise]
     if not callable(fn):
         raise TypeError(f"check(): argument 'fn' must be a function, got {type(fn).__name__}")

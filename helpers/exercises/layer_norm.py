@@ -28,7 +28,7 @@ __all__ = ["check_biased_variance", "check_output_variance", "check_sentence_lay
 _ONE_PASS_HINT = (
     Text("E[x²] - E[x]² subtracts two huge, nearly equal numbers when the mean is large next to the "
          "spread, and float32 cancels catastrophically: centre first, then average the squares.",
-         "均值远大于数据的离散程度时，E[x²] - E[x]² 是两个几乎相等的大数相减，float32 会发生灾难性抵消：先减去均值，再对平方求平均。"))
+         "均值远大于标准差时，E[x²] - E[x]² 是两个几乎相等的大数相减，float32 会发生灾难性抵消：先减去均值，再对平方求平均。"))
 
 
 def _one_pass_var(x: torch.Tensor, dims: tuple[int, ...], *, keepdim: bool = True) -> torch.Tensor:
@@ -61,7 +61,7 @@ register(Exercise(
     reference=_sentence_reference,
     cases=[
         Case(Text("the lesson's shape (2, 3, 4), from rand",
-                  "课程里的形状 (2, 3, 4)，取自 rand"), lambda g: (torch.rand(2, 3, 4, generator=g),)),
+                  "原课程里的形状 (2, 3, 4)，取自 rand"), lambda g: (torch.rand(2, 3, 4, generator=g),)),
         Case(Text("3 sentences of 5 tokens x 8 features, mean 3 and std 10",
                   "3 个句子，每句 5 个 token × 8 个特征，均值 3、标准差 10"), _randn_batch(3, 5, 8, 3.0, 10.0)),
         Case(Text("1 sentence of 7 tokens x 4 features",
@@ -147,7 +147,7 @@ register(Exercise(
         Case(Text("4 tokens x 4 features, gamma 1 and beta 0",
                   "4 个 token × 4 个特征，gamma 为 1、beta 为 0"), _tokens((4, 4), affine=False)),
         Case(Text("the lesson's shape (2, 3, 4), random gamma and beta",
-                  "课程里的形状 (2, 3, 4)，gamma 和 beta 随机"),
+                  "原课程里的形状 (2, 3, 4)，gamma 和 beta 随机"),
              lambda g: (torch.rand(2, 3, 4, generator=g), *_tokens((4,))(g)[1:])),
         Case(Text("5 tokens x 8 features, mean 3 and std 10",
                   "5 个 token × 8 个特征，均值 3、标准差 10"), _tokens((5, 8), 3.0, 10.0)),
@@ -224,7 +224,7 @@ register(Exercise(
         Case(Text("one token [1, 2, 3, 4]",
                   "一个 token [1, 2, 3, 4]"), lambda g: (torch.tensor([1.0, 2.0, 3.0, 4.0]),)),
         Case(Text("the lesson's shape (2, 3, 4), from rand",
-                  "课程里的形状 (2, 3, 4)，取自 rand"), lambda g: (torch.rand(2, 3, 4, generator=g),)),
+                  "原课程里的形状 (2, 3, 4)，取自 rand"), lambda g: (torch.rand(2, 3, 4, generator=g),)),
         Case(Text("4 tokens of 8 features around 10000 (std 1)",
                   "4 个 token，各 8 个特征，在 10000 附近（标准差 1）"),
              lambda g: (1e4 + torch.randn(4, 8, generator=g),)),
@@ -262,7 +262,7 @@ register(Exercise(
     reference=lambda var, eps: var / (var + eps),
     cases=[
         Case(Text("variances 0.0546, 0.0418, 0.109 (the lesson's first three) and 1.25, eps = 1e-5",
-                  "方差 0.0546、0.0418、0.109（课程里的前三个）和 1.25，eps = 1e-5"),
+                  "方差 0.0546、0.0418、0.109（原课程里的前三个）和 1.25，eps = 1e-5"),
              lambda g: (torch.tensor([0.0546, 0.0418, 0.1090, 1.25]), 1e-5)),
         Case(Text("variances near eps, eps = 1e-5",
                   "接近 eps 的方差，eps = 1e-5"), lambda g: (torch.tensor([1e-3, 1e-5, 1e-7]), 1e-5)),

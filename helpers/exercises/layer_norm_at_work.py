@@ -49,7 +49,7 @@ register(Exercise(
         Case(Text("4 tokens, 8 -> 6 features",
                   "4 个 token，8 -> 6 个特征"), _block_case(4, 8, 6)),
         Case(Text("2 x 3 tokens (the lesson's batch shape), 4 -> 4 features",
-                  "2 × 3 个 token（课程里的批次形状），4 -> 4 个特征"),
+                  "2 × 3 个 token（原课程里那批数据的形状），4 -> 4 个特征"),
              lambda g: (torch.rand(2, 3, 4, generator=g), *_block_case(1, 4, 4)(g)[1:])),
         Case(Text("5 tokens, 8 -> 16 features, inputs around 1000 (std 50)",
                   "5 个 token，8 -> 16 个特征，输入在 1000 附近（标准差 50）"), _block_case(5, 8, 16, 1e3, 50.0)),
@@ -59,7 +59,7 @@ register(Exercise(
     ],
     mistakes={
         Text("that is the activation first, then LN: the lesson puts LN before it, tanh(LN(linear(x))).",
-             "这是先激活、后 LN：课程把 LN 放在激活函数之前，tanh(LN(linear(x)))。"):
+             "这是先激活、后 LN：原课程把 LN 放在激活函数之前，tanh(LN(linear(x)))。"):
             lambda x, w, b, g, be: F.layer_norm(torch.tanh(x @ w.T + b), w.shape[:1], g, be),
         Text("LN goes on the linear layer's output, not on its input x: tanh(LN(x @ weight.T + bias)).",
              "LN 作用在线性层的输出上，而不是它的输入 x：tanh(LN(x @ weight.T + bias))。"):
@@ -74,7 +74,7 @@ register(Exercise(
              "eps 应放在根号里面：`torch.sqrt(var + eps)`。"):
             lambda x, w, b, g, be: torch.tanh(_ln(x @ w.T + b, eps_inside=False) * g + be),
         Text("there is no activation: the block ends with tanh.",
-             "缺了激活函数：这个模块最后要过 tanh。"):
+             "缺了激活函数：这个块最后要过 tanh。"):
             lambda x, w, b, g, be: F.layer_norm(x @ w.T + b, w.shape[:1], g, be),
     },
     hint=Text("z = x @ weight.T + bias; then LN over z's last dim (mean, biased variance, eps inside "
@@ -197,24 +197,24 @@ register(Exercise(
     name="final_ln",
     reference=_forward,
     cases=[
-        Case(Text("2 Pre-LN blocks", "2 个 Pre-LN 模块"), _model_case(True, 2)),
-        Case(Text("2 Post-LN blocks", "2 个 Post-LN 模块"), _model_case(False, 2)),
-        Case(Text("4 Pre-LN blocks", "4 个 Pre-LN 模块"), _model_case(True, 4)),
-        Case(Text("3 Post-LN blocks", "3 个 Post-LN 模块"), _model_case(False, 3)),
+        Case(Text("2 Pre-LN blocks", "2 个 Pre-LN 块"), _model_case(True, 2)),
+        Case(Text("2 Post-LN blocks", "2 个 Post-LN 块"), _model_case(False, 2)),
+        Case(Text("4 Pre-LN blocks", "4 个 Pre-LN 块"), _model_case(True, 4)),
+        Case(Text("3 Post-LN blocks", "3 个 Post-LN 块"), _model_case(False, 3)),
     ],
     mistakes={
         Text("a Pre-LN stream is never normalised: apply ln_f after the last block, before the head.",
-             "Pre-LN 的残差流从未被归一化：在最后一个模块之后、输出层之前加上 ln_f。"):
+             "Pre-LN 的残差流从未归一化过：在最后一个块之后、输出层之前加上 ln_f。"):
             lambda *args: _forward(*args, final=False),
         Text("a Post-LN block already ends with an LN: its model needs no final LN.",
-             "Post-LN 模块的最后一步已经是 LN：这种模型不需要最终的 LN。"):
+             "Post-LN 块的最后一步已经是 LN：这种模型不需要最后的 LN。"):
             lambda *args: _forward(*args, final=True),
         Text("the final LN comes after the blocks, not before them.",
-             "最终的 LN 在所有模块之后，而不是之前。"):
+             "最后的 LN 在所有块之后，而不是之前。"):
             lambda *args: _forward(*args, first=True),
     },
     hint=Text("run the blocks in order; then ln_f only if norm_first (Pre-LN); then the head.",
-              "按顺序运行各个模块；只有 norm_first（Pre-LN）时再过 ln_f；最后过输出层。"),
+              "依次运行各个块；只有 norm_first（Pre-LN）为真时再过 ln_f；最后过输出层。"),
     example="torch.randn(5, 8), [], lambda x: x, lambda x: x, True",
     shape_hint=Text("the output is the head's: one row per token, one column per word of the vocabulary.",
                     "输出是输出层的结果：每个 token 一行，词表里每个词一列。"),

@@ -20,8 +20,6 @@ import torch
 from helpers.exercises.checking import Case, Exercise, Verdict, check, register
 from helpers.language import Text
 
-__all__ = ["check_group_norm_by_hand", "check_ln_by_geometry"]
-
 
 def _group_stats(x: torch.Tensor, groups: int, eps: float, *, unbiased: bool = False,
                  eps_outside: bool = False, interleaved: bool = False, one_pass: bool = False) -> torch.Tensor:

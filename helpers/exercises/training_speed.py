@@ -14,8 +14,6 @@ from helpers.exercises.checking import Case, Exercise, Verdict, check, register
 from helpers.functional import layer_norm
 from helpers.language import Text
 
-__all__ = ["check_first_step_below", "check_noisy_layer_norm"]
-
 
 def _first_below(losses: torch.Tensor, threshold: float) -> torch.Tensor:
     below = torch.nonzero(losses < threshold)

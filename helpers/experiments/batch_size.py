@@ -27,23 +27,6 @@ from torch import nn
 from helpers.evidence import runner
 from helpers.functional import batch_norm, layer_norm
 
-__all__ = [
-    "ARMS",
-    "BATCH_SIZES",
-    "GAP_PAIRS",
-    "NORMS",
-    "StackedMLP",
-    "TASK_RULE",
-    "accuracy_gaps",
-    "arm_accuracy",
-    "batch_size_pilot_scores",
-    "report_rate_words",
-    "batch_size_runs",
-    "batch_size_summary",
-    "final_accuracy",
-    "make_task",
-]
-
 #: The normalizations :func:`batch_size_runs` compares.
 NORMS = ("BatchNorm", "LayerNorm", "no norm")
 
@@ -65,12 +48,11 @@ class StackedMLP(nn.Module):
 
     Each model is ``Linear -> norm -> ReLU -> Linear -> norm -> ReLU -> Linear(width, 1)``;
     model ``m`` uses ``norms[m // n_seeds]`` and the weights of seed ``m % n_seeds``, so the
-    models of one seed start from the *same* weights and differ only by the norm. With
-    ``affine=True`` (the default) BN and LN have their learned per-feature gain ``gamma`` (from 1)
-    and shift ``beta`` (from 0), as ``nn.BatchNorm1d`` and ``nn.LayerNorm`` do: without ``beta``,
-    BN would remove every unit's bias and pin each ReLU's threshold at the batch mean, a handicap
-    LN does not share (LN centres each sample over its features, so each unit keeps its offset).
-    With ``affine=False`` their outputs are exactly standardised. The weights are stacked along a
+    models of one seed start from the *same* weights and differ only by the norm. BN and LN have
+    their learned per-feature gain ``gamma`` (from 1) and shift ``beta`` (from 0), as
+    ``nn.BatchNorm1d`` and ``nn.LayerNorm`` do: without ``beta``, BN would remove every unit's bias
+    and pin each ReLU's threshold at the batch mean, a handicap LN does not share (LN centres each
+    sample over its features, so each unit keeps its offset). The weights are stacked along a
     leading model dim and applied with ``torch.baddbmm``: one step trains all models, each on
     its own minibatch, and (the loss being a sum over models) no model's gradient depends on
     another's. BN keeps running statistics per model and layer (``helpers.batch_norm`` updates
@@ -78,7 +60,7 @@ class StackedMLP(nn.Module):
     """
 
     def __init__(self, n_seeds: int, *, in_features: int = 8, width: int = 32, generators=None,
-                 norms: tuple[str, ...] = NORMS, affine: bool = True):
+                 norms: tuple[str, ...] = NORMS):
         super().__init__()
         self.n_seeds, self.width, self.norms = n_seeds, width, tuple(norms)
         shapes = [(in_features, width), (width, width), (width, 1)]
@@ -92,10 +74,9 @@ class StackedMLP(nn.Module):
             self.register_buffer(f"running_mean{layer}", torch.zeros(n_seeds * width))
             self.register_buffer(f"running_var{layer}", torch.ones(n_seeds * width))
         # gamma and beta of each norm layer, per model (a model without a norm leaves them unused)
-        self.affine = affine
         models = len(self.norms) * n_seeds
-        self.gammas = nn.ParameterList([nn.Parameter(torch.ones(models, 1, width)) for _ in range(2)] if affine else [])
-        self.betas = nn.ParameterList([nn.Parameter(torch.zeros(models, 1, width)) for _ in range(2)] if affine else [])
+        self.gammas = nn.ParameterList([nn.Parameter(torch.ones(models, 1, width)) for _ in range(2)])
+        self.betas = nn.ParameterList([nn.Parameter(torch.zeros(models, 1, width)) for _ in range(2)])
 
     def _norm(self, h: torch.Tensor, layer: int, group: int | None = None) -> torch.Tensor:
         s = self.n_seeds
@@ -106,7 +87,7 @@ class StackedMLP(nn.Module):
                 part = self._batch_norm(part, layer, group)
             elif norm == "LayerNorm":
                 part = layer_norm(part, (self.width,))
-            if self.affine and norm != "no norm":
+            if norm != "no norm":
                 rows = slice(k * s, (k + 1) * s)
                 part = part * self.gammas[layer][rows] + self.betas[layer][rows]
             parts.append(part)
@@ -197,7 +178,7 @@ def _measure(model: StackedMLP, data: dict, seeds: list, *, batch_size: int, ste
 
 def batch_size_runs(batch_sizes=(2, 4, 8, 32, 128), seeds=(0, 1, 2), *, samples: int = 12_800, lr: float = 0.01,
                     lr_batch: int = 128, steps: int | None = None, norms: tuple[str, ...] = NORMS,
-                    n_train: int = 2048, n_test: int = 1024, record=None, progress: bool = False) -> pd.DataFrame:
+                    n_train: int = 2048, n_test: int = 1024, record=None) -> pd.DataFrame:
     """Train identical MLPs with each of ``norms`` on the same number of samples at each batch size.
 
     For each seed, the data (:func:`make_task`), the initial weights and the minibatch order are
@@ -223,13 +204,8 @@ def batch_size_runs(batch_sizes=(2, 4, 8, 32, 128), seeds=(0, 1, 2), *, samples:
         ``train_mode_accuracy``, ``precise_accuracy``.
     """
     seeds = list(seeds)
-    sizes = batch_sizes
-    if progress:
-        from tqdm.auto import tqdm
-
-        sizes = tqdm(batch_sizes, desc="batch sizes", leave=False)
     rows = []
-    for b in sizes:
+    for b in batch_sizes:
         n_steps = samples // b if steps is None else min(steps, samples // b)
         wanted = ({n_steps - 1} if record is None else set(record(n_steps)) if callable(record) else set(record))
         rate = lr * math.sqrt(b / lr_batch)
@@ -414,27 +390,14 @@ def accuracy_gaps(frame: pd.DataFrame, *, pairs=GAP_PAIRS) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def report_rate_words(frame: pd.DataFrame) -> dict[str, str]:
-    """``{"<norm>, batch <b>": words}``: whether each arm's best rate trains on the report seeds
-    (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds end with a test loss at
-    or above :data:`CHANCE_LOSS` (the tuning's learned-nothing level; a diverged run too), against the
-    pilot runs at the neighbouring rates. ``frame``: the stored table, pilot and report rows."""
-    from helpers.experiments.tuning_words import report_seed_words
-
-    # final_accuracy keeps the report rows of a frame that has both: each stage on its own
-    finals = pd.concat([final_accuracy(frame[frame["stage"] == stage]) for stage in ("pilot", "report")],
-                       ignore_index=True)
-    runs = finals.assign(arm=finals["norm"] + ", batch " + finals["batch_size"].astype(str),
-                         value=finals["test_loss"])
-    return report_seed_words(runs, learned_below=CHANCE_LOSS,
-                             stuck=f"ended with a test loss at or above chance ({CHANCE_LOSS:.3f})")
-
-
 def _summarize_batch_size(frame: pd.DataFrame) -> dict[str, str]:
     """The stored verdicts: each norm's tuned rate, whether it trains on the report seeds (``"best rate on
-    the report seeds, <norm>, batch <b>"``, :func:`report_rate_words`), and ``"batch 2: BatchNorm vs
-    LayerNorm"`` -> words, for every pair of :data:`GAP_PAIRS` and every batch size."""
+    the report seeds, <norm>, batch <b>"``, :func:`helpers.experiments.tuning_words.report_seed_words`:
+    how many report seeds end with a test loss at or above :data:`CHANCE_LOSS`, against the pilot runs at
+    the neighbouring rates), and ``"batch 2: BatchNorm vs LayerNorm"`` -> words, for every pair of
+    :data:`GAP_PAIRS` and every batch size."""
     from helpers.evidence.statistics import best_rates
+    from helpers.experiments.tuning_words import report_seed_words
 
     out = {}
     if "stage" in frame:
@@ -447,7 +410,13 @@ def _summarize_batch_size(frame: pd.DataFrame) -> dict[str, str]:
             where = f"; {row.note}" if row.note else ", inside the grid"
             out[f"best rate, {row.arm}"] = (f"{row.best_lr:g} (mean final test loss {row.best_score:.3f} over the "
                                             f"{pilot['seed'].nunique()} pilot seeds{where})")
-        out.update({f"best rate on the report seeds, {arm}": words for arm, words in report_rate_words(frame).items()})
+        # final_accuracy keeps the report rows of a frame that has both: each stage on its own
+        ran = pd.concat([final_accuracy(frame[frame["stage"] == stage]) for stage in ("pilot", "report")],
+                        ignore_index=True)
+        ran = ran.assign(arm=ran["norm"] + ", batch " + ran["batch_size"].astype(str), value=ran["test_loss"])
+        checked = report_seed_words(ran, learned_below=CHANCE_LOSS,
+                                    stuck=f"ended with a test loss at or above chance ({CHANCE_LOSS:.3f})")
+        out.update({f"best rate on the report seeds, {arm}": words for arm, words in checked.items()})
     for r in accuracy_gaps(frame).itertuples():
         out[f"batch {r.batch_size}: {r.a} vs {r.b}"] = r.verdict
     return out

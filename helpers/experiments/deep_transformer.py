@@ -384,7 +384,7 @@ runner.register(runner.Experiment(
     summarize=deep_transformer_verdicts, keep=keep_rows,
     tuning=runner.Tuning(key="lr", rates=RATES, pilot_seeds=PILOT_SEEDS, score=deep_pilot_scores,
                          learned_below=STEPS, check_rates=boundary_rates),
-    budget_s=3600,
+    budget_s=5600,
     # The reproducibility check re-trains unit 7, Post-LN + warm-up's reported seeds at its best rate
     # (0.003): its first 20 steps are inside the warm-up, where a last-bit difference stays small.
     repro_rtol=0.0,

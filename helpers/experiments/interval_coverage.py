@@ -23,7 +23,10 @@ the stored experiments' per-seed values (each says which, and why), at :data:`SI
   ratio of means, each resample divided by its own standard error (the delta method's for a ratio).
 
 The last three estimate ``E[a - b]`` or ``1 - E[a] / E[b]``. Each method is scored against its own
-truth, computed from 4 million draws of the scenario. Each scenario has a ``use``: ``"used"``, like
+truth, computed from 4 million draws of the scenario. In a capped scenario the draws are capped before
+the truth is taken, so the truth is the *capped* ratio (a run stopped at the cap counts as the cap, as
+in the stored verdicts), not the ratio that uncapped runs would give: where the slower arm has capped
+runs, that is a bound on the uncapped one (the verdicts then say "at least"). Each scenario has a ``use``: ``"used"``, like
 comparisons the verdicts make, where the method in use must reach :data:`REQUIRED`; ``"stress"``,
 beyond what any method can do at these seed counts (its description says why), which shows where
 the intervals stop working; ``"not used"``, a comparison the set no longer makes, kept to show why.
@@ -51,9 +54,6 @@ from scipy import stats
 from helpers.evidence import runner
 from helpers.evidence.statistics import INTERVAL_METHOD, paired_difference_ci
 
-__all__ = ["METHODS", "SCENARIOS", "SIZES", "Scenario", "coverage_runs", "coverage_table", "coverage_verdicts",
-           "interval"]
-
 #: The interval methods compared, in the order the tables show them.
 METHODS = ("t", "BCa", "Fieller", "studentized bootstrap")
 
@@ -64,9 +64,6 @@ SIZES = (8, 10, 17, 20)
 #: Coverage a method must reach in every scenario marked "used" (a 95% interval may fall a
 #: little short at 8 seeds; 93% is within what 2,000 repetitions can tell from 95%).
 REQUIRED = 0.93
-
-#: What a scenario is for (:class:`Scenario`).
-USES = ("used", "stress", "not used")
 
 #: The repetitions per seed of the experiment (4 seeds: 2,000 per scenario and size).
 REPS = 500
@@ -356,10 +353,6 @@ def coverage_table(frame: pd.DataFrame) -> pd.DataFrame:
     return table.assign(use=[SCENARIOS[s].use for s, _ in table.index])
 
 
-def _pct(x: float) -> str:
-    return f"{x:.1%}"
-
-
 def coverage_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     """The stored words of ``interval_coverage``:
 
@@ -376,7 +369,7 @@ def coverage_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     methods = [m for m in METHODS if m in table.columns]
     out = {}
     for (scenario, n), row in table.iterrows():
-        said = ", ".join(f"{m} {_pct(row[m])}" for m in methods if not math.isnan(row[m]))
+        said = ", ".join(f"{m} {row[m]:.1%}" for m in methods if not math.isnan(row[m]))
         out[f"coverage, {scenario}, n {n}"] = f"{said}, of {reps[(scenario, n)]:,} samples each"
     plain = table[table["use"] == "used"]
     in_use = INTERVAL_METHOD
@@ -385,9 +378,9 @@ def coverage_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     ok = plain[in_use].min() >= REQUIRED
     out["in use"] = (f"{in_use}: {'at least' if ok else 'below'} {REQUIRED:.0%} coverage of its 95% intervals in "
                      f"{'every' if ok else 'some'} scenario like the stored experiments, at {min(plain.index.get_level_values(1))} "
-                     f"to {max(plain.index.get_level_values(1))} seeds; lowest {_pct(plain[in_use].min())} "
-                     f"({worst[0]}, n {worst[1]}); BCa, the method before, {_pct(plain['BCa'].min())} to "
-                     f"{_pct(plain['BCa'].max())}")
+                     f"to {max(plain.index.get_level_values(1))} seeds; lowest {plain[in_use].min():.1%} "
+                     f"({worst[0]}, n {worst[1]}); BCa, the method before, {plain['BCa'].min():.1%} to "
+                     f"{plain['BCa'].max():.1%}")
     out["methods that reach 93%"] = (", ".join(reaches) if reaches else "none") + (
         f": the methods whose 95% intervals cover the truth at least {REQUIRED:.0%} of the time in every scenario "
         f"like the stored experiments, at every seed count")
@@ -396,8 +389,8 @@ def coverage_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         if not part.empty:
             best = part[methods].min().idxmax()
             out[use] = (f"in the scenarios marked {use!r}, the best method at its worst, {best}, covers "
-                        f"{_pct(part[best].min())} ({part[best].idxmin()[0]}, n {part[best].idxmin()[1]}); "
-                        f"{in_use} at its worst {_pct(part[in_use].min())}")
+                        f"{part[best].min():.1%} ({part[best].idxmin()[0]}, n {part[best].idxmin()[1]}); "
+                        f"{in_use} at its worst {part[in_use].min():.1%}")
     return out
 
 

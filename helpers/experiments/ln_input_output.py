@@ -43,18 +43,6 @@ from helpers.experiments.small_transformer import (
     trained_decoder,
 )
 
-__all__ = [
-    "S_LR",
-    "S_SEEDS",
-    "S_SHAPED",
-    "POINTS",
-    "POINT_SEEDS",
-    "fit_s_shape",
-    "layer_names",
-    "ln_input_output",
-    "s_shape_verdicts",
-]
-
 #: The rate the Pre-LN models train at: Pre-LN's tuned rate in ``small_transformer`` (a test checks
 #: that the two agree).
 S_LR = 0.01

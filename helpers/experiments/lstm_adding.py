@@ -58,28 +58,6 @@ from helpers.experiments.training import adam, clip_per_model, finite_or_inf, ke
 from helpers.experiments.tuning_words import best_rate_words
 from helpers.functional import layer_norm
 
-__all__ = [
-    "COMPARISONS",
-    "EVAL_EVERY",
-    "HELDOUT_SEED",
-    "HELDOUT_SIZE",
-    "LEARNED_NOTHING",
-    "PILOT_SEEDS",
-    "RATES",
-    "SEEDS",
-    "SEQ_LEN",
-    "STEPS",
-    "THRESHOLD",
-    "VARIANTS",
-    "StackedLSTM",
-    "heldout_batch",
-    "heldout_loss",
-    "lstm_runs",
-    "lstm_steps_to_threshold",
-    "lstm_verdicts",
-    "pilot_scores",
-]
-
 #: The arms, in the order :class:`StackedLSTM` stacks them.
 VARIANTS = ("LSTM", "LN-LSTM", "LN-LSTM without input LN")
 
@@ -286,7 +264,7 @@ def heldout_loss(model: StackedLSTM, x: torch.Tensor, y: torch.Tensor, chunk: in
 
 def lstm_runs(seeds=(0, 1, 2), lrs=(1e-3,), *, variants=VARIANTS, steps: int = 300, seq_len: int = SEQ_LEN,
               hidden: int = 64, batch: int = 32, clip: float = 1.0, eval_every: int = EVAL_EVERY,
-              embed: bool = True, progress: bool = False) -> pd.DataFrame:
+              embed: bool = True) -> pd.DataFrame:
     """Train a :class:`StackedLSTM` on the adding problem: Adam, one rate of ``lrs`` per model.
 
     Each step: one minibatch of ``batch`` sequences of length ``seq_len`` per seed (the same for
@@ -314,12 +292,7 @@ def lstm_runs(seeds=(0, 1, 2), lrs=(1e-3,), *, variants=VARIANTS, steps: int = 3
     x_eval, y_eval = heldout_batch(seq_len)
     params = list(model.parameters())
     losses, evals, moments = [], {}, {}
-    steps_iter = range(steps + 1)
-    if progress:
-        from tqdm.auto import tqdm
-
-        steps_iter = tqdm(steps_iter, desc="LSTM steps", leave=False)
-    for step in steps_iter:
+    for step in range(steps + 1):
         if step % eval_every == 0 or step == steps:
             evals[step] = finite_or_inf(heldout_loss(model, x_eval, y_eval))
         if step == steps:

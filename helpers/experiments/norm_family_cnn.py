@@ -50,6 +50,7 @@ import copy
 import functools
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -58,44 +59,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from helpers.evidence import runner
-from helpers.evidence.statistics import EQUIVALENCE_MARGIN, grid_resolution
+from helpers.evidence.statistics import EQUIVALENCE_MARGIN
 from helpers.experiments.placement_tuned import cosine_factor
-from helpers.experiments.tuning_words import best_rate_words, report_seed_words
+from helpers.experiments.tuning_words import grid_resolution, rate_verdicts
 from helpers.modules import BatchNorm2d, GroupNorm, InstanceNorm2d
-
-__all__ = [
-    "BATCH_SIZES",
-    "CHANNELS",
-    "CLASSES",
-    "EVALS",
-    "GROUPS",
-    "IMAGE_SIZE",
-    "LR_BATCH",
-    "NOISE",
-    "NORMS",
-    "N_TEST",
-    "N_TRAIN",
-    "N_VALID",
-    "PILOT_SEEDS",
-    "RATES",
-    "SAMPLES",
-    "SEEDS",
-    "TASK_SEED",
-    "StackedCNN",
-    "Task",
-    "cnn_runs",
-    "comparisons",
-    "error_table",
-    "example_images",
-    "final_errors",
-    "make_images",
-    "make_task",
-    "norm_family_verdicts",
-    "norm_layer",
-    "pilot_scores",
-    "report_rate_words",
-    "scaled_lr",
-]
 
 #: The four norms compared, by the names the tables and verdicts use.
 NORMS = ("BatchNorm", "GroupNorm", "LayerNorm", "InstanceNorm")
@@ -193,24 +160,18 @@ N_TEST = 2048
 TASK_SEED = 2018
 
 
-class Task(dict):
-    """The fixed sets: ``x_train``, ``y_train``, ``x_valid``, ``y_valid``, ``x_test``, ``y_test``
-    (images ``(n, 1, H, W)`` float32, labels ``(n,)`` int64)."""
-
-    __getattr__ = dict.__getitem__
-
-
 @functools.lru_cache(maxsize=4)
 def make_task(n_train: int = N_TRAIN, n_valid: int = N_VALID, n_test: int = N_TEST, *, noise: float = NOISE,
-              seed: int = TASK_SEED) -> Task:
+              seed: int = TASK_SEED) -> SimpleNamespace:
     """The fixed training, validation and test sets (:func:`make_images`), drawn in that order from
-    one generator seeded with ``seed``. The same arguments give the same sets (cached: do not
-    modify them in place)."""
+    one generator seeded with ``seed``, as the attributes ``x_train``, ``y_train``, ``x_valid``,
+    ``y_valid``, ``x_test``, ``y_test`` (images ``(n, 1, H, W)`` float32, labels ``(n,)`` int64). The
+    same arguments give the same sets (cached: do not modify them in place)."""
     g = torch.Generator().manual_seed(seed)
-    out = Task()
+    sets = {}
     for name, n in (("train", n_train), ("valid", n_valid), ("test", n_test)):
-        out[f"x_{name}"], out[f"y_{name}"] = make_images(n, g, noise=noise)
-    return out
+        sets[f"x_{name}"], sets[f"y_{name}"] = make_images(n, g, noise=noise)
+    return SimpleNamespace(**sets)
 
 
 def example_images(per_class: int = 1, *, seed: int = 0, noise: float = NOISE) -> pd.DataFrame:
@@ -326,16 +287,6 @@ class StackedCNN(nn.Module):
                                                for g in generators]))
         self.b_out = nn.Parameter(torch.zeros(self.n_models, 1, classes))
 
-    def features(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """Each layer's convolution output, before its norm: ``(N, models * C, H, W)`` each."""
-        out = []
-        h = self._side_by_side(x)
-        for w, norm, stride in zip(self.weights, self.norms, STRIDES, strict=True):
-            z = F.conv2d(h, w, stride=stride, padding=1, groups=self.n_models)
-            out.append(z)
-            h = torch.relu(norm(z))
-        return out
-
     def _side_by_side(self, x: torch.Tensor) -> torch.Tensor:
         """``(models, N, C, H, W)`` -> ``(N, models * C, H, W)``: model ``m``'s channels in block ``m``."""
         return x.transpose(0, 1).reshape(x.shape[1], -1, *x.shape[3:])
@@ -418,8 +369,7 @@ def _train_mode_error(model: StackedCNN, x, y, batch: int) -> torch.Tensor:
 
 
 def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr=0.03, samples: int = SAMPLES,
-             steps: int | None = None, evals: int = EVALS, eval_set: str = "test", task: Task | None = None,
-             progress: bool = False) -> pd.DataFrame:
+             steps: int | None = None, evals: int = EVALS, eval_set: str = "test", task: SimpleNamespace | None = None) -> pd.DataFrame:
     """Train one :class:`StackedCNN` per call, one model per (rate, seed), at one batch size.
 
     Seed ``s`` has one generator, seeded with ``s``: it draws the model's initial weights, then the
@@ -484,12 +434,7 @@ def cnn_runs(norm: str = "GroupNorm", seeds=(0,), *, batch: int = 32, lr=0.03, s
     recorded = sorted({*range(min(runner.REPRO_STEPS, n_steps)), *range(0, n_steps, every), n_steps})
     nan = torch.full((n_models,), math.nan)
     rows, since = {}, []
-    steps_iter = range(n_steps + 1)
-    if progress:
-        from tqdm.auto import tqdm
-
-        steps_iter = tqdm(steps_iter, desc=f"{norm}, batch {batch}", leave=False)
-    for step in steps_iter:
+    for step in range(n_steps + 1):
         measured = {"loss": nan, "train_loss": nan, "eval_loss": nan, "eval_error": nan, "train_mode_error": nan}
         if step % every == 0 or step == n_steps:
             loss, error = _eval_mode_metrics(model, x_eval, y_eval)
@@ -616,16 +561,6 @@ _MEASURES = {"error": "test error", "loss": "test loss"}
 MATCH_MARGIN = EQUIVALENCE_MARGIN
 
 
-def grid_step(scores: pd.DataFrame, norm: str, batch: int) -> float:
-    """How finely the tuning resolves one arm (:func:`helpers.evidence.statistics.grid_step` on its
-    pilot scores, :func:`pilot_scores`): the smaller relative change in the pilot error from the
-    arm's best rate to a neighbouring rate; ``inf`` where the arm has no finite score."""
-    from helpers.evidence.statistics import grid_step as step
-
-    arm = scores[(scores["norm"] == norm) & (scores["batch_size"] == batch)]
-    return step(arm["lr"], arm["score"])
-
-
 def _relative(a: np.ndarray, b: np.ndarray, *, claim, a_name: str, b_name: str, quantity: str,
               margin: float | None = None, resolution: tuple[float, str] | None = None, seeds=None):
     """One minus the geometric mean of the per-seed ratios ``a / b``, paired by position, with its
@@ -667,8 +602,10 @@ def comparisons(frame: pd.DataFrame) -> pd.DataFrame:
         """The coarser grid step of the compared arms ``[(norm, batch), ...]``, in words."""
         if scores is None:
             return None
-        return grid_resolution({arm: grid_step(scores, *arm) for arm in arms},
-                               lambda arm, step: f"{arm[0]}'s pilot error at batch {arm[1]} by {step:.1%}")
+        return grid_resolution(scores.assign(arm=scores["norm"] + ", batch " + scores["batch_size"].astype(str)),
+                               [f"{norm}, batch {b}" for norm, b in arms],
+                               lambda arm, step: "{}'s pilot error at batch {} by {:.1%}".format(
+                                   *arm.split(", batch "), step))
 
     def add(kind, measure, b, norm, a_name, b_name, claim, x, y, seeds, arms=()):
         # "the same" only where two norms, or one norm at two batch sizes, may be claimed to match
@@ -704,18 +641,6 @@ def comparisons(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def report_rate_words(frame: pd.DataFrame) -> dict[str, str]:
-    """``{"<norm>, batch <b>": words}``: whether each arm's best rate trains on the report seeds
-    (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds end with a test error
-    at or above :data:`CHANCE_ERROR` (the tuning's learned-nothing level; a diverged run too), against
-    the pilot runs (validation error) at the neighbouring rates of the grid scaled to the batch size.
-    ``frame``: the stored table, pilot and report rows."""
-    finals = final_errors(frame, stage=None)
-    runs = finals.assign(arm=finals["norm"] + ", batch " + finals["batch_size"].astype(str), value=finals["error"])
-    return report_seed_words(runs, learned_below=CHANCE_ERROR,
-                             stuck=f"ended with an error at or above chance ({CHANCE_ERROR:.1%})")
-
-
 def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     """The verdicts of ``norm_family_cnn``, in words, from the stored table.
 
@@ -723,7 +648,9 @@ def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:
       to it (recomputed from the pilot rows as the runner picked it: :func:`pilot_scores`), and
       whether it is inside the grid;
     - ``"best rate on the report seeds, <norm>, batch <b>"``: whether that rate trains on the report
-      seeds (:func:`report_rate_words`);
+      seeds (:func:`helpers.experiments.tuning_words.rate_verdicts`: how many report seeds end with a test
+      error at or above :data:`CHANCE_ERROR`, against the pilot runs, validation error, at the
+      neighbouring rates of the grid scaled to the batch size);
     - ``"runs, <norm>, batch <b>"``: the mean test error over the reported seeds with its interval,
       the mean loss, and for BN the error in ``train()`` mode;
     - ``"error, batch <b>: <A> vs <B>"``, ``"loss, batch <b>: <A> vs <B>"``, ``"error, <norm>: batch <b>
@@ -740,13 +667,13 @@ def norm_family_verdicts(frame: pd.DataFrame) -> dict[str, str]:
         def rate(arm, lr):  # the grid is in units of batch LR_BATCH: each arm's rate is scaled to its batch
             return f"{scaled_lr(lr, batch[arm]):g}"
 
-        best = best_rate_words(scores, pilot, learned_below=CHANCE_ERROR, rate=rate,
-                               best=lambda arm, lr: f"{rate(arm, lr)} ({lr:g} scaled from batch {LR_BATCH} "
-                                                    f"to {batch[arm]})",
-                               score="mean final validation error {:.1%}",
-                               none="none: at no rate of the grid ({grid}) is the mean error below chance")
-        out.update({f"best rate, {arm}": words for arm, words in best.items()})
-        out.update({f"best rate on the report seeds, {arm}": words for arm, words in report_rate_words(frame).items()})
+        ran = final_errors(frame, stage=None)  # pilot and report runs
+        ran = ran.assign(arm=ran["norm"] + ", batch " + ran["batch_size"].astype(str), value=ran["error"])
+        out = rate_verdicts(scores, pilot, ran, learned_below=CHANCE_ERROR,
+                            stuck=f"ended with an error at or above chance ({CHANCE_ERROR:.1%})", rate=rate,
+                            best=lambda arm, lr: f"{rate(arm, lr)} ({lr:g} scaled from batch {LR_BATCH} to {batch[arm]})",
+                            score="mean final validation error {:.1%}",
+                            none="none: at no rate of the grid ({grid}) is the mean error below chance")
     for row in error_table(frame).itertuples():
         said = (f"at lr {row.lr:g}: test error {row.error:.1%} (95% CI {row.error_low:.1%} to {row.error_high:.1%}), "
                 f"mean over {row.seeds} seeds; mean loss {row.loss:.3f}")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -37,52 +38,8 @@ from helpers.evidence import runner
 from helpers.evidence.verdicts import Verdict
 from helpers.experiments.small_transformer import N_COPY, VOCAB, StackedDecoder, copy_task
 from helpers.experiments.training import adam, keep_rows
-from helpers.experiments.tuning_words import best_rate_words, report_seed_words
+from helpers.experiments.tuning_words import grid_resolution, rate_verdicts
 from helpers.functional import layer_norm
-
-__all__ = [
-    "ACTIVATIONS",
-    "ARRANGEMENTS",
-    "BATCH",
-    "CONVERGED_RTOL",
-    "CONVERGED_WINDOW",
-    "DEPTH",
-    "EVAL_EVERY",
-    "FORMS",
-    "IN_FEATURES",
-    "MIN_CONVERGED_SEEDS",
-    "NOTHING",
-    "N_EVAL",
-    "PILOT_SEEDS",
-    "RATES",
-    "SEEDS",
-    "STEPS",
-    "TASK_SEED",
-    "TEACHER_DEPTH",
-    "TEACHER_GAIN",
-    "TEACHER_WIDTH",
-    "WIDTH",
-    "XIONG_DEPTHS",
-    "XIONG_SEEDS",
-    "StackedMLP",
-    "Task",
-    "converged",
-    "cosine_factor",
-    "depth_slope",
-    "draw",
-    "final_rows",
-    "init_gain",
-    "make_task",
-    "mlp_runs",
-    "pilot_scores",
-    "placement_verdicts",
-    "report_rate_words",
-    "standard_gain",
-    "stored_runs_state",
-    "task_levels",
-    "xiong_grad_norms",
-    "xiong_verdicts",
-]
 
 #: The activations, as :func:`torch.nn.init.calculate_gain` and the notebook name them.
 ACTIVATIONS = ("tanh", "relu", "gelu")
@@ -152,16 +109,8 @@ WIDTH = 16
 BATCH = 512
 
 
-class Task(dict):
-    """The fixed regression task: ``teacher`` (the function the targets are: float32 inputs
-    ``(..., in_features)`` to float32 outputs ``(...)``, normalisation included), ``in_features``, and
-    the fixed evaluation sample ``x_eval``, ``y_eval`` (float32)."""
-
-    __getattr__ = dict.__getitem__
-
-
 def make_task(n_eval: int = N_EVAL, *, in_features: int = IN_FEATURES, width: int = TEACHER_WIDTH,
-              depth: int = TEACHER_DEPTH, gain: float = TEACHER_GAIN, seed: int = TASK_SEED) -> Task:
+              depth: int = TEACHER_DEPTH, gain: float = TEACHER_GAIN, seed: int = TASK_SEED) -> SimpleNamespace:
     """The fixed regression task: inputs ``x ~ N(0, I)`` and targets ``y = f(x)``, a random teacher.
 
     The teacher ``f`` is a tanh MLP of ``depth`` hidden layers of ``width`` units and a linear
@@ -173,6 +122,10 @@ def make_task(n_eval: int = N_EVAL, *, in_features: int = IN_FEATURES, width: in
     Drawn from one generator seeded with ``seed``, in this order: the teacher's weights, the
     ``n_eval`` evaluation inputs. Training inputs are drawn elsewhere, from each run's own
     generator (:func:`mlp_runs`): no training step ever sees an evaluation input.
+
+    Returns ``teacher`` (the function the targets are: float32 inputs ``(..., in_features)`` to
+    float32 outputs ``(...)``, normalisation included), ``in_features``, and the fixed evaluation
+    sample ``x_eval``, ``y_eval`` (float32), as attributes.
     """
     g = torch.Generator().manual_seed(seed)
     shapes = [(in_features, width)] + [(width, width)] * (depth - 1) + [(width, 1)]
@@ -192,10 +145,10 @@ def make_task(n_eval: int = N_EVAL, *, in_features: int = IN_FEATURES, width: in
     def teacher(x):
         return (f(x) - mean) / std
 
-    return Task(teacher=teacher, in_features=in_features, x_eval=x_eval, y_eval=teacher(x_eval))
+    return SimpleNamespace(teacher=teacher, in_features=in_features, x_eval=x_eval, y_eval=teacher(x_eval))
 
 
-def task_levels(task: Task) -> dict[str, float]:
+def task_levels(task: SimpleNamespace) -> dict[str, float]:
     """The task's two reference levels of mean squared error on the evaluation sample, in float64.
 
     - ``"floor"``: the lowest loss any model can reach. The targets are a function of the inputs
@@ -343,7 +296,7 @@ def converged(steps, losses, cap: int, *, window: float = CONVERGED_WINDOW,
     return bool(change < rtol), change
 
 
-def _setup(seeds, lrs, activation: str, arrangement: str, width: int, depth: int, task: Task):
+def _setup(seeds, lrs, activation: str, arrangement: str, width: int, depth: int, task: SimpleNamespace):
     gens = [torch.Generator().manual_seed(s) for s in seeds]
     model = StackedMLP(len(seeds), len(lrs), activation=activation, arrangement=arrangement,
                        in_features=task.in_features, width=width, depth=depth, generators=gens)
@@ -351,14 +304,14 @@ def _setup(seeds, lrs, activation: str, arrangement: str, width: int, depth: int
     return gens, model, m % len(seeds), m // len(seeds)
 
 
-def draw(gens, batch: int, task: Task) -> tuple[torch.Tensor, torch.Tensor]:
+def draw(gens, batch: int, task: SimpleNamespace) -> tuple[torch.Tensor, torch.Tensor]:
     """One fresh minibatch per seed: ``batch`` standard-normal inputs from that seed's generator and
     their targets, ``(n_seeds, batch, in_features)`` and ``(n_seeds, batch)`` (float32)."""
     x = torch.stack([torch.randn(batch, task.in_features, generator=g) for g in gens])
     return x, task.teacher(x)
 
 
-def _train_step(model: StackedMLP, task: Task, gens, seed_of: torch.Tensor, lr: torch.Tensor, step: int,
+def _train_step(model: StackedMLP, task: SimpleNamespace, gens, seed_of: torch.Tensor, lr: torch.Tensor, step: int,
                 batch: int, moments: dict) -> torch.Tensor:
     """One update of every model: each seed's next minibatch (:func:`draw`), the mean squared error,
     one Adam step at rate ``lr`` (per model). Returns the losses before the update (``inf`` where not
@@ -375,7 +328,7 @@ def _train_step(model: StackedMLP, task: Task, gens, seed_of: torch.Tensor, lr: 
 def mlp_runs(seeds=(0,), lrs=(1e-3,), *, activation: str = "relu", arrangement: str = "LN -> act",
              steps: int = 200, decay: int | None = None, width: int = WIDTH, depth: int = DEPTH,
              batch: int = BATCH,
-             eval_every: int = 20, task: Task | None = None, progress: bool = False) -> pd.DataFrame:
+             eval_every: int = 20, task: SimpleNamespace | None = None) -> pd.DataFrame:
     """Train a :class:`StackedMLP` on :func:`make_task`: Adam, one rate of ``lrs`` per model, cosine decay.
 
     Seed ``s`` has one generator, seeded with ``s``: it draws the initial weights, then, at every
@@ -405,12 +358,7 @@ def mlp_runs(seeds=(0,), lrs=(1e-3,), *, activation: str = "relu", arrangement: 
     gens, model, seed_of, lr_of = _setup(seeds, lrs, activation, arrangement, width, depth, task)
     lr = torch.tensor(lrs)[lr_of]
     losses, evals, moments = [], {}, {}
-    steps_iter = range(steps + 1)
-    if progress:
-        from tqdm.auto import tqdm
-
-        steps_iter = tqdm(steps_iter, desc=f"{activation}, {arrangement} steps", leave=False)
-    for step in steps_iter:
+    for step in range(steps + 1):
         if step % eval_every == 0 or step == steps:
             evals[step] = _mse(model, task.x_eval, task.y_eval)
         if step == steps:
@@ -482,25 +430,15 @@ def _capped(values: pd.Series) -> np.ndarray:
     return values.clip(upper=NOTHING).to_numpy(dtype=np.float64)
 
 
-def _grid_step(scores: pd.DataFrame, activation: str, arrangement: str) -> float:
-    """How much one step of the tuning grid moves an arm's pilot score near its best rate: the smallest
-    relative change from the best rate's score to a neighbouring rate's (``inf`` where no neighbour
-    has a finite score). A difference between arms below it is within what tuning on that grid can
-    resolve: the other rate might have been picked on other pilot seeds."""
-    from helpers.evidence.statistics import grid_step
-
-    arm = scores[(scores["activation"] == activation) & (scores["arrangement"] == arrangement)]
-    return grid_step(arm["lr"], arm["score"])
-
-
 def _compare(finals: pd.DataFrame, activation: str, a: str, b: str, quantity: str, seeds=None,
              scores: pd.DataFrame | None = None) -> tuple[Verdict, int]:
     """Arrangement ``a`` against ``b`` for one activation, paired by seed on the final loss: the relative
     difference (one minus the geometric mean of the per-seed ratios ``a / b``) with its t-interval, in
     :func:`helpers.evidence.statistics.verdict`'s words (the claim: ``a`` ends lower). With the pilot
-    ``scores``, a difference smaller than one step of the tuning grid (:func:`_grid_step`, the larger
-    of the two arms') is flagged. Returns the record and the number of seeds."""
-    from helpers.evidence.statistics import grid_resolution, paired_difference_ci, verdict
+    ``scores``, a difference smaller than one step of the tuning grid
+    (:func:`helpers.experiments.tuning_words.grid_resolution`, the larger of the two arms') is flagged.
+    Returns the record and the number of seeds."""
+    from helpers.evidence.statistics import paired_difference_ci, verdict
 
     at = finals[finals["activation"] == activation]
     table = at.pivot_table(index="seed", columns="arrangement", values="final", dropna=False)
@@ -510,8 +448,8 @@ def _compare(finals: pd.DataFrame, activation: str, a: str, b: str, quantity: st
         return Verdict.no_interval(a, b, quantity, f"not testable on {len(table)} seed(s): an interval needs at least 2"), \
             len(table)
     resolution = None if scores is None else grid_resolution(
-        {arm: _grid_step(scores, activation, arm) for arm in (a, b)},
-        lambda arm, step: f"{arm}'s pilot loss by {step:.1%}")
+        scores, [f"{activation}, {arm}" for arm in (a, b)],
+        lambda arm, step: f"{arm.removeprefix(f'{activation}, ')}'s pilot loss by {step:.1%}")
     ci = paired_difference_ci(_capped(table[a]), _capped(table[b]), relative=True, seeds=table.index)
     return verdict(ci, a=a, b=b, quantity=quantity, claim="fewer", verb="ends with",
                    words=("lower", "higher"), resolution=resolution), len(table)
@@ -529,7 +467,8 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     - ``"best rate, <act>, <arr>"``: its best rate on the pilot grid (recomputed from the pilot
       rows, as the runner picked it, :func:`pilot_scores`), and whether it is inside the grid;
     - ``"best rate on the report seeds, <act>, <arr>"``: whether that rate trains on the report seeds
-      (:func:`report_rate_words`);
+      (:func:`helpers.experiments.tuning_words.rate_verdicts`: how many report seeds end at or above
+      :data:`NOTHING`, against the pilot runs at the neighbouring rates);
     - ``"runs, <act>, <arr>"``: at that rate, how many of the reported runs converged
       (:func:`converged`), their loss at step 0 and at the end (medians over seeds, with the range
       at the end), and how much it changed over the last 20% of the steps.
@@ -548,16 +487,17 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
     95% t-intervals over the seeds of the relative difference, one minus the geometric mean of the
     per-seed ratios A / B (:func:`helpers.evidence.statistics.paired_difference_ci`,
     :func:`helpers.evidence.statistics.verdict`); a difference smaller than one step of the tuning grid
-    is flagged (:func:`_grid_step`).
+    is flagged (:func:`helpers.experiments.tuning_words.grid_resolution`).
     """
     cap = int(frame["step"].max())
     pilot, report = frame[frame["stage"] == "pilot"], frame[frame["stage"] == "report"]
     scores = pilot_scores(pilot)
     scores = scores.assign(arm=scores["activation"] + ", " + scores["arrangement"])
-    best = best_rate_words(scores, pilot, learned_below=NOTHING, score="median final loss {:.4f}",
-                           none=f"none: at no rate of the grid ({{grid}}) does the median end below {NOTHING:g}")
-    out = {f"best rate, {arm}": words for arm, words in best.items()}
-    out.update({f"best rate on the report seeds, {arm}": words for arm, words in report_rate_words(frame).items()})
+    ran = final_rows(frame)  # pilot and report runs
+    ran = ran.assign(arm=ran["activation"] + ", " + ran["arrangement"], value=ran["final"])
+    out = rate_verdicts(scores, pilot, ran, learned_below=NOTHING, stuck=f"ended at or above the learned-nothing loss ({NOTHING:g})",
+                        score="median final loss {:.4f}",
+                        none=f"none: at no rate of the grid ({{grid}}) does the median end below {NOTHING:g}")
     finals = final_rows(report)
     for act in ACTIVATIONS:
         for arr in ARRANGEMENTS:
@@ -571,7 +511,7 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
                 f"{cap} steps, every evaluation within 1% of the final loss); loss {at['start'].median():.3g} "
                 f"at step 0, {final.median():.4f} at the end (median over {len(at)} seeds; "
                 f"{final.min():.4f} to {final.max():.4f}); over the last 20% it changed by "
-                f"{_pct(at['change'].median())} (median; {_pct(at['change'].min())} to {_pct(at['change'].max())})")
+                f"{at['change'].median():.1%} (median; {at['change'].min():.1%} to {at['change'].max():.1%})")
     for act in ACTIVATIONS:
         if set(finals.loc[finals["activation"] == act, "arrangement"]) != set(ARRANGEMENTS):
             continue
@@ -587,28 +527,13 @@ def placement_verdicts(frame: pd.DataFrame) -> dict[str, str]:
                 "LN -> act", "act -> LN", "loss at convergence",
                 f"not testable: both runs converged on only {len(both)} of {len(at)} seeds, fewer than the "
                 f"{MIN_CONVERGED_SEEDS} an interval needs here; over the last 20% of the steps the loss still "
-                f"changed by {_pct(change['LN -> act'])} (LN -> act) and {_pct(change['act -> LN'])} (act -> LN), "
+                f"changed by {change['LN -> act']:.1%} (LN -> act) and {change['act -> LN']:.1%} (act -> LN), "
                 f"medians over seeds")
             continue
         said, n = _compare(finals, act, "LN -> act", "act -> LN", "loss at convergence", seeds=both, scores=scores)
         out[f"at convergence, {act}, LN -> act vs act -> LN"] = replace(
             said, suffix=f"; on the {n} of {len(at)} seeds where both runs converged")
     return out
-
-
-def report_rate_words(frame: pd.DataFrame) -> dict[str, str]:
-    """``{"<act>, <arr>": words}``: whether each arm's best rate trains on the report seeds
-    (:func:`helpers.evidence.statistics.best_rate_check`): how many report seeds end at or above
-    :data:`NOTHING` (the tuning's learned-nothing level; a diverged run too), against the pilot runs at
-    the neighbouring rates. ``frame``: the stored table, pilot and report rows."""
-    finals = final_rows(frame)
-    runs = finals.assign(arm=finals["activation"] + ", " + finals["arrangement"], value=finals["final"])
-    return report_seed_words(runs, learned_below=NOTHING,
-                             stuck=f"ended at or above the learned-nothing loss ({NOTHING:g})")
-
-
-def _pct(x: float) -> str:
-    return f"{x * 100:.1f}%"
 
 
 # ------------------------------------------------------------------ Xiong et al.'s depth law

@@ -40,19 +40,6 @@ from torch import nn
 from helpers.evidence.verdicts import Verdict
 from helpers.functional import layer_norm
 
-__all__ = [
-    "LEARNED_NOTHING",
-    "NOISE",
-    "VARIANTS",
-    "StackedRNN",
-    "adding_task",
-    "arm_label",
-    "arms",
-    "normed_vs_plain",
-    "paired",
-    "stacked_batch",
-]
-
 #: The variants, in the order :class:`StackedRNN` stacks them.
 VARIANTS = ("no norm", "LayerNorm", "noisy LayerNorm")
 
@@ -282,7 +269,8 @@ def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a:
     experiment before its run (``None``: never). ``eval_every``: the evaluation interval, below which
     a difference in steps is flagged; ``grid_resolution``: ``(relative step, words)``, one step of the
     tuning grid in the pilot's steps (:func:`helpers.evidence.statistics.grid_step`), flagged the same
-    way where it is the larger. Where neither arm gets anywhere, the verdict says so (naming
+    way where it is the larger. Where the slower arm has runs stopped at the cap, the words say the
+    ratio is a bound ("at least"). Where neither arm gets anywhere, the verdict says so (naming
     them ``noun``s and the level ``nothing_name``) instead of an empty interval.
     """
     from helpers.evidence.statistics import paired_difference_ci, verdict
@@ -297,7 +285,13 @@ def normed_vs_plain(reached: pd.DataFrame, finals: pd.DataFrame, cap: int, *, a:
             eval_every / float(np.exp(np.mean(np.log(sb)))), f"the evaluation interval ({eval_every} steps)")
         if grid_resolution is not None and (resolution is None or grid_resolution[0] > resolution[0]):
             resolution = grid_resolution
-        return verdict(ci, a=a, b=b, claim=claim, quantity=quantity, margin=steps_margin, resolution=resolution)
+        # a run stopped at the cap took at least the cap: where the slower arm has such runs, the
+        # ratio of steps is a bound (the arm is at least that much slower), and the words say so
+        slower, stopped = (a, int((sa == cap).sum())) if ci.estimate < 0 else (b, int((sb == cap).sum()))
+        bound = (f"; at least that: {stopped} of {slower}'s runs {'was' if stopped == 1 else 'were'} stopped at the "
+                 f"cap ({cap} steps)") if stopped else ""
+        return verdict(ci, a=a, b=b, claim=claim, quantity=quantity, margin=steps_margin, resolution=resolution,
+                       suffix=bound)
 
     out = {"steps": steps(reached, "steps to the threshold", "reaches the threshold")}
     if staying is not None:

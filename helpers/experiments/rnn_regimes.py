@@ -56,23 +56,6 @@ from helpers.experiments.threshold_runs import (
 from helpers.experiments.training import adam, clip_per_model, finite_or_inf, keep_rows
 from helpers.experiments.tuning_words import best_rate_words
 
-__all__ = [
-    "HIDDEN",
-    "MECHANISM_LRS",
-    "NOISES",
-    "PILOT_SEEDS",
-    "RATES",
-    "SEEDS",
-    "SEQ_LENS",
-    "THRESHOLD",
-    "ics",
-    "mechanism_verdicts",
-    "regime_scores",
-    "regime_verdicts",
-    "rnn_eval_runs",
-    "unit_moments",
-]
-
 #: The regimes of ``rnn_regimes``: hidden sizes and sequence lengths (a product).
 HIDDEN = (16, 64, 128)
 SEQ_LENS = (10, 50)

@@ -43,9 +43,6 @@ import pandas as pd
 from helpers.evidence import runner
 from helpers.evidence.verdicts import Verdict
 
-__all__ = ["FROM_SCRATCH", "LONG", "ROUNDS", "SHORT", "TIMED", "round_seconds", "seconds_per_step", "step_time_verdicts",
-           "time_arms", "wall_clock_ci"]
-
 #: The two run lengths whose difference is timed, and how many rounds.
 SHORT, LONG, ROUNDS = 5, 25, 10
 

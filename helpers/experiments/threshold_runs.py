@@ -9,7 +9,8 @@ that ask whether a norm speeds up training (:mod:`~helpers.experiments.lstm_addi
   "fewer steps" is decided on: a run that crosses the threshold and then blows up counts as
   reaching it under the first, never under the second.
 - :func:`restricted_mean_steps`: the tuning's score, per arm and rate, over the pilot seeds;
-  :func:`grid_resolution`: how finely that tuning resolves a comparison of two arms.
+  :func:`helpers.experiments.tuning_words.grid_resolution` (imported here): how finely that tuning
+  resolves a comparison of two arms.
 - :func:`report_rate_words`, :func:`time_words`: whether each arm's best rate trains on the report
   seeds, and the report runs' steps to the threshold, in words.
 """
@@ -18,8 +19,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["RUN_KEYS", "grid_resolution", "report_rate_words", "restricted_mean_steps", "steps_staying_below", "steps_to_threshold",
-           "time_words"]
+from helpers.experiments.tuning_words import grid_resolution as grid_resolution
 
 #: The columns that can name one run of a stored table, in order (those a frame has).
 RUN_KEYS = ("stage", "seq_len", "hidden", "depth", "variant", "noise", "lr", "seed")
@@ -79,26 +79,6 @@ def restricted_mean_steps(frame: pd.DataFrame, threshold: float, arm_keys=("vari
              "stable": bool(run["ends_below"].all())}
             for key, run in reached.groupby(keys, sort=False)]
     return pd.DataFrame(rows, columns=[*keys, "score", "stable"])
-
-
-def grid_resolution(scores: pd.DataFrame, arms) -> tuple[float, str] | None:
-    """The coarser tuning grid of ``arms`` in the pilot's restricted mean steps, as ``(relative step,
-    words)`` for :func:`helpers.evidence.statistics.verdict`'s ``resolution``; ``None`` where no arm has a
-    finite step.
-
-    ``scores``: columns ``arm``, ``lr``, ``score`` and ``stable`` (:func:`restricted_mean_steps`). Each
-    arm's step is :func:`helpers.evidence.statistics.grid_step` (the smaller change of its score from its
-    best rate to a neighbouring one), with the rates the tuning may not pick (not ``stable``) left out,
-    as the tuning leaves them out; an arm with no stable rate is taken as it is."""
-    from helpers.evidence.statistics import grid_resolution as coarser
-    from helpers.evidence.statistics import grid_step
-
-    steps = {}
-    for arm in arms:
-        at = scores[scores["arm"] == arm]
-        score = at["score"].where(at["stable"], float("inf")) if at["stable"].any() else at["score"]
-        steps[arm] = grid_step(at["lr"], score)
-    return coarser(steps, lambda arm, step: f"{arm}'s pilot restricted mean steps by {step:.0%}")
 
 
 def report_rate_words(frame: pd.DataFrame, cap: int, threshold: float, arm_of=None) -> dict[str, str]:

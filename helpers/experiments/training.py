@@ -17,8 +17,6 @@ import torch
 
 from helpers.evidence import runner
 
-__all__ = ["adam", "clip_per_model", "finite_or_inf", "keep_rows"]
-
 
 def adam(params, lrs, step: int, moments: dict) -> None:
     """One Adam step (torch's defaults): rate ``lrs``, or ``lrs[m]`` for model ``m`` (the leading dim)."""

@@ -20,8 +20,6 @@ import pandas as pd
 
 from helpers.evidence import runner
 
-__all__ = ["MEASURES", "Setting", "evidence_state", "evidence_table", "settings", "tuning_table"]
-
 #: What can be plotted: label -> column of :func:`evidence_table`.
 MEASURES = {"held-out loss": "eval_loss", "drift of unit means": "drift_mean", "drift of unit stds": "drift_std",
             "ICS (Santurkar)": "ics"}
@@ -103,14 +101,6 @@ def evidence_table() -> pd.DataFrame:
     return table.assign(arm=[arm_label(v, n) for v, n in zip(table["variant"], table["noise"], strict=True)])
 
 
-def _first_below(curves: pd.DataFrame, threshold: float) -> pd.Series:
-    """Per run (arm, lr, seed), the first evaluation step with a held-out loss below ``threshold``
-    (NaN where there is none: censored)."""
-    keys = ["arm", "lr", "seed"]
-    first = curves[curves["eval_loss"] < threshold].groupby(keys)["step"].min()
-    return curves[keys].drop_duplicates().set_index(keys).assign(steps=first)["steps"]
-
-
 def evidence_state(table: pd.DataFrame, setting: str, rate, arm: str, noise: float, measure: str) -> dict:
     """What the dashboard shows for one choice of its controls.
 
@@ -130,6 +120,7 @@ def evidence_state(table: pd.DataFrame, setting: str, rate, arm: str, noise: flo
         choice could not show, in words).
     """
     from helpers.evidence.statistics import time_to_threshold
+    from helpers.experiments.threshold_runs import steps_to_threshold
 
     chosen = {s.label: s for s in settings()}
     s, column, notes = chosen[setting], MEASURES[measure], []
@@ -163,7 +154,7 @@ def evidence_state(table: pd.DataFrame, setting: str, rate, arm: str, noise: flo
     rows = []
     for name, runs in part.groupby("arm", sort=False):
         cap = int(runs["step"].max())
-        steps = _first_below(runs, s.threshold)
+        steps = steps_to_threshold(runs, s.threshold)["steps"]  # NaN where a run never got there: censored
         km = time_to_threshold(steps.to_numpy(), max(cap, 1))
         final = runs[runs["step"] == cap]["eval_loss"]
         rows.append({"arm": name, "lr": ", ".join(f"{r:g}" for r in sorted(runs["lr"].unique())),
@@ -187,7 +178,8 @@ def tuning_table(table: pd.DataFrame) -> pd.DataFrame:
         arm's best rate: the lowest score, the smaller rate on a tie, as
         :func:`helpers.evidence.statistics.best_rates` picks it).
     """
-    from helpers.evidence.statistics import time_to_threshold
+    from helpers.experiments.rnn_models import arm_label
+    from helpers.experiments.threshold_runs import restricted_mean_steps
 
     rows = []
     for s in settings():
@@ -195,10 +187,9 @@ def tuning_table(table: pd.DataFrame) -> pd.DataFrame:
         if pilot.empty:
             continue
         cap = int(pilot["step"].max())
-        steps = _first_below(pilot, s.threshold)
-        for (arm, lr), per_seed in steps.groupby(level=["arm", "lr"], sort=False):
-            rows.append({"setting": s.label, "arm": arm, "lr": lr, "cap": cap,
-                         "score": time_to_threshold(per_seed.to_numpy(), cap).restricted_mean})
+        for r in restricted_mean_steps(pilot, s.threshold, arm_keys=("variant", "noise")).itertuples():
+            rows.append({"setting": s.label, "arm": arm_label(r.variant, r.noise), "lr": r.lr, "cap": cap,
+                         "score": r.score})
     scores = pd.DataFrame(rows)
     best = scores.sort_values(["score", "lr"]).groupby(["setting", "arm"], sort=False).head(1).index
     return scores.assign(best=scores.index.isin(best))

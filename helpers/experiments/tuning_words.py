@@ -1,13 +1,12 @@
-"""How a stored experiment says each arm's tuned learning rate (:func:`best_rate_words`) and whether it
-trains on the report seeds (:func:`report_seed_words`)."""
+"""How a stored experiment says each arm's tuned learning rate (:func:`best_rate_words`), whether it
+trains on the report seeds (:func:`report_seed_words`), and how finely the tuning grid resolves a
+comparison of two arms (:func:`grid_resolution`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import pandas as pd
-
-__all__ = ["best_rate_words", "report_seed_words"]
 
 
 def best_rate_words(scores: pd.DataFrame, pilot: pd.DataFrame, *, learned_below: float,
@@ -68,3 +67,37 @@ def report_seed_words(runs: pd.DataFrame, *, learned_below: float, stuck: str) -
 
     table = best_rate_check(runs, learned_below=learned_below, stuck=stuck)
     return dict(zip(table["arm"], table["words"], strict=True))
+
+
+def grid_resolution(scores: pd.DataFrame, arms, moves: Callable[[str, float], str] | None = None
+                    ) -> tuple[float, str] | None:
+    """The coarser tuning grid of ``arms`` in the pilot's scores, as ``(relative step, words)`` for
+    :func:`helpers.evidence.statistics.verdict`'s ``resolution``; ``None`` where no arm has a finite step.
+
+    ``scores``: columns ``arm``, ``lr``, ``score`` and, where the tuning has it, ``stable``
+    (:func:`helpers.experiments.threshold_runs.restricted_mean_steps`). Each arm's step is
+    :func:`helpers.evidence.statistics.grid_step` (the smaller change of its score from its best rate
+    to a neighbouring one), with the rates the tuning may not pick (not ``stable``) left out, as the
+    tuning leaves them out; an arm with no stable rate is taken as it is. ``moves(arm, step)``: what
+    one step moves, in words (:func:`helpers.evidence.statistics.grid_resolution`); the default is
+    for the restricted mean steps to a threshold."""
+    from helpers.evidence.statistics import grid_resolution as coarser
+    from helpers.evidence.statistics import grid_step
+
+    steps = {}
+    for arm in arms:
+        at = scores[scores["arm"] == arm]
+        stable = "stable" in at and at["stable"].any()
+        steps[arm] = grid_step(at["lr"], at["score"].where(at["stable"], float("inf")) if stable else at["score"])
+    return coarser(steps, moves or (lambda arm, step: f"{arm}'s pilot restricted mean steps by {step:.0%}"))
+
+
+def rate_verdicts(scores: pd.DataFrame, pilot: pd.DataFrame, runs: pd.DataFrame, *, learned_below: float,
+                  stuck: str, **words) -> dict[str, str]:
+    """The two verdicts a tuned experiment stores of each arm's rate: ``"best rate, <arm>"``
+    (:func:`best_rate_words` of ``scores`` and ``pilot``, worded by ``words``) and ``"best rate on the
+    report seeds, <arm>"`` (:func:`report_seed_words` of ``runs``), at the same learned-nothing level."""
+    out = {f"best rate, {arm}": said
+           for arm, said in best_rate_words(scores, pilot, learned_below=learned_below, **words).items()}
+    checked = report_seed_words(runs, learned_below=learned_below, stuck=stuck)
+    return out | {f"best rate on the report seeds, {arm}": said for arm, said in checked.items()}

@@ -34,18 +34,6 @@ from helpers.functional import batch_norm, layer_norm, rms_norm
 from helpers.language import Text
 from helpers.lessons.sequence import pad_batch
 
-__all__ = [
-    "PAPER_TABLE",
-    "TWO_SAMPLES",
-    "batch_mean_noise",
-    "check_batch_norm_train",
-    "check_running_var_update",
-    "invariance_table",
-    "padding_pollution",
-    "pooling_groups",
-    "shift_robustness",
-]
-
 #: The two-sample example: 2 samples (rows) x 3 features (columns), on very different scales.
 TWO_SAMPLES = torch.tensor([[1.0, 20.0, 300.0],
                             [3.0, 60.0, 100.0]])
@@ -195,8 +183,7 @@ _INVARIANCE_NORMS = {
 
 def _transformations(x: torch.Tensor, w: torch.Tensor, g: torch.Generator) -> dict:
     """``name -> (x', W')``; the summed inputs are ``a = x @ W.T`` (cases x units), no bias."""
-    n, d = x.shape
-    h = w.shape[0]
+    d = x.shape[1]
     delta = 3.0
     row_shift = torch.randn(d, generator=g, dtype=x.dtype)  # one vector added to every row of W
     data_shift = torch.randn(d, generator=g, dtype=x.dtype)
@@ -204,7 +191,6 @@ def _transformations(x: torch.Tensor, w: torch.Tensor, g: torch.Generator) -> di
     w_vec[0] *= delta
     x_case = x.clone()
     x_case[0] *= delta
-    del n, h
     return {
         "weight matrix re-scaling": (x, delta * w),
         "weight matrix re-centering": (x, w + row_shift),
@@ -297,7 +283,7 @@ register(Exercise(
             lambda x: (x - x.mean(dim=0, keepdim=True)) / (x.var(dim=0, unbiased=False, keepdim=True).sqrt() + 1e-5),
         Text("E[x²] - E[x]² subtracts two huge, nearly equal numbers when the mean is large next to the "
              "spread, and float32 cancels catastrophically: centre first, then average the squares.",
-             "均值远大于数据的离散程度时，E[x²] - E[x]² 是两个几乎相等的大数相减，float32 会发生灾难性抵消：先减去均值，再对平方求平均。"):
+             "均值远大于标准差时，E[x²] - E[x]² 是两个几乎相等的大数相减，float32 会发生灾难性抵消：先减去均值，再对平方求平均。"):
             lambda x: (x - x.mean(dim=0, keepdim=True))
             / torch.sqrt((x * x).mean(dim=0, keepdim=True) - x.mean(dim=0, keepdim=True) ** 2 + 1e-5),
         Text("you took one mean and variance over the whole batch: BatchNorm takes one per feature, "
@@ -336,7 +322,7 @@ register(Exercise(
     mistakes={
         Text("the running estimate stores the UNBIASED batch variance (divided by n - 1): "
              "`x.var(dim=0, unbiased=True)`.",
-             "滑动估计存的是批次的无偏方差（除以 n - 1）：`x.var(dim=0, unbiased=True)`。"): lambda rv, x: _running_var_slip(rv, x, unbiased=False),
+             "移动平均值存的是批次的无偏方差（除以 n - 1）：`x.var(dim=0, unbiased=True)`。"): lambda rv, x: _running_var_slip(rv, x, unbiased=False),
         Text("momentum weighs the NEW batch: `(1 - 0.1) * running_var + 0.1 * batch_var`.",
              "momentum 是新批次的权重：`(1 - 0.1) * running_var + 0.1 * batch_var`。"):
             lambda rv, x: _running_var_slip(rv, x, swap=True),

@@ -22,8 +22,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["GEOMETRY_POINTS", "ln_geometry", "ln_geometry_state", "ln_geometry_table", "plane_circle"]
-
 #: The fixed points of the 3-D picture; the first is the one the controls move (its ``x`` is set).
 GEOMETRY_POINTS = np.array([
     [1.0, -0.5, 1.5],

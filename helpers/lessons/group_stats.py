@@ -14,14 +14,13 @@ squares), so the table is a trustworthy reference for float32 layers.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pandas as pd
 import torch
 
 from helpers.functional import _check_dims
-
-__all__ = ["group_stats", "rounded"]
 
 
 def group_stats(x: torch.Tensor, dims, *, names: Sequence[str] | None = None) -> pd.DataFrame:
@@ -59,7 +58,8 @@ def group_stats(x: torch.Tensor, dims, *, names: Sequence[str] | None = None) ->
 
     # Kept dims first, reduced dims last, then one row per group.
     x64 = x.detach().to(device="cpu", dtype=torch.float64)
-    rows = x64.permute(*kept, *reduced).reshape(_numel(x.shape, kept), _numel(x.shape, reduced))
+    rows = x64.permute(*kept, *reduced).reshape(math.prod(x.shape[d] for d in kept),
+                                                math.prod(x.shape[d] for d in reduced))
     mean = rows.mean(dim=1)
     var = (rows - mean[:, None]).square().mean(dim=1)  # two-pass: centre, then square
 
@@ -80,13 +80,6 @@ def group_stats(x: torch.Tensor, dims, *, names: Sequence[str] | None = None) ->
         },
         index=index,
     )
-
-
-def _numel(shape: torch.Size, dims: tuple[int, ...]) -> int:
-    n = 1
-    for d in dims:
-        n *= shape[d]
-    return n
 
 
 def rounded(frame: pd.DataFrame, decimals: int = 4) -> pd.DataFrame:

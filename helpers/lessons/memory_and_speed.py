@@ -25,17 +25,6 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-__all__ = [
-    "RESULTS_NAME",
-    "bytes_moved",
-    "cache_sizes",
-    "count_full_passes",
-    "load_results",
-    "naive_layer_norm",
-    "saved_bytes",
-    "saved_bytes_table",
-]
-
 RESULTS_NAME = "layernorm_cpu.csv"
 
 

@@ -21,15 +21,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = [
-    "NORMS",
-    "divisors",
-    "norm_family_state",
-    "parameter_table",
-    "reduction",
-    "statistic_groups",
-]
-
 #: The members of the family, in the order the figures show them.
 NORMS = ("BatchNorm", "LayerNorm", "InstanceNorm", "GroupNorm", "RMSNorm")
 

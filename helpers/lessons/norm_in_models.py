@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["NORM_IN_MODELS"]
-
 _COLUMNS = ["model", "domain", "norm", "statistics over", "where", "why (as its paper says)", "source"]
 
 #: Where well-known models use which norm, with sources.

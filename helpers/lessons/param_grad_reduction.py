@@ -51,15 +51,6 @@ from torch import Tensor
 
 from helpers._validation import accumulation_dtype, check_normalized_shape
 
-__all__ = [
-    "block_partial_sums",
-    "column_sum_bound",
-    "column_sum_errors",
-    "layer_norm_param_grads",
-    "sequential_column_sum",
-    "two_stage_column_sum",
-]
-
 
 def sequential_column_sum(values: Tensor) -> Tensor:
     """Column sums of a ``(rows, columns)`` tensor, one row after another: what a single

@@ -1,12 +1,11 @@
 """Where the norm goes (deep dive 12): before or after the activation, and in well-known models.
 
-- :class:`PlacementMLP`: deep MLPs stacked along a model dim, one per (activation, placement,
-  seed), in the style of :class:`helpers.experiments.batch_size.StackedMLP`, initialised as the stored
-  ``placement_tuned`` experiment is (:func:`helpers.experiments.placement_tuned.init_gain`).
-- :func:`placement_state`: one freshly initialised MLP on a probe batch: per layer, the
+- :func:`placement_state`: one freshly initialised deep MLP, the stored ``placement_tuned``
+  experiment's model and init (:class:`helpers.experiments.placement_tuned.StackedMLP`,
+  :func:`helpers.experiments.placement_tuned.init_gain`), on a probe batch: per layer, the
   activations' histogram, % saturated (tanh), % dead (ReLU) and the weight-gradient norm; what
   the dashboard :func:`helpers.widgets.placement_demo` shows.
-- :data:`ACTIVATIONS` (tanh, ReLU, GELU, as in :mod:`helpers.experiments.placement_tuned`) and :data:`PLACEMENTS`.
+- :data:`PLACEMENTS`, with the activations of :data:`helpers.experiments.placement_tuned.ACTIVATIONS` (tanh, ReLU, GELU).
 - :data:`NORM_PLACEMENT`: where the norm sits in well-known models, why there, with references.
 - Three exercises with their checkers: :func:`check_saturated_fraction`,
   :func:`check_dead_fraction` and :func:`check_pre_ln_residual`.
@@ -16,34 +15,15 @@ Deep dive 12's stored experiments on placement live in :mod:`helpers.experiments
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from helpers.exercises.checking import Case, Exercise, Verdict, check, register
 from helpers.experiments.batch_size import make_task
-from helpers.experiments.placement_tuned import _ACT, ACTIVATIONS, init_gain
+from helpers.experiments.placement_tuned import StackedMLP
 from helpers.functional import layer_norm
 from helpers.language import Text
-
-__all__ = [
-    "ACTIVATIONS",
-    "BINS",
-    "DEAD",
-    "NORM_PLACEMENT",
-    "PLACEMENTS",
-    "SATURATED",
-    "PlacementMLP",
-    "check_dead_fraction",
-    "check_pre_ln_residual",
-    "check_saturated_fraction",
-    "dead_fraction",
-    "placement_state",
-    "saturated_fraction",
-]
 
 #: The arrangements compared, as the notebook (and :data:`helpers.experiments.placement_tuned.ARRANGEMENTS`) names them.
 PLACEMENTS = ("LN -> act", "act -> LN", "no norm")
@@ -70,70 +50,6 @@ def dead_fraction(a: torch.Tensor) -> torch.Tensor:
     return 1.0 - alive.float().mean()
 
 
-class PlacementMLP(nn.Module):
-    """``len(configs) * n_seeds`` deep MLPs, stacked along a model dim.
-
-    Model ``m`` has configuration ``configs[m // n_seeds]`` (an ``(activation, placement)``
-    pair) and the weights of seed ``seeds[m % n_seeds]``. Each hidden layer is ``Linear`` followed by
-    ``LN -> act``, ``act -> LN`` or just ``act``; LN has no gamma/beta here, so the arrangements
-    differ only by where the normalisation sits. The weights are stacked and applied with
-    ``torch.baddbmm``; the loss is a sum over models, so no model's gradient depends on another's.
-
-    Initialisation: every hidden Linear (the first included) draws weights of std
-    ``gain / sqrt(fan_in)`` with ``gain = helpers.experiments.placement_tuned.init_gain(activation, placement)``,
-    the stored ``placement_tuned`` experiment's init: the activation's standard gain (5/3 tanh,
-    sqrt 2 ReLU and GELU) without a norm, and 1 where LN sits in the path (after LN the inputs
-    already have unit second moment; the standard gain would feed tanh inputs of variance 2.78
-    after ``act -> LN``, 21% of them saturated: a handicap of the init, not of the arrangement).
-    The read-out has gain 1 and all biases start at 0.
-
-    Args:
-        depth: hidden layers.
-        n_seeds: seeds ``0 .. n_seeds - 1``, unless ``seeds`` names them.
-        configs: the ``(activation, placement)`` pairs; by default every pair of :data:`ACTIVATIONS`
-            and :data:`PLACEMENTS` (a pair's weights do not depend on which other pairs are stacked).
-        seeds: the seeds of the initial weights (each its own generator, so seed ``s`` gets the
-            same weights whichever other seeds are stacked with it; the configurations of one seed
-            share the draws, scaled by their gains).
-    """
-
-    def __init__(self, depth: int, n_seeds: int = 1, *, seeds=None, configs=None, in_features: int = 8,
-                 width: int = 32):
-        super().__init__()
-        self.seeds = tuple(range(n_seeds)) if seeds is None else tuple(seeds)
-        self.depth, self.n_seeds, self.width = depth, len(self.seeds), width
-        self.configs = [(a, p) for a in ACTIVATIONS for p in PLACEMENTS] if configs is None else list(configs)
-        shapes = [(in_features, width)] + [(width, width)] * (depth - 1) + [(width, 1)]
-        self.weights, self.biases = nn.ParameterList(), nn.ParameterList()
-        gens = [torch.Generator().manual_seed(s) for s in self.seeds]
-        gains = torch.tensor([init_gain(a, p) for a, p in self.configs]).repeat_interleave(self.n_seeds)
-        for fan_in, fan_out in shapes:
-            per_seed = torch.stack([torch.randn(fan_in, fan_out, generator=g) for g in gens]) / math.sqrt(fan_in)
-            w = per_seed.repeat(len(self.configs), 1, 1)
-            if fan_out > 1:
-                w = w * gains[:, None, None]
-            self.weights.append(nn.Parameter(w))
-            self.biases.append(nn.Parameter(torch.zeros(len(w), 1, fan_out)))
-        per_model = [c for c in self.configs for _ in range(self.n_seeds)]
-        mask = lambda pred: torch.tensor([pred(a, p) for a, p in per_model])[:, None, None]  # noqa: E731
-        self.register_buffer("_ln_first", mask(lambda a, p: p == "LN -> act"), persistent=False)
-        self.register_buffer("_ln_after", mask(lambda a, p: p == "act -> LN"), persistent=False)
-        self._act = {name: mask(lambda a, p, n=name: a == n) for name in _ACT}
-
-    def forward(self, x: torch.Tensor, keep: list | None = None) -> torch.Tensor:
-        """``x`` ``(models, batch, in)`` -> logits ``(models, batch)``; appends each layer's activation to ``keep``."""
-        h = x
-        for layer in range(self.depth):
-            z = torch.baddbmm(self.biases[layer], h, self.weights[layer])
-            # every model's arrangement at once, chosen per model by masks (cheaper than slicing)
-            pre = torch.where(self._ln_first, layer_norm(z, (self.width,)), z)
-            a = sum(torch.where(self._act[name], fn(pre), 0.0) for name, fn in _ACT.items())
-            h = torch.where(self._ln_after, layer_norm(a, (self.width,)), a)
-            if keep is not None:
-                keep.append(a.detach())
-        return torch.baddbmm(self.biases[-1], h, self.weights[-1]).squeeze(-1)
-
-
 def _histogram(a: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
     """Counts of ``a``'s values over the bins ``edges``, values outside clamped into the end bins."""
     lo, hi = edges[0].item(), edges[-1].item()
@@ -141,7 +57,11 @@ def _histogram(a: torch.Tensor, edges: torch.Tensor) -> torch.Tensor:
 
 
 def placement_state(activation: str, placement: str, depth: int, *, seed: int = 0, n_probe: int = 256) -> dict:
-    """One freshly initialised MLP of :class:`PlacementMLP` on a probe batch: what the widget shows.
+    """One freshly initialised MLP on a probe batch: what the widget shows.
+
+    The MLP is :class:`helpers.experiments.placement_tuned.StackedMLP` with one model, seed 0's
+    weights, 8 inputs and ``depth`` hidden layers of 32 units; at initialisation its LN gains are 1
+    and its biases 0, so the arrangements differ only by where the normalisation sits.
 
     Returns:
         A dict: ``activation``, ``placement``, ``depth``; ``hist`` (``depth x len(BINS[activation]) - 1``,
@@ -149,11 +69,15 @@ def placement_state(activation: str, placement: str, depth: int, *, seed: int = 
         ``saturated``, ``dead`` (fractions) and ``grad_norm`` (the layer weight's gradient norm);
         ``readout`` (one line of text).
     """
-    model = PlacementMLP(depth, 1, configs=[(activation, placement)])  # the weights it has in the full stack
+    model = StackedMLP(1, activation=activation, arrangement=placement, in_features=8, width=32, depth=depth,
+                       generators=[torch.Generator().manual_seed(0)])
     g = torch.Generator().manual_seed(1234 + seed)
     x, y = make_task(n_probe, g)
-    keep: list = []
-    logits = model(x[None], keep)
+    keep, h = [], x[None]
+    for k in range(depth):
+        _, act_in, h = model.layer(k, h)
+        keep.append(model.act(act_in).detach())  # what the activation outputs, before an LN after it
+    logits = torch.baddbmm(model.b_out, h, model.w_out).squeeze(-1)
     F.binary_cross_entropy_with_logits(logits[0], y).backward()
     hist = torch.stack([_histogram(a[0], BINS[activation]) for a in keep])
     state = {"activation": activation, "placement": placement, "depth": depth,

@@ -30,18 +30,6 @@ from helpers._validation import accumulation_dtype
 from helpers.exercises.checking import Case, Exercise, Verdict, check, register
 from helpers.language import Text
 
-__all__ = [
-    "CausalBlock",
-    "check_masked_sentence_layer_norm",
-    "dependency_matrix",
-    "future_leak",
-    "masked_layer_norm",
-    "output_change",
-    "pad_batch",
-    "reduced_dims",
-    "token_jacobian_norm",
-]
-
 
 def reduced_dims(ndim: int, normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
     """The dims (counted from 0) that LayerNorm with ``normalized_shape`` averages over.

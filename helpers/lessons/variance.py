@@ -22,19 +22,6 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-__all__ = [
-    "ALGORITHMS",
-    "adversarial_rows",
-    "error_table",
-    "chan_merge",
-    "layer_norm_error",
-    "one_pass_var",
-    "row_sum",
-    "two_pass_var",
-    "variance_errors",
-    "welford_var",
-]
-
 
 def _acc(x: Tensor, acc_dtype: torch.dtype | None) -> Tensor:
     if acc_dtype is None:

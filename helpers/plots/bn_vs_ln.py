@@ -10,9 +10,6 @@ from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI, HIGHLIGHT, OTHER
 
-__all__ = ["batch_noise_figure", "batch_size_figure", "other_samples_figure", "pooling_figure",
-           "update_other_samples_figure"]
-
 
 def _groups_panel(ax, groups: torch.Tensor, title: str) -> None:
     """One coloured, numbered cell per entry; ``groups`` is 2-D (rows x features)."""

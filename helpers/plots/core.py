@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = ["DPI", "HIGHLIGHT", "OTHER", "TITLE_Y", "clear_curves", "curves_changing", "curves_figure", "find_line",
-           "seed_curves"]
-
 DPI = 80
 HIGHLIGHT = "C0"  # the sample a widget moves
 OTHER = "0.7"  # every other sample: light grey

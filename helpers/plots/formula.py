@@ -7,9 +7,6 @@ from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI
 
-__all__ = ["DRIFT_PANELS", "drift_figure", "gamma_beta_fit_figure"]
-
-
 BAND = {"p05-p95": 0.2, "p25-p75": 0.45}  # the percentile bands of drift_figure, and their alpha
 
 

@@ -11,8 +11,6 @@ from mpl_toolkits.mplot3d.art3d import Line3DCollection, Poly3DCollection
 from helpers.lessons.geometry import plane_circle
 from helpers.plots.core import DPI, HIGHLIGHT, find_line
 
-__all__ = ["GEOMETRY_VIEWS", "ln_geometry_figure", "ln_geometry_views_figure", "update_ln_geometry_figure"]
-
 LIMIT = 4.0  # every axis shows [-LIMIT, LIMIT]
 LN_COLOUR, RMS_COLOUR = "C2", "C1"
 

@@ -8,8 +8,6 @@ from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI
 
-__all__ = ["bandwidth_figure", "saved_bytes_figure", "stability_figure", "update_stability_figure"]
-
 
 def saved_bytes_figure(table: pd.DataFrame) -> Figure:
     """Horizontal bars on a linear axis: new bytes each implementation saves for backward

@@ -11,8 +11,6 @@ from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI, find_line
 
-__all__ = ["block_grid", "norm_family_figure", "norm_family_panels_figure", "update_norm_family_figure"]
-
 # tab20's strong colours first, then its light ones: up to 20 groups get 20 different colours.
 _PALETTE = to_rgba_array([plt.get_cmap("tab20")(i) for i in (*range(0, 20, 2), *range(1, 20, 2))])
 PALE = 0.4  # how much of its colour a group that is not highlighted keeps (the rest is white)

@@ -10,8 +10,6 @@ from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI, seed_curves
 
-__all__ = ["NORM_FREE_COLOURS", "norm_free_curves_figure", "s_shape_figure"]
-
 #: One colour per arm of the norm-free comparison.
 NORM_FREE_COLOURS = {"Pre-LN": "C0", "Pre-RMSNorm": "C2", "no norm": "0.35", "DyT, alpha0 0.1": "C1",
                      "DyT, alpha0 0.5": "C3", "DyT, alpha0 2": "C4"}

@@ -14,9 +14,6 @@ from mpl_toolkits.axes_grid1 import make_axes_locatable
 
 from helpers.plots.core import DPI, TITLE_Y, clear_curves, curves_figure, seed_curves
 
-__all__ = ["DEPTH_CMAP", "layer_colours", "layer_histograms_changing", "layer_histograms_figure", "stored_runs_figure",
-           "update_layer_histograms_figure", "update_stored_runs_figure"]
-
 #: The sequential colormap over depth: layer 1 dark, the last layer light (viridis without its
 #: palest yellow, which is hard to see on white).
 DEPTH_CMAP = ListedColormap(plt.get_cmap("viridis")(np.linspace(0.0, 0.9, 256)), name="depth")

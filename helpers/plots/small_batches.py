@@ -10,8 +10,6 @@ from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI
 
-__all__ = ["NORM_COLOURS", "class_examples_figure", "small_batch_figure"]
-
 #: One colour per norm of the CNN experiment.
 NORM_COLOURS = {"BatchNorm": "C3", "GroupNorm": "C0", "LayerNorm": "C2", "InstanceNorm": "C1"}
 

@@ -10,8 +10,6 @@ from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI, TITLE_Y, clear_curves, curves_figure, seed_curves
 
-__all__ = ["ARM_COLOURS", "evidence_figure", "tuning_figure", "update_evidence_figure"]
-
 #: One colour per arm of deep dive 13's evidence, told apart at a glance (the noisy strengths too).
 ARM_COLOURS = {"no norm": "0.35", "LSTM": "0.35", "LayerNorm": "C0", "LN-LSTM": "C0", "LN-LSTM without input LN": "C1",
                "Pre-LN": "C0", "Post-LN": "C3", "Pre-LN + warm-up": "C9", "Post-LN + warm-up": "C1",

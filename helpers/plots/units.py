@@ -8,8 +8,6 @@ from matplotlib.figure import Figure
 
 from helpers.plots.core import DPI
 
-__all__ = ["dependency_figure"]
-
 
 def _annotated_heatmap(ax, values, *, cmap: str, vmin: float, vmax: float, fmt: str = "{:.2f}"):
     """``values`` (2-D) as an image with each cell's value written on it; returns the image."""

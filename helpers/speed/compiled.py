@@ -83,17 +83,6 @@ from helpers._validation import (
 )
 from helpers.speed import one_pass
 
-__all__ = [
-    "BACKWARD_KERNELS",
-    "BLOCK_BYTES",
-    "CompiledLayerNormFunction",
-    "CompiledRMSNormFunction",
-    "blocked_column_sum",
-    "compile_status",
-    "layer_norm_backward",
-    "rows_per_block",
-]
-
 #: Bytes of one row block in stage 1 of the parameter-gradient sums (of ``x``, and as many of
 #: ``dy``): the size of a typical L1 data cache. See :func:`rows_per_block`.
 BLOCK_BYTES = 32 * 1024

@@ -52,9 +52,6 @@ from torch import Tensor
 #: itself is imported with the kernels (:mod:`helpers.speed._one_pass_kernels`) at their first launch.
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
-__all__ = ["DTYPES", "HAVE_NUMBA", "available", "blocks_for", "describe", "kernels", "layer_norm_backward",
-           "rms_norm_backward"]
-
 #: The dtypes the kernels take (Numba has no bfloat16 or float16 arithmetic).
 DTYPES = (torch.float32, torch.float64)
 

@@ -26,43 +26,31 @@ Only API common to ipywidgets 7.7 (Google Colab) and 8.x is used. Sliders redraw
 when released (``continuous_update=False``).
 
 The shared machinery is in :mod:`helpers.widgets.core`; each notebook's dashboards are
-in a module named for what they show. Everything is importable from here.
+in a module named for what they show. What the notebooks use is importable from here.
 """
 
 from helpers.widgets.bn_vs_ln import other_samples_demo, other_samples_state
-from helpers.widgets.core import Dashboard, log_slider, png_bytes, shift_scale_sliders, slider
 from helpers.widgets.formula import eps_state
 from helpers.widgets.norm_family import (
     ln_geometry_demo,
     ln_geometry_static,
     norm_family_demo,
     norm_family_static,
-    norm_family_table,
 )
-from helpers.widgets.numerics import DTYPES, stability_demo, stability_state
-from helpers.widgets.placement import DEPTHS, placement_demo, placement_table, stored_runs_demo
+from helpers.widgets.numerics import stability_demo
+from helpers.widgets.placement import placement_demo, stored_runs_demo
 from helpers.widgets.training_speed import speed_demo
 
 __all__ = [
-    "DEPTHS",
-    "DTYPES",
-    "Dashboard",
     "eps_state",
     "ln_geometry_demo",
     "ln_geometry_static",
-    "log_slider",
     "norm_family_demo",
     "norm_family_static",
-    "norm_family_table",
     "other_samples_demo",
     "other_samples_state",
     "placement_demo",
-    "placement_table",
-    "png_bytes",
-    "shift_scale_sliders",
-    "slider",
     "speed_demo",
     "stability_demo",
     "stored_runs_demo",
-    "stability_state",
 ]

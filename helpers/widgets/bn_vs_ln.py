@@ -10,8 +10,6 @@ from helpers.functional import batch_norm, layer_norm
 from helpers.lessons.group_stats import rounded
 from helpers.widgets.core import Dashboard, shift_scale_sliders
 
-__all__ = ["other_samples_demo", "other_samples_state"]
-
 
 def _bn(x: torch.Tensor) -> torch.Tensor:
     return batch_norm(x, None, None, training=True)

@@ -30,8 +30,6 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
-__all__ = ["Dashboard", "PartialRedraw", "log_slider", "png_bytes", "shift_scale_sliders", "slider"]
-
 _TABLE_STYLE = ("<style>.ln-table {border-collapse: collapse; font-size: 12px}"
                 ".ln-table th, .ln-table td {padding: 2px 10px; text-align: right}</style>")
 

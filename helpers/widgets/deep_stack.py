@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 import helpers
+from helpers.language import Text, say
 from helpers.plots.histograms import (
     histogram,
     histogram_panels_changing,
@@ -58,21 +59,25 @@ def deep_stack_state(gain: float, gamma: float, beta: float, seed: int = 0) -> d
         panels.append({
             "title": f"{label}\nlayer 1: mean {_r(first.mean())}, std {_r(first.std())};  "
                      f"layer {DEPTH}: mean {_r(last.mean())}, std {_r(last.std())}",
-            "xlabel": "value entering tanh (dark: layer 1, light: layer 8)",
+            "xlabel": "value entering tanh",
             "curves": [{"label": f"layer {i + 1}", "values": histogram(z, EDGES), "colour": colours[i]}
                        for i, z in enumerate(entering[name])],
         })
-    return {"edges": EDGES, "panels": panels, "suptitle": f"weights scaled by {gain:g}",
+    return {"edges": EDGES, "panels": panels, "suptitle": f"weights scaled by {gain:g}", "colorbar": "layer",
             **entering}
+
+
+_TITLE = Text("<b>What enters each layer's tanh, in an 8-layer stack: without LN and with LN.</b>",
+              "<b>8 层网络里进入每一层 tanh 的值，左图不加 LN，右图加 LN。</b>")
 
 
 def deep_stack_demo(seed: int = 0) -> Dashboard:
     """Sliders for the weights' scale, gamma and beta; the two panels redraw on release."""
     controls = {
-        "gain": slider("weight scale", 1.0, 0.5, 2.0, 0.25),
-        "gamma": slider("LN's gamma", 1.0, 0.5, 2.0, 0.25),
-        "beta": slider("LN's beta", 0.0, -1.0, 1.0, 0.25),
+        "gain": slider(say(Text("weight scale", "权重缩放")), 1.0, 0.5, 2.0, 0.25),
+        "gamma": slider(say(Text("LN's gamma", "LN 的 gamma")), 1.0, 0.5, 2.0, 0.25),
+        "beta": slider(say(Text("LN's beta", "LN 的 beta")), 0.0, -1.0, 1.0, 0.25),
     }
     return Dashboard(controls, lambda gain, gamma, beta: deep_stack_state(gain, gamma, beta, seed),
                      histogram_panels_figure, update=update_histogram_panels_figure, changing=histogram_panels_changing,
-                     title="<b>What enters each layer's tanh, in an 8-layer stack: without LN and with LN.</b>")
+                     title=say(_TITLE))

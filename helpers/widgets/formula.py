@@ -8,8 +8,6 @@ import torch
 from helpers.functional import layer_norm
 from helpers.lessons.group_stats import group_stats
 
-__all__ = ["eps_state"]
-
 
 def eps_state(x: torch.Tensor, eps: float) -> dict:
     """LayerNorm of one token with a given ``eps``, and what eps did to its variance.

@@ -13,9 +13,6 @@ from helpers.lessons.geometry import ln_geometry_state, ln_geometry_table
 from helpers.lessons.norm_family import NORMS, divisors, norm_family_state, parameter_table
 from helpers.widgets.core import Dashboard, log_slider, slider
 
-__all__ = ["ln_geometry_demo", "ln_geometry_static", "norm_family_demo", "norm_family_static",
-           "norm_family_table"]
-
 IMAGE_SHAPE = (3, 6, 2, 2)  # (N, C, H, W): 3 samples, 6 channels (G in 1, 2, 3, 6), 2 x 2 pixels
 
 

@@ -10,8 +10,6 @@ from helpers.lessons.variance import ALGORITHMS, layer_norm_error, two_pass_var
 from helpers.plots.memory_and_speed import stability_figure, update_stability_figure
 from helpers.widgets.core import Dashboard, log_slider
 
-__all__ = ["DTYPES", "stability_demo", "stability_state"]
-
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 
 

@@ -6,12 +6,11 @@ import ipywidgets as widgets
 import pandas as pd
 
 from helpers import plots
-from helpers.lessons.placement import ACTIVATIONS, PLACEMENTS, placement_state
+from helpers.experiments.placement_tuned import ACTIVATIONS
+from helpers.lessons.placement import PLACEMENTS, placement_state
 from helpers.plots.core import curves_changing
 from helpers.plots.placement import layer_histograms_changing
 from helpers.widgets.core import Dashboard
-
-__all__ = ["DEPTHS", "placement_demo", "placement_table", "stored_runs_demo"]
 
 #: The depths the dashboard offers.
 DEPTHS = (4, 8, 12, 16)

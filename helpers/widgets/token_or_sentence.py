@@ -21,8 +21,6 @@ from helpers.plots.histograms import (
 )
 from helpers.widgets.core import Dashboard, slider
 
-__all__ = ["SCALED_TOKEN", "UNITS", "token_or_sentence_demo", "token_or_sentence_state"]
-
 SEQ_LEN, DIM, SCALED_TOKEN = 6, 256, 2
 #: The choices: label -> normalized_shape.
 UNITS = {"per token: normalized_shape=dim": (DIM,), "per sentence: normalized_shape=(seq_len, dim)": (SEQ_LEN, DIM)}

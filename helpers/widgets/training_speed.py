@@ -10,8 +10,6 @@ from helpers.experiments.training_speed_table import MEASURES, evidence_state, s
 from helpers.plots.core import curves_changing
 from helpers.widgets.core import Dashboard
 
-__all__ = ["speed_demo"]
-
 
 def speed_demo(table: pd.DataFrame) -> Dashboard:
     """A setting (experiment and regime), a rate (each arm's tuned one, or one of the grid), an arm,

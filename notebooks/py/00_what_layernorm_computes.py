@@ -14,7 +14,7 @@
 # ---
 
 # %%
-# Make `helpers` (this set's package) importable: installed, from a clone, or in Colab.
+# You need not read this cell. It makes `helpers`, this set's package, importable.
 import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
 clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)
@@ -29,9 +29,13 @@ import helpers  # noqa: E402,F401
 # %% [markdown]
 # # 00 · What LayerNorm computes
 #
-# **What you will learn**: why deep networks need normalizing; BatchNorm (BN) and LayerNorm (LN)
-# as one code over different dimensions; LN's formula by hand; then `gamma` and `beta`. The first of
-# three notebooks on a Chinese lesson (glossary at the end). [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/00_what_layernorm_computes.ipynb)
+# **What you will learn.** Why deep networks need normalizing. BatchNorm (BN) and LayerNorm (LN)
+# as one code over different dimensions. LN's formula, which you write yourself. Then `gamma` and
+# `beta`. [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/00_what_layernorm_computes.ipynb)
+#
+# The first of three notebooks on a short, untitled Chinese lesson about LN, quoted where it is cited.
+# Sections 1 to 8, in notebooks 00 and 01, follow its eight points. Sections 9 to 13, in notebook
+# 02, go beyond them.
 
 # %%
 import matplotlib.pyplot as plt
@@ -44,16 +48,22 @@ from helpers.widgets.deep_stack import deep_stack_demo
 # %% [markdown] lesson_point=1
 # ## 1 · Why deep networks need it
 #
-# As a network trains, its weights change, so each layer's input keeps changing; in a deep RNN or
-# Transformer the changes add up, and training slows or fails, the lesson says. LN *standardises*
-# each layer's output (subtracts the mean, divides by the standard deviation): the next layer gets
-# values on one scale (the widget in §4). Does that speed training up? Notebook 02's last card.
+# The lesson starts from deep sequence models. An *RNN* (recurrent network) reads a sentence one
+# token (word) at a time, carrying a state from step to step. A *Transformer* reads all the tokens at once,
+# in a stack of blocks (notebook 02 builds one). In such models, the lesson says,
+# "随着训练推进，各层的输入分布不断变化，训练会变慢，甚至无法收敛" (as training goes on, each layer's
+# input distribution keeps changing, and training slows down or even fails to converge).
+#
+# LN *standardises* each layer's output. It subtracts the mean and divides by the standard
+# deviation, so the next layer gets values on one scale, as the widget at the end of this notebook
+# shows. Whether that speeds training up is a claim that notebook 02's last section tests.
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN vs LN: the same code over a different dimension
 #
-# **BN** standardises each *feature* over the batch (a column), **LN** each *sample* over its own
-# features (a row). The lesson announces a two-sample example without showing one; here it is:
+# **BN** standardises each *feature* over the batch (a column). **LN** standardises each *sample*
+# over its own features (a row). The lesson announces an example, "假设我们有以下两个样本组成一个批次"
+# (suppose a batch made of the following two samples), and never shows it. Here it is.
 
 # %%
 x = torch.tensor([[1.0, 2.0, 3.0],  # sample 0
@@ -62,8 +72,8 @@ x = torch.tensor([[1.0, 2.0, 3.0],  # sample 0
 
 def standardize(x, dim):
     mean = x.mean(dim=dim, keepdim=True)
-    var = ((x - mean) ** 2).mean(dim=dim, keepdim=True)  # n: the number of values averaged
-    return (x - mean) / torch.sqrt(var + 1e-5)  # 1e-5 and keepdim: §3
+    var = ((x - mean) ** 2).mean(dim=dim, keepdim=True)  # biased: divides by n, the count of values
+    return (x - mean) / torch.sqrt(var + 1e-5)  # 1e-5 and keepdim: see "The formula" below
 
 
 print("BN, each column:\n", standardize(x, dim=0))
@@ -73,7 +83,7 @@ print("LN, each row:\n", standardize(x, dim=-1))
 # With a batch of two, BN turns each column into −1 and +1: each value sits one spread away from
 # the pair's mean, so only *which sample is larger* survives.
 #
-# LN keeps each sample's own order of features, but it loses the sample's scale. `[1, 2, 3]` and
+# LN keeps each sample's order of features, but loses the sample's mean and scale. `[1, 2, 3]` and
 # `[30, 10, 20]` both become −1.22, 0 and 1.22, each in its own order. That sample 1 is ten times
 # larger than sample 0 is gone.
 #
@@ -84,24 +94,34 @@ other = x.clone()
 other[1] = torch.tensor([0.0, 50.0, 7.0])  # replace sample 1 only
 print("BN, sample 0's output changed:", not torch.equal(standardize(other, 0)[0], standardize(x, 0)[0]))
 print("LN, sample 0's output changed:", not torch.equal(standardize(other, -1)[0], standardize(x, -1)[0]))
-assert torch.allclose(standardize(x, 0), nn.BatchNorm1d(3, affine=False)(x), atol=1e-4)  # PyTorch's BN
+# PyTorch's BN and LN give the same. affine=False: no learned scale and shift (gamma and beta, below)
+assert torch.allclose(standardize(x, 0), nn.BatchNorm1d(3, affine=False)(x), atol=1e-4)
 assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=False)(x), atol=1e-4)
 
 # %% [markdown]
-# LN needs only the sample in front of it: any batch size, the same in training and at test
-# time (01 §7). Hence Ba, Kiros and Hinton (2016) made LN for RNNs, whose batch statistics would
-# differ at every time step. BN: deep dive [11](11_batchnorm_in_depth.ipynb).
+# LN needs only the sample in front of it. It works at any batch size, and it computes the same in
+# training and at test time. That is why Ba, Kiros and Hinton (2016) made LN for RNNs. An RNN takes
+# one step per token, and BN would need separate batch statistics at every step.
+#
+# BN is still the better choice in convolutional networks for images trained with large batches,
+# such as ResNets. Each BN statistic there pools a channel over every pixel of every image,
+# thousands of values, so it is stable. At test time BN uses averages fixed in training, so it
+# becomes a fixed scale and shift that folds into the convolution before it, at no cost. LN must
+# compute each sample's mean and variance, at test time too. On ImageNet, Wu and He (2018) report
+# 23.6% error for a ResNet-50 with BN and 25.3% with LN. More on BN in deep dive
+# [11](11_batchnorm_in_depth.ipynb).
 
 # %% [markdown] lesson_point=3
 # ## 3 · The formula
 #
 # $$y = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}} \cdot \gamma + \beta$$
 #
-# A *token* is one word (or word piece) of a sentence, stored as `dim` numbers, its *features*;
-# LN treats each token as §2's sample. $\mathrm{E}[x]$ and $\mathrm{Var}[x]$ are the mean and the
-# **biased** variance of its features: divide by `dim`, not `dim - 1` (`unbiased=False`); $\epsilon = 10^{-5}$ sits **inside** the
-# root (equal features give 0, not 0 / 0); $\gamma$ and $\beta$, one per feature, are learned by
-# backpropagation, starting at 1 and 0.
+# A *token* is one word (or word piece) of a sentence, stored as `dim` numbers, its *features*.
+# LN treats each token as the section above treats a sample. $\mathrm{E}[x]$ and $\mathrm{Var}[x]$
+# are the mean and the **biased** variance of its features. Biased means dividing by `dim`, not
+# `dim - 1` (`unbiased=False`). $\epsilon = 10^{-5}$ sits **inside** the root, "用于避免除以零的情况"
+# (to avoid dividing by zero), so equal features give 0, not 0 / 0. $\gamma$ and $\beta$, one per
+# feature, are learned by backpropagation, starting at 1 and 0.
 #
 # In code, `x.mean(dim=-1, keepdim=True)` averages over the last dim and keeps it with size 1. On a
 # batch of shape `(batch, seq_len, dim)` the mean then has shape `(batch, seq_len, 1)`, so `x - mean`
@@ -112,8 +132,7 @@ assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=Fal
 #
 # Write `my_layer_norm(x, gamma, beta, eps=1e-5)`: LN over the last dim of `x`, with `gamma` and
 # `beta` of shape `(dim,)`. The function `standardize` in the section above is most of it. The
-# checker runs your function on six inputs, among them the ones that catch the usual slips, and
-# says what is still missing. The stub returns zeros, so it fails until you write the formula.
+# checker tries six inputs, some chosen to catch the usual slips, and says what is still missing.
 
 # %%
 def my_layer_norm(x, gamma, beta, eps=1e-5):
@@ -137,10 +156,10 @@ check_layer_norm_last_dim(my_layer_norm)
 # %% [markdown]
 # ### LayerNorm as a module
 #
-# In a model, LN is a module. It holds $\gamma$ and $\beta$ as `nn.Parameter`s: tensors that
+# In a model, LN is a module. It holds $\gamma$ and $\beta$ as `nn.Parameter`s, tensors that
 # backpropagation gives a gradient and the optimiser updates. Its `forward` is the function you just
 # wrote, so try the exercise before you read the next cell. PyTorch calls $\gamma$ `weight` and
-# $\beta$ `bias`, and so does this module: it can then load weights saved from `nn.LayerNorm`.
+# $\beta$ `bias`, and so does this module, so that it can load weights saved from `nn.LayerNorm`.
 
 # %%
 class LayerNorm(nn.Module):
@@ -176,15 +195,15 @@ upstream = torch.randn(2, 3, 4)  # a gradient arriving from the layers above
 grads1 = torch.autograd.grad(out1, [x, ours.weight, ours.bias], upstream)
 grads2 = torch.autograd.grad(out2, [x, torchs.weight, torchs.bias], upstream)
 print("state_dict keys:", list(ours.state_dict()), list(torchs.state_dict()))
-print("same outputs:", torch.allclose(out1, out2, atol=1e-5))
-same_grads = all(torch.allclose(a, b, atol=1e-4) for a, b in zip(grads1, grads2, strict=True))
-print("same gradients for x, gamma and beta:", same_grads)
+print("same outputs:", torch.allclose(out1, out2, atol=1e-5), "| same gradients for x, gamma and beta:",
+      all(torch.allclose(a, b, atol=1e-4) for a, b in zip(grads1, grads2, strict=True)))
 
 # %% [markdown] lesson_point=4
 # ## 4 · Mean 0 and variance 1, then gamma and beta
 #
-# A fresh `LayerNorm(4)` starts with $\gamma = 1$ and $\beta = 0$. Its output has mean 0 and
-# variance 1 in every token, to 4 decimals:
+# The lesson: "经过 LN 后，每个 Token 的分布被调整为均值为 0、方差为 1" (after LN, each token has mean 0
+# and variance 1). A fresh `LayerNorm(4)` starts with $\gamma = 1$ and $\beta = 0$, and its output
+# has mean 0 and variance 1 in every token, to 4 decimals.
 
 # %%
 ln = LayerNorm(4)
@@ -194,32 +213,22 @@ print("variance of each token:\n", y.var(dim=-1, unbiased=False).round(decimals=
 
 # %% [markdown]
 # Why standardise, then rescale? $\gamma$ and $\beta$, learned per feature, let the network give
-# each feature the scale and centre the next layer needs (how far into tanh's curve it goes, say).
-# Starting at 1 and 0, LN begins as pure standardisation. Here is $\gamma = 2$ and $\beta = 0.5$
-# for every feature:
-
-# %%
-with torch.no_grad():  # set gamma and beta by hand
-    ln.weight.fill_(2.0)
-    ln.bias.fill_(0.5)
-y2 = ln(x).detach()
-print("token 0: mean", round(y2[0, 0].mean().item(), 4), "std", round(y2[0, 0].std(unbiased=False).item(), 4))
-
-# %% [markdown]
-# Every feature has the same $\gamma$ and $\beta$ here, so each token's mean becomes $\beta$ and its
-# spread $\gamma$. After training, each feature has its own $\gamma$ and $\beta$: each feature is
-# then rescaled and shifted on its own, and a token's mean and spread are no longer simply
-# $\beta$ and $\gamma$.
+# each feature the scale and centre the next layer needs, such as how far into tanh's curve it goes.
+# Starting at 1 and 0, LN begins as pure standardisation. When every feature has the same $\gamma$
+# and $\beta$, each token's mean becomes $\beta$ and its spread $\gamma$, as the figure below shows.
+# After training, each feature has its own $\gamma$ and $\beta$, and a token's mean and spread are
+# no longer simply $\beta$ and $\gamma$.
 
 # %% [markdown]
 # ### See it: a deep stack, with and without LN
 #
-# Eight layers `Linear → tanh`, without and with LN before each tanh: what enters each tanh
-# (dark: layer 1, light: 8). One slider scales the weights, as training might; two set $\gamma$ and
-# $\beta$. The figure redraws when you release a slider.
+# Eight layers `Linear → tanh`, without LN and with LN before each tanh. Each curve is what enters
+# one layer's tanh, coloured by layer as the bar on the right numbers them. One slider scales the
+# weights, as training might, and two set $\gamma$ and $\beta$ for every feature. The figure redraws
+# when you release a slider.
 #
 # Watch what does not move. The weight scale changes the panel without LN, but not the panel with
-# LN: LN divides out any scale of its input, so there only $\gamma$ and $\beta$ move the values.
+# LN, because LN divides out any scale of its input. There only $\gamma$ and $\beta$ move the values.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -228,9 +237,9 @@ demo = deep_stack_demo()
 demo
 
 # %% [markdown]
-# Weights scaled by 0.5, $\gamma = 2$, $\beta = 0.5$: without LN, layer 8's values all but
-# vanish; with LN every layer is centred at 0.5 with spread 2 (values beyond ±5 pile up at the
-# ends; a $\gamma$ this large pushes many onto tanh's flat tails, 01 §5).
+# Weights scaled by 0.5, $\gamma = 2$, $\beta = 0.5$. Without LN, layer 8's values all but vanish.
+# With LN, every layer is centred at 0.5 with spread 2, and a few values lie beyond ±5. A $\gamma$
+# this large pushes many values onto tanh's flat tails, which notebook 01 explains.
 
 # %%
 demo.snapshot(gain=0.5, gamma=2.0, beta=0.5)
@@ -250,19 +259,23 @@ plt.show()
 # %% [markdown]
 # ## Summary
 #
-# BN and LN are the same code over a different dimension. LN: mean, biased variance, $\epsilon$ inside the root,
-# then $\gamma$ rescales and $\beta$ shifts.
+# - BN and LN are the same code over a different dimension. LN standardises each sample on its own,
+#   and loses its mean and scale. BN still wins in CNNs trained with large batches.
+# - LN is a mean, a biased variance and $\epsilon$ inside the root. Then $\gamma$ rescales and
+#   $\beta$ shifts, one of each per feature.
 #
-# Next: [01](01_before_the_activation_per_token.ipynb), [02](02_layernorm_in_a_transformer.ipynb).
-# Then the deep dives:
-# [10](10_how_a_claim_is_tested.ipynb) how a claim is tested, [11](11_batchnorm_in_depth.ipynb) BN,
-# [12](12_where_the_norm_goes.ipynb) where the norm goes, [13](13_does_it_speed_up_training.ipynb)
-# speed, [14](14_backward_numerics_speed.ipynb) backward and numerics,
-# [15](15_the_normalization_family.ipynb) the family, [16](16_sequences_padding_and_masks.ipynb)
-# sequences and masks.
+# Next: [01](01_before_the_activation_per_token.ipynb), then [02](02_layernorm_in_a_transformer.ipynb).
+# Then the deep dives: [10](10_how_a_claim_is_tested.ipynb) testing a claim,
+# [11](11_batchnorm_in_depth.ipynb) BN, [12](12_where_the_norm_goes.ipynb) where the norm goes,
+# [13](13_does_it_speed_up_training.ipynb) training speed, [14](14_backward_numerics_speed.ipynb)
+# backward and numerics, [15](15_the_normalization_family.ipynb) the family,
+# [16](16_sequences_padding_and_masks.ipynb) sequences and masks,
+# [17](17_layernorm_in_your_training_code.ipynb) your training code.
 
 # %% [markdown]
 # ## References
 #
 # - J. L. Ba, J. R. Kiros, G. E. Hinton, *Layer Normalization*, 2016,
 #   [arXiv:1607.06450](https://arxiv.org/abs/1607.06450).
+# - Y. Wu, K. He, *Group Normalization*, ECCV 2018, Table 1 (ResNet-50 on ImageNet, 32 images per
+#   GPU), [arXiv:1803.08494](https://arxiv.org/abs/1803.08494).

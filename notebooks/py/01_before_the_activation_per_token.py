@@ -14,7 +14,7 @@
 # ---
 
 # %%
-# Make `helpers` (this set's package) importable: installed, from a clone, or in Colab.
+# You need not read this cell. It makes `helpers`, this set's package, importable.
 import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
 clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)
@@ -29,17 +29,15 @@ import helpers  # noqa: E402,F401
 # %% [markdown]
 # # 01 · Before the activation, per token
 #
-# **What you will learn**: why LN goes before the activation; per token or per sentence; no
-# running statistics; the lesson's code, digit for digit. [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/01_before_the_activation_per_token.ipynb)
+# **What you will learn.** Why the lesson puts LN before the activation, and what is true of it.
+# Per token or per sentence, and when each is used. Why LN keeps no running statistics. [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/01_before_the_activation_per_token.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
-from helpers.evidence import runner
 from helpers.exercises.layer_norm import check_sentence_layer_norm
-from helpers.experiments import placement_tuned
 from helpers.widgets.activation_input import activation_input_demo
 
 # %% [markdown] lesson_point=5
@@ -51,12 +49,12 @@ from helpers.widgets.activation_input import activation_input_demo
 # what the network can express).
 #
 # Here is one concrete reason, and its limit. tanh is almost flat where its output passes ±0.97,
-# for inputs beyond about ±2.1 (`atanh(0.97)` is 2.09): inputs that differ there come out almost
-# the same. `tanh(3)` is 0.995 and `tanh(6)` is 1.000, so a difference of 3
-# is erased, and the gradient through either input is close to 0.
+# for inputs beyond about ±2.1 (`atanh(0.97)` is 2.09). We call these its *flat tails*. Inputs that
+# differ there come out almost the same. `tanh(3)` is 0.995 and `tanh(6)` is 1.000, so a
+# difference of 3 is erased, and the gradient through either input is close to 0.
 #
 # When does that happen? When what enters tanh has a large spread, as when a layer's weights grow
-# during training. Below, the Linear's input is already on one scale; its weights are first as
+# during training. Below, the Linear's input is already on one scale. Its weights are first as
 # PyTorch starts them, then 8 times larger.
 
 # %%
@@ -68,11 +66,11 @@ for growth in (1, 8):
     with torch.no_grad():
         linear.weight *= growth  # weights that grew in training
     z = linear(h)
-    for name, t in [("LN first", torch.tanh(ln(z))), ("no LN", torch.tanh(z))]:
-        print(f"weights x{growth}, {name}: {(t.abs() > 0.97).float().mean():.0%} of values on tanh's flat tails")
+    first, plain = ((t.abs() > 0.97).float().mean() for t in (torch.tanh(ln(z)), torch.tanh(z)))
+    print(f"weights x{growth}: on tanh's flat tails, {first:.0%} of values with LN first, {plain:.0%} with no LN")
 
 # %% [markdown]
-# With the larger weights and no LN, most values land on the flat tails. With LN first the share
+# With the larger weights and no LN, most values land on the flat tails. With LN first, the share
 # stays small whatever the weights, because LN removes the input's scale.
 #
 # The limit: with the starting weights, LN first puts *more* values on the tails than no LN does.
@@ -81,23 +79,22 @@ for growth in (1, 8):
 # erased does not come back.
 #
 # ReLU has no flat tail on the positive side. LN first centres each token at 0, so ReLU zeroes
-# about half of each token's features; $\beta$ moves that share:
+# about half of each token's features. $\beta$ moves that share.
 
 # %%
-print(f"ReLU after LN, beta 0: {(torch.relu(ln(z)) == 0).float().mean():.0%} of values zeroed")
-with torch.no_grad():
-    ln.bias.fill_(0.5)
-print(f"ReLU after LN, beta 0.5: {(torch.relu(ln(z)) == 0).float().mean():.0%} of values zeroed")
+for beta in (0.0, 0.5):  # beta added after LN, as a learned beta would
+    print(f"ReLU after LN, beta {beta}: {(torch.relu(ln(z) + beta) == 0).float().mean():.0%} of values zeroed")
 
 # %% [markdown]
 # ### See it: what enters tanh, ReLU and GELU
 #
-# Sliders move the centre and the spread of `z`, the Linear's output. Left: LN first; right: LN
-# last. Blue: what enters the activation; red: what comes out of LN and activation together.
+# Sliders move the centre and the spread of `z`, the Linear's output. The left panel puts LN first,
+# the right one LN last. Blue is what enters the activation. Red is what comes out of LN and the
+# activation together.
 #
-# Watch what does not move. The left panel stays the same at every setting: LN removes any centre
+# Watch what does not move. The left panel stays the same at every setting. LN removes any centre
 # and spread, so LN of `a * z + c` is LN of `z`. On the right, the activation sees `z` itself. With
-# ReLU, LN first zeroes about half of each token at every setting; LN last zeroes anywhere from
+# ReLU, LN first zeroes about half of each token at every setting. LN last zeroes anywhere from
 # none to all of it, depending on the centre.
 
 # %%
@@ -107,80 +104,72 @@ demo = activation_input_demo()
 demo
 
 # %% [markdown]
-# tanh, `z` centred at 2 with spread 3: on the right most of `z` lands on tanh's flat tails.
+# tanh, with `z` centred at 2 and spread 3. On the left, LN first: tanh's output spreads within
+# ±1, little on the flat tails. On the right, most of `z` lands on the flat tail near +1, where tanh gives almost the same
+# output for all of it. LN then turns that one value into the tall red spike. What tanh erased, LN
+# after it cannot bring back.
 
 # %%
 demo.snapshot(activation="tanh", shift=2.0, scale=3.0)
 plt.show()
 
 # %% [markdown]
-# What about training? Stored runs trained small MLPs with LN before and with LN after tanh, ReLU
-# and GELU, from several seeds (random starts) each, each at its best learning rate. Here is how
-# much higher or lower the final loss ends with LN first, read from the stored results:
-
-# %%
-placement = runner.load("placement_tuned").records
-print(f"MLPs of {placement_tuned.DEPTH} layers of {placement_tuned.WIDTH} units; final loss with LN first, against LN last:")
-for act in ("tanh", "relu", "gelu"):
-    v = placement[f"final loss, {act}, LN -> act vs act -> LN"]
-    low, high = sorted((-v.high, -v.low))  # stored as 1 - first/last: turned into first/last - 1
-    print(f"{act}: {-v.estimate:+.1%} ({v.n} seeds put it between {low:+.1%} and {high:+.1%})")
-    assert -0.03 < low and high < 0.03
-
-# %% [markdown]
-# The differences are within a few percent: in these small models, the order hardly matters. How
-# the runs were made, and LN's places in a Transformer: deep dive [12](12_where_the_norm_goes.ipynb).
+# Does the order matter when a network trains? Small MLPs were trained with LN before and with LN
+# after tanh and ReLU. The card at the end of notebook 02 gives what the runs found, and deep dive
+# [12](12_where_the_norm_goes.ipynb) shows how they were made.
 
 # %% [markdown] lesson_point=6
 # ## 6 · What `normalized_shape` decides
 #
-# A batch of sentences has shape `(batch, seq_len, dim)`. `nn.LayerNorm(normalized_shape)`
-# averages over the **last** `len(normalized_shape)` dims; each index of the dims before them is
-# a *group* with its own mean and variance; $\gamma$ and $\beta$ have the shape `normalized_shape`:
+# A batch of sentences has shape `(batch, seq_len, dim)`. The argument `normalized_shape` of
+# `nn.LayerNorm(normalized_shape)` is the shape of the values that share one mean and variance. LN
+# averages over the **last** `len(normalized_shape)` dims. Each index of the dims before them is a
+# *group* with its own mean and variance. $\gamma$ and $\beta$ have the shape `normalized_shape`.
+#
+# Below, the lesson's batch is normalised both ways. Token 2 of sentence 0 is also made 100 times
+# larger. Does token 0's output move?
 
 # %%
 torch.manual_seed(42)
 batch, seq_len, dim = 2, 3, 4
 x = torch.rand(batch, seq_len, dim)  # the lesson's batch: 2 sentences x 3 tokens x 4 features
-
-for shape in [(dim,), (seq_len, dim)]:
-    gamma = nn.LayerNorm(shape).weight
-    print(f"normalized_shape={shape}: {x.numel() // gamma.numel()} groups, gamma of shape {tuple(gamma.shape)}")
-
-# %% [markdown]
-# Per token (以 token 为单位): 2 × 3 = 6 groups. Per sentence (以句子为单位): 2 groups of 12 values.
-#
-# Which one, and when? Transformers normalise per token, for four reasons:
-#
-# - Sentences differ in length. Per sentence, `normalized_shape` fixes the last two dims, the length
-#   among them, so the module fits one length only: `nn.LayerNorm((3, 4))` refuses a batch of shape
-#   `(2, 5, 4)`.
-# - A batch pads short sentences to one length. Per sentence, the padding enters every real
-#   token's mean and variance.
-# - A causal model predicts each token from the tokens before it. Per sentence, each token's mean
-#   and variance include the later tokens, so the future leaks in.
-# - One loud token moves every other token of its sentence. Here token 2 of sentence 0 gets 100
-#   times larger, and we look at token 0:
-
-# %%
 loud = x.clone()
 loud[0, 2] *= 100  # sentence 0, token 2: a loud token
 for shape in [(dim,), (seq_len, dim)]:
     norm = nn.LayerNorm(shape)
-    print(f"normalized_shape={shape}: token 0 changed:", not torch.equal(norm(loud)[0, 0], norm(x)[0, 0]))
+    print(f"normalized_shape={shape}: {x.numel() // norm.weight.numel()} groups, gamma of shape",
+          f"{tuple(norm.weight.shape)}, token 0 changed: {not torch.equal(norm(loud)[0, 0], norm(x)[0, 0])}")
 
 # %% [markdown]
-# Per token, each token's output depends on that token alone. Per sentence suits inputs of one
-# fixed shape, where every value of a sample should share one scale: over a whole image, for
-# example, it is `nn.GroupNorm` with one group. Padding and masks in more depth: deep dive
-# [16](16_sequences_padding_and_masks.ipynb).
+# Per token (以 token 为单位) makes 2 × 3 = 6 groups. Per sentence (以句子为单位) makes 2 groups of 12
+# values. The lesson leaves the choice to "任务需求和应用场景" (the task and where it is used).
+#
+# Which one, and when? Transformers normalise per token, for four reasons.
+#
+# - Sentences differ in length. `nn.LayerNorm((3, 4))` keeps one γ and β per position of its
+#   `normalized_shape`, so it refuses a `(2, 5, 4)` batch.
+# - A batch pads short sentences to one length. Per sentence, the padding enters every real
+#   token's mean and variance.
+# - A causal model predicts each token from the tokens before it. Per sentence, each token's mean
+#   and variance include the later tokens, so the future leaks in.
+# - Per sentence, one loud token moves every other token, as token 0 shows above. Per token, each
+#   token's output depends on that token alone.
+#
+# No standard Transformer normalises per sentence. GPT-2, BERT and LLaMA (with RMSNorm) normalise each
+# token over its features. Normalising a whole sample suits inputs of one fixed shape, such as images. The
+# image model PoolFormer (Yu et al. 2022) does it, as `nn.GroupNorm` with one group over each
+# image's channels and pixels. What real models normalise over, with padding and masks, is in deep
+# dive [16](16_sequences_padding_and_masks.ipynb).
 
 # %% [markdown] lesson_point=7
 # ## 7 · No running statistics
 #
-# A *buffer* is a tensor a module updates itself, not by gradients, and saves with its weights.
-# BN accumulates `running_mean` and `running_var` in training and uses them in `eval()` mode. LN
-# has none:
+# The lesson: "LN 不需要像 BN 那样在训练时累计 running_mean 和 running_var 值" (LN does not need to
+# accumulate running_mean and running_var in training, as BN does). These are BN's *running
+# statistics*, averages of the batch means and variances it saw in training, and
+# `num_batches_tracked` counts those batches. In `eval()` mode, for testing, BN uses them instead
+# of the batch's own. `.train()` switches back to training mode. They are *buffers*, tensors a
+# module updates itself, not by gradients, and saves with its weights. LN has none.
 
 # %%
 tokens = x.reshape(-1, dim)  # the 6 tokens as a (6, 4) batch
@@ -190,15 +179,16 @@ for norm in (nn.BatchNorm1d(dim), nn.LayerNorm(dim)):
     print(f"{type(norm).__name__}: buffers {[n for n, _ in norm.named_buffers()]}, train == eval: {same}")
 
 # %% [markdown]
-# After one batch BN's running statistics are still near their start (0 and 1), so `eval()`
-# changes its output; LN's output cannot change.
+# After one batch, BN's running statistics have moved from their start (0 and 1) only a tenth of
+# the way toward the batch's (its `momentum`, 0.1), so `eval()` changes its output. LN's output
+# cannot change.
 
 # %% [markdown] lesson_point=8
 # ## 8 · The lesson's code, exactly
 #
-# Unchanged but for English beside the Chinese comments. `test01`
-# uses `nn.LayerNorm` both ways; `test02` does it by hand, printing means (均值) and variances
-# (方差). `elementwise_affine=False` switches $\gamma$ and $\beta$ off (`bias=False` is redundant);
+# The lesson's code, unchanged but for English beside the Chinese comments. `test01` uses
+# `nn.LayerNorm` both ways. `test02` does it by hand, printing means (均值) and variances (方差).
+# `elementwise_affine=False` switches $\gamma$ and $\beta$ off, so `bias=False` is redundant.
 # `if __name__ == '__main__':` is true in a notebook too.
 
 # %%
@@ -246,8 +236,14 @@ if __name__ == '__main__':
 
 
 # %% [markdown]
-# Character for character what the lesson prints (程序执行结果; `tests/test_lesson.py` compares them).
-# `test01`'s tensors equal `test02`'s: `nn.LayerNorm` is exactly the formula by hand.
+# This is what the lesson prints under 程序执行结果 (the program's output), digit for digit.
+# `test01`'s tensors equal `test02`'s, because `nn.LayerNorm` is the formula by hand. Rather than
+# compare 24 numbers by eye, let the computer compare them, per token.
+
+# %%
+per_token = nn.LayerNorm(normalized_shape=dim, eps=1e-5, elementwise_affine=False)(batch_inputs)  # test01's
+by_hand = (batch_inputs - batch_inputs.mean(dim=2, keepdim=True)) / torch.sqrt(batch_inputs.var(dim=2, unbiased=False, keepdim=True) + 1e-5)
+print("per token, test01 equals test02:", torch.allclose(per_token, by_hand, atol=1e-6))
 
 # %% [markdown]
 # ## Your turn: per sentence, any batch size
@@ -281,9 +277,11 @@ check_sentence_layer_norm(my_sentence_layer_norm)
 # %% [markdown]
 # ## Summary
 #
-# - The lesson puts LN before the activation. LN first keeps tanh's input off the flat tails even
-#   when the weights grow; in small trained MLPs the order changed the final loss by a few percent at most.
-# - `normalized_shape=dim`: per token; `(seq_len, dim)`: per sentence. No running statistics.
+# - LN first keeps tanh's input off the flat tails even when the weights grow, though with small
+#   weights it puts more values there. What training runs found is on notebook 02's card.
+# - `normalized_shape=dim` normalises per token, as Transformers do. `(seq_len, dim)` normalises
+#   per sentence.
+# - LN keeps no running statistics, so it computes the same in training and in `eval()` mode.
 #
 # Next: [02 · LayerNorm in a Transformer](02_layernorm_in_a_transformer.ipynb).
 
@@ -292,5 +290,7 @@ check_sentence_layer_norm(my_sentence_layer_norm)
 #
 # - S. Ioffe, C. Szegedy, *Batch Normalization*, 2015, section 3.2 (the norm before the
 #   non-linearity), [arXiv:1502.03167](https://arxiv.org/abs/1502.03167).
+# - W. Yu et al., *MetaFormer Is Actually What You Need for Vision*, CVPR 2022 (PoolFormer),
+#   [arXiv:2111.11418](https://arxiv.org/abs/2111.11418).
 # - PyTorch, [`torch.nn.LayerNorm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.LayerNorm.html)
 #   and [`torch.nn.BatchNorm1d`](https://docs.pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html).

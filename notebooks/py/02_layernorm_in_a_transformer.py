@@ -14,7 +14,7 @@
 # ---
 
 # %%
-# Make `helpers` (this set's package) importable: installed, from a clone, or in Colab.
+# You need not read this cell. It makes `helpers`, this set's package, importable.
 import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
 clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)
@@ -29,9 +29,10 @@ import helpers  # noqa: E402,F401
 # %% [markdown]
 # # 02 · LayerNorm in a Transformer
 #
-# **What you will learn**: a Transformer block built with the `LayerNorm` you wrote in 00; its two
-# forms, Pre-LN and Post-LN, each checked against PyTorch's own layer; why Pre-LN won; where a model's
-# final LN goes; and what stored experiments say about Pre-LN and about the lesson's claims. [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/02_layernorm_in_a_transformer.ipynb)
+# **What you will learn.** A Transformer block in its two forms, Pre-LN and Post-LN, built with your
+# own `LayerNorm` and checked against PyTorch's. Why Pre-LN won, and where the final LN goes. What
+# experiments found about the lesson's claims.
+# [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/02_layernorm_in_a_transformer.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
@@ -39,22 +40,19 @@ import torch
 from IPython.display import HTML
 from torch import nn
 
-from helpers.evidence import runner
 from helpers.evidence.card import evidence_card
 from helpers.exercises.layer_norm_at_work import check_final_ln
 from helpers.plots.blocks import block_diagrams_figure
 from helpers.widgets.residual_stream import residual_stream_demo
 
 # %% [markdown]
-# ## 1 · Your LayerNorm, again
+# ## 9 · Your LayerNorm, again
 #
-# This is the module you built in 00, typed again so that this notebook runs on its own. The blocks
-# below are built with it.
+# This is the module you built in notebook 00, typed again so that this notebook runs on its own.
+# The blocks below are built with it.
 
 # %%
 class LayerNorm(nn.Module):
-    """LayerNorm over the last dim, with a learned scale (gamma) and shift (beta) per feature."""
-
     def __init__(self, dim, eps=1e-5):
         super().__init__()
         self.eps = eps
@@ -67,21 +65,25 @@ class LayerNorm(nn.Module):
         return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
 
 # %% [markdown]
-# ## 2 · A Transformer block, in two forms
+# ## 10 · A Transformer block, in two forms
 #
 # A *Transformer* is a stack of blocks. Each block has two sub-layers. *Attention* lets each token
-# gather information from the tokens before it; a *causal mask* hides the later ones, so a model
-# that predicts the next token cannot peek at it. The *MLP* works on each token alone
-# (`Linear → GELU → Linear`; GELU is a smooth ReLU). You need not know attention's inside here:
+# gather information from the other tokens. A *causal mask* limits it to the tokens before it, so a model
+# that predicts the next token cannot peek at it. The *MLP* works on each token alone, as
+# `Linear → GELU → Linear`, where GELU is a smooth ReLU. You need not know attention's inside here,
 # only where LN sits.
 #
-# Each sub-layer's output is added to its input: a *residual connection*. The running sum that
-# flows from block to block is the *residual stream*. LN can sit in two places:
+# Each sub-layer's output is added to its input, which is called a *residual connection*. The
+# running sum that flows from block to block is the *residual stream*. LN can sit in two places.
 #
-# - **Pre-LN** (GPT-2): LN at each sub-layer's input, `x + attn(LN(x))`. The stream itself is never
-#   normalised.
-# - **Post-LN** (the original Transformer of 2017): LN after each addition, `LN(x + attn(x))`. The
-#   stream is normalised after every sub-layer.
+# - **Pre-LN** (GPT-2) puts LN at each sub-layer's input, `x + attn(LN(x))`. The stream itself is
+#   never normalised.
+# - **Post-LN** (the original Transformer of 2017) puts LN after each addition, `LN(x + attn(x))`.
+#   The stream is normalised after every sub-layer.
+#
+# In a Pre-LN MLP the order is `LN → Linear → GELU → Linear`. LN comes before the activation, as
+# the lesson's "通常用在激活函数之前" (usually before the activation) says, but a Linear sits between them. GELU sees a linear map of standardised values,
+# whose scale the Linear's weights set, not LN's output itself as in notebook 01.
 
 # %%
 def causal_mask(n):
@@ -112,8 +114,10 @@ class PostLN(PreLN):  # the same parts, LN in other places
 
 # %% [markdown]
 # The two blocks, drawn from their own `forward` (traced with `torch.fx`, which records each step
-# the code takes). An orange box is an LN; a blue arc is a residual connection. In Pre-LN the arcs
-# join into one path from `x` to `out` that no LN touches. In Post-LN every path passes through an LN.
+# the code takes). Each arrow passes a value to the next step. An orange box is an LN. A blue arc
+# is a residual connection. It carries a value past the boxes under it to a `+`, where it is added
+# to their output. In Pre-LN the arcs join into one path from `x` to `out` that no LN touches. In
+# Post-LN every path passes through an LN.
 
 # %%
 torch.manual_seed(0)
@@ -121,13 +125,14 @@ fig = block_diagrams_figure({"Pre-LN": PreLN(32, 4), "Post-LN": PostLN(32, 4)})
 plt.show()
 
 # %% [markdown]
-# ## 3 · The same as PyTorch's encoder layer
+# ## 11 · The same as PyTorch's encoder layer
 #
-# PyTorch ships both forms as `nn.TransformerEncoderLayer`: `norm_first=True` is Pre-LN,
-# `norm_first=False` is Post-LN. Give it our settings (no dropout, `activation="gelu"`,
+# PyTorch ships both forms as `nn.TransformerEncoderLayer`. `norm_first=True` is Pre-LN and
+# `norm_first=False` is Post-LN. Give it our settings (`activation="gelu"`,
 # `dim_feedforward=4 * d_model`), copy our weights in under its names (`KEY_MAP`), and pass the
-# causal mask as `src_mask`. Both modules run in training mode (`.train()`, the mode in which
-# dropout acts; LN acts the same in both modes). Outputs and gradients must agree.
+# causal mask as `src_mask`. Both modules run in training mode (`.train()`), as in training. There
+# PyTorch's layer applies *dropout*, which zeroes values at random, so `dropout=0.0` turns it off.
+# LN computes the same in both modes. Outputs and gradients must agree.
 
 # %%
 KEY_MAP = {"ln_1.": "norm1.", "ln_2.": "norm2.", "attn.": "self_attn.", "mlp.0.": "linear1.", "mlp.2.": "linear2."}
@@ -153,23 +158,31 @@ for Block, norm_first in ((PreLN, True), (PostLN, False)):
           "| same gradients:", all(torch.allclose(a, b, atol=1e-4) for a, b in zip(grads1, grads2, strict=True)))
 
 # %% [markdown]
-# ## 4 · Why Pre-LN won
+# ## 12 · Why Pre-LN won
 #
-# Xiong et al. (2020) give the reason. In Pre-LN, the residual connections form an identity path:
-# the input reaches the output, and the gradient flows back, through additions only. In Post-LN,
+# Xiong et al. (2020) give the reason. In Pre-LN, the residual connections form an identity path.
+# The input reaches the output, and the gradient flows back, through additions only. In Post-LN,
 # every block normalises the sum, so every path goes through an LN. At initialisation, the
 # gradients of Post-LN's weights near the output are large, and they stay large however deep the
-# model is; in Pre-LN they shrink as the model gets deeper. So, Xiong et al. find, Post-LN needs a
+# model is. In Pre-LN they shrink as the model gets deeper. So, Xiong et al. find, Post-LN needs a
 # *warm-up* (a learning rate that starts small and grows) or small rates, and Pre-LN trains without.
 
 # %% [markdown]
 # ### See it: the residual stream and what attention sees
 #
-# Eight Pre-LN blocks. Left: the residual stream `x` entering each block (dark: block 1, light:
-# block 8); right: what the norm hands to attention. The slider scales what each sub-layer adds to
-# the stream; the dropdown picks the norm. The slider moves the stream, but attention's input keeps
-# spread 1 at every setting: the norm divides out the stream's scale. With "no norm", attention sees
-# the stream itself, which grows so much that most of it leaves the figure (the title gives its std).
+# Eight Pre-LN blocks with random, untrained weights. The left panel shows the residual stream `x`
+# entering each block, the right one what the norm hands to attention, coloured by block. The
+# slider scales what each sub-layer adds to the stream. The dropdown picks the norm. RMSNorm, which
+# LLaMA uses, is LN without subtracting the mean (deep dive [15](15_the_normalization_family.ipynb)).
+# Each panel says how many values lie beyond its axis.
+#
+# Watch what does not move. The slider moves the stream, but attention's input keeps spread 1 at
+# every setting, because the norm divides out the stream's scale. With "no norm", attention sees the
+# stream itself. It grows by orders of magnitude, so the axis turns logarithmic beyond ±1 (symlog).
+# It grows because this widget draws weights with three times PyTorch's default variance, so each
+# sub-layer adds about as much as it reads. The card's six-block Transformer starts from PyTorch's
+# default weights; one of its variants has no norm. Whether it then needed more steps than with
+# Pre-LN is on the card.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -178,8 +191,8 @@ demo = residual_stream_demo()
 demo
 
 # %% [markdown]
-# LayerNorm, sub-layer outputs scaled by 2: the stream's spread grows about fivefold over eight
-# blocks, and attention's input stays at 1.
+# LayerNorm, with sub-layer outputs scaled by 2. The stream's spread grows about fivefold over
+# eight blocks, and attention's input stays at 1.
 
 # %%
 demo.snapshot(norm="LayerNorm", branch_scale=2.0)
@@ -188,68 +201,33 @@ plt.show()
 # %% [markdown]
 # ### The final LN
 #
-# So a Pre-LN model ends with one more LN. Its stream is never normalised: it is the input plus every
-# sub-layer's output, and it grows with depth (the widget above shows it). The final LN (GPT-2's
+# So a Pre-LN model ends with one more LN. Its stream is never normalised. It is the input plus
+# every sub-layer's output, and it grows with depth, as the widget shows. The final LN (GPT-2's
 # `ln_f`) puts it back on one scale before the layer that predicts the next token. In Xiong et al.'s
 # analysis this final LN, dividing by a stream that grows with depth, is also why Pre-LN's
-# gradients near the output shrink. Post-LN needs no final LN: its last step already is one.
-
-# %%
-def tiny_gpt(norm, d_model=32, n_heads=4):
-    return nn.Sequential(PreLN(d_model, n_heads, norm), PreLN(d_model, n_heads, norm), norm(d_model))
-
-
-torch.manual_seed(0)
-gpt = tiny_gpt(LayerNorm)
-print("LayerNorms:", [name for name, m in gpt.named_modules() if isinstance(m, LayerNorm)])
+# gradients near the output shrink. Post-LN needs no final LN, because its last step already is
+# one.
 
 # %% [markdown]
-# Two blocks, then the final LN (here named `2`, its place in the `nn.Sequential`).
-
-# %% [markdown]
-# ### What stored experiments say
-#
-# A small Transformer learned to copy tokens on a CPU, in each form at its best learning rate, from
-# several random starts. The measure: steps until the loss is halfway from a model that copies
-# nothing to the best possible.
-
-# %%
-stored = runner.load("deep_transformer").records
-steps = stored["steps, Pre-LN vs Post-LN"]
-assert steps.favoured == "Pre-LN" and steps.low > 0  # fewer steps, by a clear margin
-for arm in ("Post-LN", "Post-LN + warm-up"):  # fails at Pre-LN's best rate: no seed gets below the target
-    assert stored[f"at Pre-LN's best rate, {arm}"].answer == "yes"
-
-# %% [markdown]
-# Pre-LN got there in fewer steps; the card at the end gives how many. At Pre-LN's best rate Post-LN
-# did not train, even with a short warm-up: the direction Xiong et al. report. That warm-up lasted
-# 20 steps, far shorter than theirs; the card's warm-up row says what it changed. How the runs were
-# made: deep dive [12](12_where_the_norm_goes.ipynb).
-
-# %% [markdown]
-# ## 5 · Swap in `helpers.LayerNorm` or `nn.LayerNorm`
+# ## 13 · Swap in `helpers.LayerNorm` or `nn.LayerNorm`
 #
 # Your `LayerNorm`, `helpers.LayerNorm` (the same formula, in this course's package) and
-# PyTorch's `nn.LayerNorm` share the parameter names `weight` and `bias`. So the same weights load
-# into all three models (`load_state_dict`), and all three give the same outputs. (00 checked your
-# gradients against `nn.LayerNorm`'s.)
+# PyTorch's `nn.LayerNorm` share the parameter names `weight` and `bias`. So the weights of the
+# Post-LN block checked above, built with yours, load into a Post-LN block built with either of the
+# others (`load_state_dict`), and it gives the same outputs.
 
 # %%
-for name, norm in (("helpers.LayerNorm", helpers.LayerNorm), ("nn.LayerNorm", nn.LayerNorm)):
-    other = tiny_gpt(norm)
-    other.load_state_dict(gpt.state_dict())
-    print(f"{name}: same outputs:", torch.allclose(other(x), gpt(x), atol=1e-5))
-
-# %% [markdown]
-# LLaMA replaces LN with RMSNorm, in the same places: [deep dive 15](15_the_normalization_family.ipynb).
+for name, norm in (("helpers", helpers.LayerNorm), ("nn", nn.LayerNorm)):
+    other = PostLN(32, 4, norm)
+    other.load_state_dict(ours.state_dict())
+    print(f"{name}.LayerNorm: same outputs:", torch.allclose(other(x), ours(x), atol=1e-5))
 
 # %% [markdown]
 # ## Your turn: where the final LN goes
 #
-# Write a tiny model's forward, `model_forward(x, blocks, ln_f, head, norm_first)`. Run the blocks in
-# order, then the final LN `ln_f` where the model needs one, then `head`, the layer that predicts the
-# next token. `norm_first` is `True` for Pre-LN blocks and `False` for Post-LN blocks, as in PyTorch.
-# The stub never applies `ln_f`.
+# Write `model_forward(x, blocks, ln_f, head, norm_first)`. It runs the blocks in order, then the
+# final LN `ln_f` where the model needs one, then `head`, the layer that predicts the next token.
+# `norm_first` is `True` for Pre-LN blocks, as in PyTorch. The stub never applies `ln_f`.
 
 # %%
 def model_forward(x, blocks, ln_f, head, norm_first):
@@ -277,29 +255,30 @@ check_final_ln(model_forward)
 # %% [markdown]
 # ## What the evidence says
 #
-# The lesson's claims, and two on Pre-LN, each tested in small experiments run many times; each
-# line is computed from the stored results and links to its deep dive. *Steps*: training steps to a
-# target loss.
+# The lesson's claims, and two on Pre-LN, were each tested in small experiments, each variant (with LN
+# or without, say) from 10 random starts. Each row names its model and task. An *MLP* is a stack of `Linear` layers and
+# activations. An *LSTM* is an RNN whose gates decide what its state keeps, the kind of RNN Ba et al.
+# tested LN on. *Steps* count training steps until the loss reaches a target fixed in advance.
 
 # %%
 HTML(evidence_card())
 
 # %% [markdown]
-# Where a line cannot tell, or goes against 00 §1, the lesson's reason is a motivation, not a
-# guarantee: what LN does to training depends on the model. How the runs decide: [10](10_how_a_claim_is_tested.ipynb).
+# The Pre-LN against Post-LN row runs each form at its own best rate. The warm-up row's warm-up
+# lasted 20 steps, far shorter than Xiong et al.'s. "Cannot tell" means the runs could not tell the
+# two apart. Where a line says that, or the opposite, the lesson's reason is a motivation, not a guarantee. What LN does to training
+# depends on the model. How the runs decide is in deep dive [10](10_how_a_claim_is_tested.ipynb).
 
 # %% [markdown]
 # ## Summary
 #
-# - You built a Transformer block with your own `LayerNorm`, in both forms, and checked each against
+# - You built Pre-LN and Post-LN blocks with your own `LayerNorm` and checked them against
 #   `nn.TransformerEncoderLayer`. `helpers.LayerNorm` and `nn.LayerNorm` drop in for yours.
-# - Pre-LN: `x + attn(LN(x))`, `x + mlp(LN(x))`, and a final LN, because the stream itself is never
-#   normalised. Post-LN: `LN(x + attn(x))`, `LN(x + mlp(x))`.
-# - Pre-LN won because its identity path keeps the gradients near the output small at
-#   initialisation, so it trains without warm-up (Xiong et al. 2020). The stored runs agree on the
-#   direction, on tiny models; on warm-up and larger rates they cannot tell (the card).
-# - The norm keeps each sub-layer's input on one scale.
-# - Whether LN speeds training up depends on the model: the card above.
+# - Pre-LN is `x + attn(LN(x))`, and its model ends with a final LN, because the stream is never
+#   normalised. Post-LN is `LN(x + attn(x))`.
+# - Pre-LN won because at initialisation its gradients near the output shrink with depth, while
+#   Post-LN's stay large at any depth and need a warm-up (Xiong et al. 2020).
+# - Whether LN speeds training up depends on the model, as the card shows.
 
 # %% [markdown]
 # ## References

@@ -14,7 +14,7 @@
 # ---
 
 # %%
-# Make `helpers` (this set's package) importable: installed, from a clone, or in Colab.
+# You need not read this cell. It makes `helpers`, this set's package, importable.
 import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
 clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)
@@ -200,8 +200,11 @@ print("stored verdict:", record)
 # it. The stored experiment `interval_coverage` checks: it draws 2,000 paired samples from each of a
 # dozen distributions shaped like the stored experiments' per-seed values (skewed steps and losses,
 # runs capped at the step cap, seeds that fail, accuracy floored at chance), computes each method's
-# 95% interval on each sample, and counts how often the interval contains the true value. At 10
-# seeds (the other seed counts, 8, 17 and 20, are stored too):
+# 95% interval on each sample, and counts how often the interval contains the true value. Where runs
+# are capped, the true value is the ratio of the *capped* times, as the verdicts count them: a run
+# stopped at the cap counts as the cap. So where the slower arm has capped runs, the interval covers
+# a bound on the uncapped ratio, and the verdicts say "at least". At 10 seeds (the other seed counts,
+# 8, 17 and 20, are stored too):
 
 # %%
 from helpers.experiments import interval_coverage

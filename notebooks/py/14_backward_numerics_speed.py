@@ -14,7 +14,7 @@
 # ---
 
 # %%
-# Make `helpers` (this set's package) importable: installed, from a clone, or in Colab.
+# You need not read this cell. It makes `helpers`, this set's package, importable.
 import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
 clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)
@@ -621,6 +621,9 @@ print("F.layer_norm, default: ", F.layer_norm(constant, (4,)).tolist())
 # decides how much the token is flattened (its output variance is
 # $\mathrm{Var}/(\mathrm{Var} + \epsilon)$: exercise 4 below). Without it, LN would blow differences of any size,
 # however tiny, up to a standard deviation of 1; `eps` decides where that stops.
+#
+# Which `eps` to pick in your own model, what float16 does to a small one, and why a pretrained
+# checkpoint's must be matched: deep dive [17](17_layernorm_in_your_training_code.ipynb).
 
 # %% [markdown]
 # One token of 8 features, `1 + 0.003 · randn`: its variance, 1.26e-5, is about the default `eps`.

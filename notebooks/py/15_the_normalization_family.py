@@ -14,7 +14,7 @@
 # ---
 
 # %%
-# Make `helpers` (this set's package) importable: installed, from a clone, or in Colab.
+# You need not read this cell. It makes `helpers`, this set's package, importable.
 import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
 clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)
@@ -139,6 +139,10 @@ assert family["close"].all()
 # differ: GroupNorm's $\gamma, \beta$ are one per *channel*, LN's over $(C, H, W)$ one per
 # *element*, so a trained `GroupNorm(1, C)` and a trained `LayerNorm((C, H, W))` are different
 # layers.
+#
+# LN on images in your own code, per image or per pixel over the channels (ConvNeXt's channels-last
+# LN), and what `nn.LayerNorm(C)` does to an `(N, C, H, W)` tensor: deep dive
+# [17](17_layernorm_in_your_training_code.ipynb).
 
 # %%
 C = x.shape[1]
@@ -368,8 +372,10 @@ with pd.option_context("display.max_colwidth", None):
 # %% [markdown]
 # ## 5. Does a Transformer need a norm? LN, RMSNorm, DyT and none
 #
-# Zhang and Sennrich (2019) drop LN's centring (RMSNorm) and report the same quality for 7% to 64%
-# less running time per model; LLaMA, Gemma 2 and OLMo 2 use it (section 7). Zhu, Chen, He,
+# Zhang and Sennrich (2019) drop LN's centring (RMSNorm) and report the same quality; their abstract
+# puts the saving at 7% to 64% of the running time "on different models" (their tables give it per
+# model and implementation, beside a partial variant, pRMSNorm, that estimates the RMS from a few
+# of the inputs). LLaMA, Gemma 2 and OLMo 2 use RMSNorm (section 7). Zhu, Chen, He,
 # LeCun and Liu (2025) go further: **Dynamic Tanh**, `DyT(x) = gamma * tanh(alpha * x) + beta`, one
 # learnable scalar `alpha` per layer and no statistic at all, in place of every norm of a
 # Transformer, matching its LN version across vision, speech and language; the initial `alpha`
@@ -447,7 +453,8 @@ assert paired.notna().all().all() and per_arm.notna().all().all()
 #   and small; too large, it saturates: the initial value matters, as Zhu et al. report for their
 #   largest models.
 # - As in deep dive 13, **no norm reaches the threshold in the fewest steps** at its own best rate
-#   (median 35; Pre-LN needs 25% more, DyT at 0.5 11% more); what LN, RMSNorm and DyT at 0.5 may buy
+#   (median 35; Pre-LN needs 25% more, DyT at 0.5 11% more, both less than one step of the tuning
+#   grid moves no norm's pilot score, 71%, so neither decides anything); what LN, RMSNorm and DyT at 0.5 may buy
 #   in this small model is a larger rate that still trains (on 3 pilot seeds). Since no norm trains
 #   fine here, these runs say nothing on whether DyT or RMSNorm can stand in for LN where a norm is
 #   needed, which is Zhu et al.'s claim; that needs a model that fails without one.
@@ -606,7 +613,7 @@ assert ledger["outcome"].isin(claims.OUTCOMES).all()
 # | claim | source |
 # |---|---|
 # | GN's error does not depend on the batch size; BN's grows below about 8 images per GPU (ImageNet, ResNet-50) | Wu and He 2018, fig. 1 |
-# | RMSNorm matches LN's quality with 7% to 64% less running time per model | Zhang and Sennrich 2019 |
+# | RMSNorm matches LN's quality with 7% to 64% less running time "on different models" | Zhang and Sennrich 2019, abstract |
 # | DyT matches LN across vision, speech and language models; its initial `alpha` matters most for large language models | Zhu et al. 2025 |
 # | Norms on queries and keys stop attention logits from growing and training from diverging | Dehghani et al. 2023; OLMo et al. 2024 |
 #

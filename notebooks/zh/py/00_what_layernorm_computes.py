@@ -14,7 +14,7 @@
 # ---
 
 # %%
-# Make `helpers` (this set's package) importable: installed, from a clone, or in Colab.
+# You need not read this cell. It makes `helpers`, this set's package, importable.
 import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
 clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)
@@ -31,7 +31,9 @@ helpers.set_language("zh")
 # %% [markdown]
 # # 00 · 层归一化算的是什么
 #
-# **你将学到**：深层网络为什么需要归一化；批量归一化（BatchNorm，BN）和层归一化（LayerNorm，LN）是同一段代码，只是作用在不同的维度上；按公式亲手算一遍 LN；然后是 `gamma` 和 `beta`。本套笔记本依据一篇中文课程（下称“原课程”），核心路线共三个笔记本，这是第一个。代码、图中标签和表格保持英文，术语表在末尾。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/00_what_layernorm_computes.ipynb)
+# 本笔记本先说明深层网络为什么需要归一化，再用同一段代码分别写出批量归一化（BatchNorm，BN）和层归一化（LayerNorm，LN），两者只差在沿哪个维度计算。接着你会亲手写出 LN 的公式，最后看 `gamma` 和 `beta` 起什么作用。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/00_what_layernorm_computes.ipynb)
+#
+# 这套笔记本围绕一篇讲 LN 的中文短教程展开（它没有标题，也没有署名），下文称为原课程，引用时给出原文。核心路线共三个笔记本，这是第一个。第 1 到 8 节在笔记本 00 和 01 中，依次对应原课程的八个要点。第 9 到 13 节在笔记本 02 中，讲的是原课程之外的内容。图中的文字和打印输出都是英文，末尾的术语表给出了中英对照。
 
 # %%
 import matplotlib.pyplot as plt
@@ -42,64 +44,69 @@ from helpers.exercises.layer_norm import check_layer_norm_last_dim
 from helpers.widgets.deep_stack import deep_stack_demo
 
 # %% [markdown] lesson_point=1
-# ## 1 · 深层网络为什么需要它
+# ## 1 · 深层网络为什么需要归一化
 #
-# 训练时权重不断更新，每一层的输入也跟着变化；网络越深，变化层层累积。原课程说，在 RNN、Transformer 里“训练会变慢，甚至无法收敛”。LN *标准化*每一层的输出（减去均值，再除以标准差），让下一层的值处在同一尺度上（§4 里的小部件）。它是否真能加速训练？见笔记本 02 最后的卡片。
+# 原课程从深层序列模型讲起。RNN（循环神经网络）按顺序逐个读入句子中的 token（词或词的一部分），每读一个就把状态往下传一步。Transformer 则一次读入所有 token，由许多个块堆叠而成，笔记本 02 会搭一个出来。原课程指出，在这类模型中“随着训练推进，各层的输入分布不断变化，训练会变慢，甚至无法收敛”。
+#
+# LN 的办法是对每一层的输出做标准化，也就是减去均值、再除以标准差，让下一层拿到的值处在同一个尺度上。本笔记本末尾的交互图会展示这一点。至于这样做能不能加快训练，笔记本 02 的最后一节会用实验来检验。
 
 # %% [markdown] lesson_point=2
-# ## 2 · BN 与 LN：同一段代码，作用在不同的维度上
+# ## 2 · BN 和 LN 是同一段代码，只是换了维度
 #
-# **BN** 对每个*特征*，在整个批次上做标准化（矩阵里的一列）；**LN** 对每个*样本*，在它自己的所有特征上做标准化（矩阵里的一行）。原课程说要拿“两个样本组成一个批次”举例，却没有给出例子，这里补上：
+# BN 对每个特征在整个批次上做标准化，处理的是矩阵的一列。LN 对每个样本在它自己的全部特征上做标准化，处理的是矩阵的一行。原课程说要举个例子，“假设我们有以下两个样本组成一个批次”，后面却没有给出这两个样本。下面把这个例子补上。
 
 # %%
-x = torch.tensor([[1.0, 2.0, 3.0],  # sample 0
-                  [30.0, 10.0, 20.0]])  # sample 1
+x = torch.tensor([[1.0, 2.0, 3.0],  # 样本 0
+                  [30.0, 10.0, 20.0]])  # 样本 1
 
 
 def standardize(x, dim):
     mean = x.mean(dim=dim, keepdim=True)
-    var = ((x - mean) ** 2).mean(dim=dim, keepdim=True)  # n: the number of values averaged
-    return (x - mean) / torch.sqrt(var + 1e-5)  # 1e-5 and keepdim: §3
+    var = ((x - mean) ** 2).mean(dim=dim, keepdim=True)  # 除以 n，即参与平均的值的个数
+    return (x - mean) / torch.sqrt(var + 1e-5)  # 1e-5 和 keepdim 的作用见下面“公式”一节
 
 
 print("BN, each column:\n", standardize(x, dim=0))
 print("LN, each row:\n", standardize(x, dim=-1))
 
 # %% [markdown]
-# 批次里只有两个样本时，BN 把每一列都变成了 −1 和 +1：每个值都离这两个数的均值正好一个标准差，所以只剩下“哪个样本更大”这一点信息。
+# 批次里只有两个样本时，BN 把每一列都变成了 −1 和 +1。两个数到它们均值的距离恰好都是一个标准差，所以标准化之后，只剩下哪个样本更大这一点信息。
 #
-# LN 保留了每个样本自己各个特征之间的大小顺序，但丢掉了样本自身的尺度。`[1, 2, 3]` 和 `[30, 10, 20]` 都变成了 −1.22、0 和 1.22，只是顺序各不相同。样本 1 比样本 0 大十倍这件事，LN 之后就看不出来了。
+# LN 保留了每个样本内部各特征的大小顺序，却丢掉了样本本身的均值和尺度。`[1, 2, 3]` 和 `[30, 10, 20]` 都变成了 −1.22、0 和 1.22，只是排列顺序不同。样本 1 比样本 0 大十倍，这一点经过 LN 就看不出来了。
 #
-# 而且 BN 对样本 0 的输出还取决于样本 1：
+# 此外，BN 给样本 0 的输出还取决于样本 1。把后者换掉试试。
 
 # %%
 other = x.clone()
-other[1] = torch.tensor([0.0, 50.0, 7.0])  # replace sample 1 only
+other[1] = torch.tensor([0.0, 50.0, 7.0])  # 只换掉样本 1
 print("BN, sample 0's output changed:", not torch.equal(standardize(other, 0)[0], standardize(x, 0)[0]))
 print("LN, sample 0's output changed:", not torch.equal(standardize(other, -1)[0], standardize(x, -1)[0]))
-assert torch.allclose(standardize(x, 0), nn.BatchNorm1d(3, affine=False)(x), atol=1e-4)  # PyTorch's BN
+# 结果与 PyTorch 的 BN 和 LN 相同。affine=False 表示不做可学习的缩放和平移（即下文的 gamma 和 beta）
+assert torch.allclose(standardize(x, 0), nn.BatchNorm1d(3, affine=False)(x), atol=1e-4)
 assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=False)(x), atol=1e-4)
 
 # %% [markdown]
-# LN 只需要眼前这一个样本：批次多大都行，训练和测试时算法完全一样（01 §7）。正因如此，Ba、Kiros 和 Hinton（2016）为 RNN 设计了 LN：RNN 按时间步逐个处理序列中的 token，如果用 BN，每个时间步上的批次统计量（整批数据的均值和方差）都不一样。BN 的细节见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
+# 上面的输出说明，BN 的结果变了，LN 的没变。LN 只需要眼前这一个样本，所以批量大小可以随意，训练和测试时的计算也完全一样。Ba、Kiros 和 Hinton（2016）正是为 RNN 设计了 LN。RNN 每读一个 token 走一步，如果用 BN，每一步都得单独统计一套批次的均值和方差。
+#
+# 不过在用大批量训练的图像卷积网络（例如 ResNet）中，BN 仍然是更好的选择。在那里，BN 的每个统计量都汇集了一个通道在所有图像、所有像素上的值，数以千计，因此很稳定。测试时 BN 使用训练中固定下来的平均值，相当于一次固定的缩放和平移，可以直接并入前面的卷积层，不增加任何计算。LN 则在测试时也要为每个样本计算均值和方差。在 ImageNet 上，Wu 和 He（2018）报告的 ResNet-50 错误率，用 BN 时为 23.6%，用 LN 时为 25.3%。关于 BN 的更多内容，见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
 
 # %% [markdown] lesson_point=3
 # ## 3 · 公式
 #
 # $$y = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}} \cdot \gamma + \beta$$
 #
-# *token* 是句子里的一个词（或词的一部分），由 `dim` 个数字表示，这些数字就是它的*特征*；LN 把每个 token 当作 §2 里的一个样本。$\mathrm{E}[x]$ 和 $\mathrm{Var}[x]$ 是这些特征的均值和**有偏**方差：除以 `dim`，而不是 `dim - 1`（`unbiased=False`）；$\epsilon = 10^{-5}$ 放在根号**里面**（原课程说它“用于避免除以零的情况”：特征全部相等时结果是 0，而不是 0 / 0）；$\gamma$ 和 $\beta$ 每个特征各一个，通过反向传播学习，初始值分别是 1 和 0。
+# token 在模型里用 `dim` 个数来表示，这些数就是它的特征。LN 对待每个 token，就像上一节对待每个样本一样。$\mathrm{E}[x]$ 和 $\mathrm{Var}[x]$ 是这些特征的均值和**有偏**方差。有偏是指除以 `dim`，而不是除以 `dim - 1`（`unbiased=False`）。$\epsilon = 10^{-5}$ 放在根号**里面**，原课程说它“用于避免除以零的情况”。有了它，特征全都相等时结果是 0，而不是 0 / 0。$\gamma$ 和 $\beta$ 每个特征各有一个，通过反向传播学习，初始值分别是 1 和 0。
 #
-# 写成代码时，`x.mean(dim=-1, keepdim=True)` 在最后一维上求平均，并把这一维保留下来，长度为 1。对形状为 `(batch, seq_len, dim)` 的一批数据，均值的形状就是 `(batch, seq_len, 1)`，于是 `x - mean` 从每个 token 的特征里减去的是这个 token 自己的均值。
+# 写成代码时，`x.mean(dim=-1, keepdim=True)` 沿最后一维求平均，并把这一维保留下来，长度变为 1。对于形状为 `(batch, seq_len, dim)` 的一批数据，均值的形状就是 `(batch, seq_len, 1)`，因此 `x - mean` 从每个 token 的特征中减去的，正是这个 token 自己的均值。
 
 # %% [markdown]
-# ### 动手练习：自己写出来
+# ### 动手练习 · 写出 LN
 #
-# 写一个 `my_layer_norm(x, gamma, beta, eps=1e-5)`：在 `x` 的最后一维上做 LN，`gamma` 和 `beta` 的形状都是 `(dim,)`。上一节的函数 `standardize` 已经完成了大部分工作。检查器会用六组输入运行你的函数，其中包括专门用来发现常见错误的输入，并告诉你还缺什么。初始代码返回全零，所以在你写出公式之前，检查不会通过。
+# 写一个函数 `my_layer_norm(x, gamma, beta, eps=1e-5)`，在 `x` 的最后一维上做 LN，其中 `gamma` 和 `beta` 的形状都是 `(dim,)`。上一节的 `standardize` 函数已经完成了大部分工作。检查器会用六组输入来测试，其中几组专门用来发现常见的错误，并告诉你还差什么。
 
 # %%
 def my_layer_norm(x, gamma, beta, eps=1e-5):
-    return torch.zeros_like(x)  # TODO: the formula above
+    return torch.zeros_like(x)  # TODO：照上面的公式实现
 
 
 check_layer_norm_last_dim(my_layer_norm)
@@ -119,7 +126,7 @@ check_layer_norm_last_dim(my_layer_norm)
 # %% [markdown]
 # ### 把 LayerNorm 写成模块
 #
-# 在模型里，LN 是一个模块。它把 $\gamma$ 和 $\beta$ 存成 `nn.Parameter`：反向传播会为这种张量算出梯度，优化器会更新它们。它的 `forward` 就是你刚写的函数，所以请先做完上面的练习，再看下一个单元。PyTorch 把 $\gamma$ 叫作 `weight`，把 $\beta$ 叫作 `bias`，这个模块也用这两个名字，这样它就能载入从 `nn.LayerNorm` 保存下来的权重。
+# 在模型里，LN 是一个模块。它把 $\gamma$ 和 $\beta$ 存为 `nn.Parameter`，这类张量在反向传播中会得到梯度，并由优化器更新。模块的 `forward` 正是你刚写的函数，所以请先做完上面的练习，再看下一个单元格。PyTorch 把 $\gamma$ 叫作 `weight`，把 $\beta$ 叫作 `bias`，这个模块也沿用这两个名字，这样就能载入从 `nn.LayerNorm` 保存下来的权重。
 
 # %%
 class LayerNorm(nn.Module):
@@ -128,103 +135,120 @@ class LayerNorm(nn.Module):
     def __init__(self, dim, eps=1e-5):
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))  # gamma, starts at 1
-        self.bias = nn.Parameter(torch.zeros(dim))  # beta, starts at 0
+        self.weight = nn.Parameter(torch.ones(dim))  # gamma，初始为 1
+        self.bias = nn.Parameter(torch.zeros(dim))  # beta，初始为 0
 
     def forward(self, x):
         mean = x.mean(dim=-1, keepdim=True)
-        var = x.var(dim=-1, unbiased=False, keepdim=True)  # biased: divide by dim
+        var = x.var(dim=-1, unbiased=False, keepdim=True)  # 有偏方差，除以 dim
         return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
 
 # %% [markdown]
-# 现在在原课程的形状 `(batch, seq_len, dim)` 上把它和 `nn.LayerNorm` 比一比，两者用同一组随机的 $\gamma$ 和 $\beta$。模块的 `state_dict` 是一个字典，按名字存放它要保存的张量。两个模块的名字必须相同，输出必须相同，对 `x`、$\gamma$ 和 $\beta$ 的梯度也必须相同。
+# 现在以原课程的形状 `(batch, seq_len, dim)` 为例，把它和 `nn.LayerNorm` 对比一下，两者装入同一组随机的 $\gamma$ 和 $\beta$。模块的 `state_dict`（状态字典）按名字存放模块要保存的全部张量。两者的键名应当相同，输出应当相同，对 `x`、$\gamma$ 和 $\beta$ 的梯度也应当相同。
 
 # %%
 torch.manual_seed(0)
 ours, torchs = LayerNorm(4), nn.LayerNorm(4)
-with torch.no_grad():  # random gamma and beta, the same in both
+with torch.no_grad():  # 两边用同一组随机的 gamma 和 beta
     ours.weight.normal_()
     ours.bias.normal_()
 torchs.load_state_dict(ours.state_dict())
 x = (torch.randn(2, 3, 4) * 3 + 5).requires_grad_()  # (batch, seq_len, dim)
 out1, out2 = ours(x), torchs(x)
-upstream = torch.randn(2, 3, 4)  # a gradient arriving from the layers above
+upstream = torch.randn(2, 3, 4)  # 从上面各层传回来的梯度
 grads1 = torch.autograd.grad(out1, [x, ours.weight, ours.bias], upstream)
 grads2 = torch.autograd.grad(out2, [x, torchs.weight, torchs.bias], upstream)
 print("state_dict keys:", list(ours.state_dict()), list(torchs.state_dict()))
-print("same outputs:", torch.allclose(out1, out2, atol=1e-5))
-same_grads = all(torch.allclose(a, b, atol=1e-4) for a, b in zip(grads1, grads2, strict=True))
-print("same gradients for x, gamma and beta:", same_grads)
+print("same outputs:", torch.allclose(out1, out2, atol=1e-5), "| same gradients for x, gamma and beta:",
+      all(torch.allclose(a, b, atol=1e-4) for a, b in zip(grads1, grads2, strict=True)))
 
 # %% [markdown] lesson_point=4
 # ## 4 · 均值 0、方差 1，然后是 gamma 和 beta
 #
-# 新建的 `LayerNorm(4)` 从 $\gamma = 1$、$\beta = 0$ 开始。它的输出在每个 token 上均值都是 0、方差都是 1（保留 4 位小数）：
+# 原课程的说法是“经过 LN 后，每个 Token 的分布被调整为均值为 0、方差为 1”。也就是说，不论输入的尺度如何，标准化之后每个 token 的均值都是 0、方差都是 1。新建的 `LayerNorm(4)` 从 $\gamma = 1$、$\beta = 0$ 开始，它的输出正是这样，保留 4 位小数后，每个 token 的均值为 0，方差为 1。
 
 # %%
 ln = LayerNorm(4)
-y = ln(x).detach()  # detach: only the values, no gradient
+y = ln(x).detach()  # detach 只取数值，不带梯度
 print("mean of each token:\n", y.mean(dim=-1).abs().round(decimals=4))
 print("variance of each token:\n", y.var(dim=-1, unbiased=False).round(decimals=4))
 
 # %% [markdown]
-# 为什么先标准化、再缩放？$\gamma$ 和 $\beta$ 按特征学习，让网络给每个特征设定下一层需要的尺度和中心，比如深入 tanh（S 形、两端平坦）曲线的程度。初始值是 1 和 0，所以 LN 起初就是单纯的标准化。下面让每个特征都取 $\gamma = 2$、$\beta = 0.5$：
-
-# %%
-with torch.no_grad():  # set gamma and beta by hand
-    ln.weight.fill_(2.0)
-    ln.bias.fill_(0.5)
-y2 = ln(x).detach()
-print("token 0: mean", round(y2[0, 0].mean().item(), 4), "std", round(y2[0, 0].std(unbiased=False).item(), 4))
+# 为什么先标准化，再缩放？$\gamma$ 和 $\beta$ 按特征学习，网络借助它们给每个特征设定下一层需要的尺度和中心，比如让这个特征深入 tanh 曲线多远。它们的初始值是 1 和 0，所以 LN 一开始就是单纯的标准化。如果所有特征共用同一个 $\gamma$ 和 $\beta$，每个 token 的均值就变成 $\beta$，标准差变成 $\gamma$，下面的图展示的正是这种情形。训练之后，每个特征有了各自的 $\gamma$ 和 $\beta$，一个 token 的均值和标准差也就不再简单地等于 $\beta$ 和 $\gamma$。
 
 # %% [markdown]
-# 这里每个特征的 $\gamma$ 和 $\beta$ 都相同，所以每个 token 的均值变成 $\beta$，标准差变成 $\gamma$。训练之后，每个特征有自己的 $\gamma$ 和 $\beta$，各自缩放、平移，一个 token 的均值和标准差也就不再恰好是 $\beta$ 和 $\gamma$ 了。
-
-# %% [markdown]
-# ### 动手看：深层堆叠，加 LN 与不加 LN
+# ### 交互演示 · 深层网络里加不加 LN
 #
-# 八层 `Linear → tanh`：左图不加 LN，右图在每个 tanh 前加 LN；画的是进入每个 tanh 的值（深色：第 1 层，浅色：第 8 层）。一个滑块缩放权重（训练中权重也会变大变小），另两个设置 $\gamma$ 和 $\beta$。松开滑块后重绘。
+# 这是一个八层的 `Linear → tanh` 网络，左图不加 LN，右图在每个 tanh 之前加 LN。每条曲线是进入某一层 tanh 的值的分布，颜色表示层号，与右侧色条上的编号对应。第一个滑块缩放权重，模拟训练中权重的变化，另外两个滑块给所有特征设定 $\gamma$ 和 $\beta$。松开滑块，图就会重画。
 #
-# 请留意哪些地方不动。权重的缩放会改变不加 LN 的那张图，却不改变加了 LN 的那张图：LN 会把输入的任何缩放都除掉，所以在那张图里，只有 $\gamma$ 和 $\beta$ 会让值移动。
+# 请留意哪些东西不动。权重缩放会改变左图，却不改变右图，因为 LN 会除掉输入的任何尺度。在右图中，能让这些值移动的只有 $\gamma$ 和 $\beta$。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-# displays a widget: three sliders and their live figure
+# 显示 widget：三个滑块和随之重画的图
 demo = deep_stack_demo()
 demo
 
 # %% [markdown]
-# 权重缩放为 0.5，$\gamma = 2$，$\beta = 0.5$：不加 LN 时（左图 without LN），第 8 层的值几乎全都缩到了零附近；加了 LN（右图 with LN），每一层都以 0.5 为中心，标准差（图中的 std）为 2（超出 ±5 的值都堆在图的左右边缘；$\gamma$ 这么大，会把许多值推到 tanh 平坦的两端，见 01 §5）。
+# 下图的设置是权重缩放到 0.5 倍，$\gamma = 2$，$\beta = 0.5$。不加 LN 时，到第 8 层，值几乎全都缩到了零附近。加了 LN 之后，每一层的值都以 0.5 为中心，标准差为 2，另有少数值落在 ±5 之外。$\gamma$ 这么大，会把许多值推进 tanh 两端平坦的饱和区，笔记本 01 会解释这为什么不好。
 
 # %%
 demo.snapshot(gain=0.5, gamma=2.0, beta=0.5)
 plt.show()
 
 # %% [markdown]
-# ## 术语表：原课程的术语
+# ## 术语表
 #
-# | 英文（图中、代码中） | 中文 |
+# 这套笔记本沿用原课程的术语。读 d2l-zh（《动手学深度学习》）时会遇到另一套译法，也一并列在下表中，“无”表示那里没有专门的译名。
+#
+# | 英文 | 本套笔记本 | d2l-zh |
+# |---|---|---|
+# | Layer Normalization (LN) | 层归一化 | 层规范化 |
+# | Batch Normalization (BN) | 批量归一化 | 批量规范化 |
+# | normalize / standardize | 归一化、标准化 | 规范化、标准化 |
+# | token / feature / sample | token、特征、样本 | 词元、特征、样本 |
+# | batch / batch size | 批次、批量大小 | 小批量、批量大小 |
+# | mean, variance, std | 均值、方差、标准差 | 均值、方差、标准差 |
+# | biased variance | 有偏方差（除以 n） | 无 |
+# | learnable parameter / scale, shift (gamma, beta) | 可学习参数、缩放、平移 | 拉伸参数、偏移参数 |
+# | activation function / non-linearity | 激活函数、非线性 | 激活函数、非线性 |
+# | flat tails (of tanh) | 饱和区 | 无 |
+# | per token, per sentence | 以 token 为单位、以句子为单位 | 无 |
+# | running statistics / buffer | 移动平均值、缓冲区 | 移动平均、无 |
+# | train mode, eval mode | 训练模式、评估模式 | 训练模式、预测模式 |
+# | module (nn.Module) | 模块 | 块 |
+# | Transformer block / sub-layer | 块、子层 | 块（如编码器块）、子层 |
+# | residual connection / residual stream | 残差连接、残差流 | 残差连接、无 |
+# | attention / causal mask / padding | 注意力、因果掩码、填充 | 注意力、掩蔽、填充 |
+# | learning rate / warm-up / dropout | 学习率、学习率预热、dropout | 学习率、预热、暂退法 |
+# | MLP / RNN | MLP（多层感知机）、RNN（循环神经网络） | 多层感知机、循环神经网络 |
+# | widget / slider / dropdown | 交互图、滑块、下拉菜单 | 无 |
+#
+# 注意 d2l-zh 把 nn.Module 也叫作块。本套笔记本中，块只指 Transformer 的块，nn.Module 叫作模块。
+#
+# 图中的英文标签对照如下。
+#
+# | 图中的英文 | 中文 |
 # |---|---|
-# | Layer / Batch Normalization (LN / BN) | 层归一化 / 批量归一化 |
-# | mean, variance, std | 均值、方差、标准差 |
-# | learnable parameter; scale, shift (gamma, beta) | 可学习参数；缩放、平移（γ、β） |
-# | activation function, non-linearity | 激活函数、非线性 |
-# | per token, per sentence; normalize | 以 token 为单位、以句子为单位；归一化方式 |
-# | weights scaled by, weight scale | 权重的缩放倍数 |
-# | centre of z, spread of z | z 的中心、z 的离散程度 |
-# | value entering tanh; fraction of values | 进入 tanh 的值；值所占的比例 |
-# | saturated | 饱和（落在 tanh 平坦的两端） |
-# | running statistics, buffer | 滑动统计量、缓冲区 |
-# | residual stream; branch output scale; what attention sees | 残差流；子层输出的缩放倍数；注意力看到的输入 |
+# | weights scaled by / layer / block | 权重缩放倍数、层、块 |
+# | value entering tanh | 进入 tanh 的值 |
+# | pre-activations z | 激活前的值 z |
+# | what enters tanh (ReLU, GELU) / what leaves the pair | 进入 tanh（ReLU、GELU）的值、LN 与激活函数合起来的输出 |
+# | on the flat tails / set to / below | 落在饱和区、被置为、低于 |
+# | beyond the axis | 超出坐标轴范围 |
+# | residual stream entering the block / what attention sees | 进入块的残差流、注意力看到的输入 |
+# | branch outputs scaled by | 子层输出的缩放倍数 |
 
 # %% [markdown]
 # ## 小结
 #
-# BN 和 LN 是同一段代码，只是作用在不同的维度上。LN：均值、有偏方差、$\epsilon$ 放在根号里面，然后 $\gamma$ 缩放、$\beta$ 平移。
+# - BN 和 LN 是同一段代码，只是换了计算的维度。LN 对每个样本单独做标准化，因而丢掉了样本本身的均值和尺度。在用大批量训练的卷积网络中，BN 仍然更好。
+# - LN 就是求均值、求有偏方差，并把 $\epsilon$ 放在根号里面。然后 $\gamma$ 负责缩放，$\beta$ 负责平移，每个特征各有一个。
 #
-# 下一步：[01](01_before_the_activation_per_token.ipynb)、[02](02_layernorm_in_a_transformer.ipynb)。然后是深入专题（英文）：[10](../10_how_a_claim_is_tested.ipynb) 如何检验一个说法，[11](../11_batchnorm_in_depth.ipynb) BN，[12](../12_where_the_norm_goes.ipynb) 归一化放在哪里，[13](../13_does_it_speed_up_training.ipynb) 能否加速训练，[14](../14_backward_numerics_speed.ipynb) 反向传播与数值，[15](../15_the_normalization_family.ipynb) 归一化家族，[16](../16_sequences_padding_and_masks.ipynb) 序列与掩码。
+# 接下来请读 [01](01_before_the_activation_per_token.ipynb)，然后是 [02](02_layernorm_in_a_transformer.ipynb)。之后是几个深入专题（英文）。[10](../10_how_a_claim_is_tested.ipynb) 讲一个说法如何检验，[11](../11_batchnorm_in_depth.ipynb) 讲 BN，[12](../12_where_the_norm_goes.ipynb) 讲归一化放在哪里，[13](../13_does_it_speed_up_training.ipynb) 讲能否加快训练，[14](../14_backward_numerics_speed.ipynb) 讲反向传播与数值计算，[15](../15_the_normalization_family.ipynb) 讲归一化家族，[16](../16_sequences_padding_and_masks.ipynb) 讲序列与掩码，[17](../17_layernorm_in_your_training_code.ipynb) 讲在你自己的训练代码里使用 LN。
 
 # %% [markdown]
 # ## 参考文献
 #
-# - J. L. Ba, J. R. Kiros, G. E. Hinton, *Layer Normalization*, 2016, [arXiv:1607.06450](https://arxiv.org/abs/1607.06450)。
+# - J. L. Ba, J. R. Kiros, G. E. Hinton, *Layer Normalization*, 2016, [arXiv:1607.06450](https://arxiv.org/abs/1607.06450).
+# - Y. Wu, K. He, *Group Normalization*, ECCV 2018, 表 1（ImageNet 上的 ResNet-50，每个 GPU 32 张图像）, [arXiv:1803.08494](https://arxiv.org/abs/1803.08494).

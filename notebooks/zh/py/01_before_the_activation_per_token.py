@@ -14,7 +14,7 @@
 # ---
 
 # %%
-# Make `helpers` (this set's package) importable: installed, from a clone, or in Colab.
+# You need not read this cell. It makes `helpers`, this set's package, importable.
 import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
 clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)
@@ -31,143 +31,123 @@ helpers.set_language("zh")
 # %% [markdown]
 # # 01 · 放在激活函数之前，以 token 为单位
 #
-# **你将学到**：LN 为什么放在激活函数之前；以 token 为单位还是以句子为单位；LN 没有滑动统计量；原课程的代码，结果逐位一致。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/01_before_the_activation_per_token.ipynb)
+# 本笔记本回答三个问题。原课程为什么把 LN 放在激活函数之前，这个说法在多大程度上成立？以 token 为单位和以句子为单位做归一化，各在什么时候用？LN 为什么没有移动平均值？[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/01_before_the_activation_per_token.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
-from helpers.evidence import runner
 from helpers.exercises.layer_norm import check_sentence_layer_norm
-from helpers.experiments import placement_tuned
 from helpers.widgets.activation_input import activation_input_demo
 
 # %% [markdown] lesson_point=5
-# ## 5 · 原课程：LN 放在激活函数之前
+# ## 5 · 原课程说 LN 放在激活函数之前
 #
-# 原课程写道：“LN 和 BN 一样，通常用在激活函数之前。”它给出的理由是：如果把 LN 放在激活函数之后，它“会在已经非线性的输出上再做标准化，这可能破坏网络的表达能力”。
+# 原课程写道，“LN 和 BN 一样，通常用在激活函数之前”。它给出的理由是，如果把 LN 放在激活函数之后，LN 就“会在已经非线性的输出上再做标准化，这可能破坏网络的表达能力”。
 #
-# 下面给出一个具体的理由，也说明它的局限。tanh 的输出超出 ±0.97 之后（输入超过约 ±2.1，`atanh(0.97)` 是 2.09），曲线几乎是平的：在这一段里，不同的输入得到几乎相同的输出。`tanh(3)` 是 0.995，`tanh(6)` 是 1.000，相差 3 的两个输入几乎分不出来了，经过它们的梯度也都接近 0。
+# 下面给出一个具体的理由，也指出它的局限。tanh 的输出一旦绝对值超过 0.97，曲线就几乎是平的，这时输入的绝对值大约超过 2.1（`atanh(0.97)` 等于 2.09）。我们把这两段叫作 tanh 的饱和区。落进饱和区的输入，即使彼此相差很大，输出也几乎相同。`tanh(3)` 是 0.995，`tanh(6)` 是 1.000，两个输入相差 3，这个差别在输出中被抹掉了，而且经过这两个输入回传的梯度都接近 0。
 #
-# 什么时候会这样？当进入 tanh 的值离散程度很大时，比如训练中某一层的权重变大了。下面 Linear 的输入已经在同一个尺度上；它的权重先取 PyTorch 的初始值，再放大 8 倍。
+# 什么时候会出现这种情况？当进入 tanh 的值分散得很开时，比如训练中某一层的权重变大了。下面这个 Linear 层的输入已经处在同一个尺度上，它的权重先取 PyTorch 的初始值，再放大到 8 倍。
 
 # %%
 torch.manual_seed(0)
-h = torch.randn(256, 16)  # the previous layer's output: 256 tokens of 16 features, on one scale
+h = torch.randn(256, 16)  # 上一层的输出：256 个 token，各 16 个特征，尺度相同
 ln = nn.LayerNorm(16)
 for growth in (1, 8):
     linear = nn.Linear(16, 16)
     with torch.no_grad():
-        linear.weight *= growth  # weights that grew in training
+        linear.weight *= growth  # 模拟训练中变大的权重
     z = linear(h)
-    for name, t in [("LN first", torch.tanh(ln(z))), ("no LN", torch.tanh(z))]:
-        print(f"weights x{growth}, {name}: {(t.abs() > 0.97).float().mean():.0%} of values on tanh's flat tails")
+    first, plain = ((t.abs() > 0.97).float().mean() for t in (torch.tanh(ln(z)), torch.tanh(z)))
+    print(f"weights x{growth}: on tanh's flat tails, {first:.0%} of values with LN first, {plain:.0%} with no LN")
 
 # %% [markdown]
-# 权重变大、又不加 LN 时，大部分值落在了平坦的两端。先做 LN 时，不管权重多大，这个比例都很小，因为 LN 去掉了输入的尺度。
+# 权重变大而又不加 LN 时，大部分值落进了饱和区。先做 LN 时，不论权重多大，这个比例都很小，因为 LN 去掉了输入的尺度。
 #
-# 它的局限：用初始权重时，先做 LN 反而比不加 LN 有*更多*的值落在两端。而且 $\gamma$ 可以学着把值重新推到两端。所以这是“LN 放在 tanh 之前可能有帮助”的一个理由，而不是“总是有帮助”的规律。把 LN 放在 tanh 之后，只能重新缩放 tanh 留下的结果，被平坦两端抹掉的差别再也回不来了。
+# 这个理由也有局限。用初始权重时，先做 LN 落进饱和区的值，反而比不加 LN 时**更多**。而且 $\gamma$ 可以学着把值重新推向两端。所以这只说明 LN 放在 tanh 之前可能有帮助，并不是说它总有帮助。反过来，把 LN 放在 tanh 之后，只能重新缩放 tanh 留下的结果，被饱和区抹掉的差别再也找不回来。
 #
-# ReLU 在正的一侧没有平坦段。先做 LN 会把每个 token 的中心移到 0，所以 ReLU 会把每个 token 大约一半的特征置零；$\beta$ 可以改变这个比例：
+# ReLU 在正半轴上没有饱和区。先做 LN 会把每个 token 的中心移到 0，于是 ReLU 会把每个 token 大约一半的特征置为零。$\beta$ 可以改变这个比例。
 
 # %%
-print(f"ReLU after LN, beta 0: {(torch.relu(ln(z)) == 0).float().mean():.0%} of values zeroed")
-with torch.no_grad():
-    ln.bias.fill_(0.5)
-print(f"ReLU after LN, beta 0.5: {(torch.relu(ln(z)) == 0).float().mean():.0%} of values zeroed")
+for beta in (0.0, 0.5):  # 在 LN 之后加上 beta，相当于学到的 beta
+    print(f"ReLU after LN, beta {beta}: {(torch.relu(ln(z) + beta) == 0).float().mean():.0%} of values zeroed")
 
 # %% [markdown]
-# ### 动手看：进入 tanh、ReLU 和 GELU 的值
+# ### 交互演示 · 进入 tanh、ReLU 和 GELU 的值
 #
-# 滑块移动 `z`（Linear 的输出）的中心和离散程度；下拉菜单把 tanh 换成 ReLU（负值变零）或 GELU（平滑的 ReLU）。左图先 LN，右图后 LN。蓝线：进入激活函数的值；红线：LN 与激活函数合起来的输出。
+# 两个滑块分别移动 Linear 层输出 `z` 的均值和标准差。下拉菜单用来切换激活函数。左图先做 LN 再激活，右图先激活再做 LN。蓝色曲线是进入激活函数的值，红色曲线是 LN 和激活函数合起来的输出。
 #
-# 请留意哪些地方不动。左图在任何设置下都一样：LN 会去掉任何中心和离散程度，所以 `a * z + c` 的 LN 就是 `z` 的 LN。右图里，激活函数看到的就是 `z` 本身。选 ReLU 时，先做 LN 在任何设置下都把每个 token 大约一半的值置零；后做 LN 时，被置零的比例从一个都没有到全部都有可能，取决于中心的位置。
+# 请留意哪些东西不动。左图在任何设置下都一样，因为 LN 会去掉任何均值和尺度，`a * z + c` 经过 LN 与 `z` 经过 LN 的结果相同。右图中，激活函数看到的就是 `z` 本身。选 ReLU 时，先做 LN 在任何设置下都会把每个 token 大约一半的值置为零。后做 LN 时，被置零的比例从零到全部都有可能，取决于均值在哪里。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-# displays a widget: a dropdown, two sliders and their live figure
+# 显示 widget：一个下拉菜单、两个滑块和随之重画的图
 demo = activation_input_demo()
 demo
 
 # %% [markdown]
-# tanh，`z` 以 2 为中心、标准差为 3：右图中 `z` 的大部分落在了 tanh 平坦的两端（图中的 saturated，即饱和）。
+# 下图选的是 tanh，`z` 的均值为 2，标准差为 3。左图是 LN 在前，tanh 的输出分布在 ±1 以内，落进饱和区的很少。右图中，`z` 的大部分落在 +1 一侧的饱和区，tanh 给它们的输出几乎一样，LN 再把这个几乎不变的值变成那根高高的红色尖峰。被 tanh 抹掉的差别，后面的 LN 无法恢复。
 
 # %%
 demo.snapshot(activation="tanh", shift=2.0, scale=3.0)
 plt.show()
 
 # %% [markdown]
-# 那么对训练呢？已存储的实验训练了一些小 MLP，分别把 LN 放在 tanh、ReLU 和 GELU 之前和之后，每种都用若干个随机种子（随机起点），各自用最适合的学习率。下面是先做 LN 时最终损失比后做 LN 高多少或低多少，读自存储的结果：
-
-# %%
-placement = runner.load("placement_tuned").records
-print(f"MLPs of {placement_tuned.DEPTH} layers of {placement_tuned.WIDTH} units; final loss with LN first, against LN last:")
-for act in ("tanh", "relu", "gelu"):
-    v = placement[f"final loss, {act}, LN -> act vs act -> LN"]
-    low, high = sorted((-v.high, -v.low))  # stored as 1 - first/last: turned into first/last - 1
-    print(f"{act}: {-v.estimate:+.1%} ({v.n} seeds put it between {low:+.1%} and {high:+.1%})")
-    assert -0.03 < low and high < 0.03
-
-# %% [markdown]
-# 差别都在几个百分点之内：在这些小模型里，顺序几乎没有影响。实验是怎么做的，以及 LN 在 Transformer 里的位置，见深入专题 [12](../12_where_the_norm_goes.ipynb)。
+# 那么在真正训练网络时，这个顺序重要吗？我们训练了一些小型 MLP（多层感知机），分别把 LN 放在 tanh 和 ReLU 之前或之后。实验结果在笔记本 02 末尾的证据表（下文称卡片）上，实验的做法见深入专题 [12](../12_where_the_norm_goes.ipynb)。
 
 # %% [markdown] lesson_point=6
 # ## 6 · `normalized_shape` 决定了什么
 #
-# 一批句子的形状是 `(batch, seq_len, dim)`。`nn.LayerNorm(normalized_shape)` 在**最后** `len(normalized_shape)` 个维度上求平均；前面那些维度上的每一种下标组合构成一个*组*，每组有自己的均值和方差；$\gamma$ 和 $\beta$ 的形状就是 `normalized_shape`：
+# 一批句子的形状是 `(batch, seq_len, dim)`。`nn.LayerNorm(normalized_shape)` 的参数 `normalized_shape`，给出的是共用一组均值和方差的那些值的形状。LN 在**最后** `len(normalized_shape)` 个维度上求平均，前面那些维度的每一种下标组合构成一个组，每组有自己的均值和方差。$\gamma$ 和 $\beta$ 的形状就是 `normalized_shape`。
+#
+# 下面把原课程的那批数据按两种方式各归一化一次，同时把句子 0 中的 token 2 放大 100 倍。token 0 的输出会不会跟着变？
 
 # %%
 torch.manual_seed(42)
 batch, seq_len, dim = 2, 3, 4
-x = torch.rand(batch, seq_len, dim)  # the lesson's batch: 2 sentences x 3 tokens x 4 features
-
-for shape in [(dim,), (seq_len, dim)]:
-    gamma = nn.LayerNorm(shape).weight
-    print(f"normalized_shape={shape}: {x.numel() // gamma.numel()} groups, gamma of shape {tuple(gamma.shape)}")
-
-# %% [markdown]
-# 以 token 为单位：2 × 3 = 6 组。以句子为单位：2 组，每组 12 个值。
-#
-# 该用哪一种，什么时候用？Transformer 以 token 为单位做归一化，原因有四个：
-#
-# - 句子长短不一。以句子为单位时，`normalized_shape` 固定了最后两维，其中包括长度，所以这个模块只适用于一种长度：`nn.LayerNorm((3, 4))` 不接受形状为 `(2, 5, 4)` 的批次。
-# - 一个批次会把短句子填充（padding）到同一长度。以句子为单位时，填充的值会混进每个真实 token 的均值和方差。
-# - 因果模型根据前面的 token 预测下一个 token。以句子为单位时，每个 token 的均值和方差都包含了后面的 token，等于泄露了未来的信息。
-# - 一个很大的 token 会改变同一句子里所有其他 token 的结果。下面把句子 0 的第 2 个 token 放大 100 倍，再看第 0 个 token：
-
-# %%
+x = torch.rand(batch, seq_len, dim)  # 原课程的那批数据：2 个句子 × 3 个 token × 4 个特征
 loud = x.clone()
-loud[0, 2] *= 100  # sentence 0, token 2: a loud token
+loud[0, 2] *= 100  # 句子 0 中的 token 2，变成一个特别大的 token
 for shape in [(dim,), (seq_len, dim)]:
     norm = nn.LayerNorm(shape)
-    print(f"normalized_shape={shape}: token 0 changed:", not torch.equal(norm(loud)[0, 0], norm(x)[0, 0]))
+    print(f"normalized_shape={shape}: {x.numel() // norm.weight.numel()} groups, gamma of shape",
+          f"{tuple(norm.weight.shape)}, token 0 changed: {not torch.equal(norm(loud)[0, 0], norm(x)[0, 0])}")
 
 # %% [markdown]
-# 以 token 为单位时，每个 token 的输出只取决于它自己。以句子为单位适合形状固定、一个样本的所有值应当共用一个尺度的输入：比如在整张图像上做归一化，它就等于只分一组的 `nn.GroupNorm`。填充和掩码的更多内容，见深入专题 [16](../16_sequences_padding_and_masks.ipynb)。
+# 以 token 为单位时，共有 2 × 3 = 6 组。以句子为单位时，共有 2 组，每组 12 个值。原课程把选择留给了“任务需求和应用场景”。
+#
+# 那么实际该选哪一种？Transformer 都以 token 为单位做归一化，理由有四条。
+#
+# - 句子长短不一。以句子为单位时，`normalized_shape` 把句子长度也固定了，所以 `nn.LayerNorm((3, 4))` 不接受形状为 `(2, 5, 4)` 的批次。
+# - 一个批次要把短句子填充到同一长度。以句子为单位时，填充的值会混进每个真实 token 的均值和方差。
+# - 因果模型根据前面的 token 预测下一个 token。以句子为单位时，每个 token 的均值和方差都包含了它后面的 token，等于泄露了未来的信息。
+# - 以句子为单位时，一个特别大的 token 会改变其他所有 token 的输出，上面的 token 0 就是例子。以 token 为单位时，每个 token 的输出只取决于它自己。
+#
+# 标准的 Transformer 没有以句子为单位做归一化的，GPT-2、BERT 和 LLaMA（LLaMA 用的是 RMSNorm）都是对每个 token 在它自己的特征上做归一化。对整个样本做归一化，适合形状固定的输入，比如图像。图像模型 PoolFormer（Yu 等人，2022）就是这样做的，它用只分一组的 `nn.GroupNorm`，在每张图像的所有通道和像素上做归一化。真实模型究竟在哪些维度上归一化，以及如何处理填充和掩码，见深入专题 [16](../16_sequences_padding_and_masks.ipynb)。
 
 # %% [markdown] lesson_point=7
-# ## 7 · 没有滑动统计量
+# ## 7 · 没有移动平均值
 #
-# *buffer*（缓冲区）是模块自己更新（不经过梯度）、并和权重一起保存的张量。BN 在训练时累计 `running_mean` 和 `running_var`，在 `eval()` 模式下使用它们。原课程指出：“LN 不需要像 BN 那样在训练时累计 running_mean 和 running_var 值。”LN 一个 buffer 都没有：
+# 原课程指出，“LN 不需要像 BN 那样在训练时累计 running_mean 和 running_var 值”。这两个量是 BN 的移动平均值，也就是训练中见过的各批次均值和方差的平均，`num_batches_tracked` 则记录见过多少个批次。在测试时使用的评估模式 `eval()` 下，BN 用它们代替当前批次自己的均值和方差，调用 `.train()` 则切换回训练模式。这类张量叫作缓冲区（buffer），由模块自己更新而不经过梯度，并和权重一起保存。LN 一个缓冲区也没有。
 
 # %%
-tokens = x.reshape(-1, dim)  # the 6 tokens as a (6, 4) batch
+tokens = x.reshape(-1, dim)  # 把 6 个 token 当作形状为 (6, 4) 的一个批次
 for norm in (nn.BatchNorm1d(dim), nn.LayerNorm(dim)):
     train_out = norm.train()(tokens)
     same = torch.equal(train_out, norm.eval()(tokens))
     print(f"{type(norm).__name__}: buffers {[n for n, _ in norm.named_buffers()]}, train == eval: {same}")
 
 # %% [markdown]
-# 只看过一个批次，BN 的滑动统计量仍接近初始值（0 和 1），所以 `eval()` 会改变它的输出；LN 的输出不可能改变。
+# 只见过一个批次时，BN 的移动平均值从初始值（0 和 1）出发，只朝这个批次的均值和方差走了十分之一，这个比例就是它的 `momentum`，即 0.1。所以切换到 `eval()` 后，BN 的输出变了。LN 的输出则不可能变。
 
 # %% [markdown] lesson_point=8
 # ## 8 · 原课程的代码，原样照搬
 #
-# 除了在中文注释旁加了英文，代码一字未改（注释“以句子为单词”是原课程的笔误，应为“以句子为单位”）。`test01` 用 `nn.LayerNorm` 按两种单位各算一次；`test02` 手工计算，并打印均值和方差。`elementwise_affine=False` 关掉了 $\gamma$ 和 $\beta$（`bias=False` 是多余的）；`if __name__ == '__main__':` 在笔记本里同样为真。
+# 下面是原课程的代码，连注释在内一字未改。`test01` 用 `nn.LayerNorm` 按两种方式各算一次，`test02` 手工计算，并打印均值和方差。注释里的“以句子为单词”是原课程的笔误，应为“以句子为单位”。`elementwise_affine=False` 关掉了 $\gamma$ 和 $\beta$，所以 `bias=False` 是多余的。在笔记本里，`if __name__ == '__main__':` 同样成立。
 
 # %%
-import torch.nn as nn  # noqa: I001 (the lesson imports torch.nn first)
+import torch.nn as nn  # noqa: I001 (原课程先导入 torch.nn)
 import torch
 
 
@@ -177,26 +157,26 @@ batch_inputs = torch.rand(size=(batch, seq_len, dim))
 
 
 def test01():
-    # 以 Token 为单位 (per token)
+    # 以 Token 为单位
     layer_norm = nn.LayerNorm(normalized_shape=dim, eps=1e-5, elementwise_affine=False, bias=False)
     output = layer_norm(batch_inputs)
     print(output)
 
-    # 以句子为单词 (per sentence; the lesson's 为单词 is a slip for 为单位, "as the unit")
+    # 以句子为单词
     layer_norm = nn.LayerNorm(normalized_shape=(seq_len, dim), eps=1e-5, elementwise_affine=False, bias=False)
     output = layer_norm(batch_inputs)
     print(output)
 
 
 def test02():
-    # 以 Token 为单位 (per token)
+    # 以 Token 为单位
     mean = torch.mean(batch_inputs, dim=2)
     var = torch.var(batch_inputs, dim=2, unbiased=False)
     print('均值:', mean, '方差:', var)
     outputs = (batch_inputs - mean.view(2, 3, 1)) / torch.sqrt(var.view(2, 3, 1) + 1e-5)
     print(outputs)
 
-    # 以句子为单词 (per sentence)
+    # 以句子为单词
     mean = torch.mean(batch_inputs, dim=(1, 2))
     var = torch.var(batch_inputs, dim=(1, 2), unbiased=False)
     print('均值:', mean, '方差:', var)
@@ -211,18 +191,23 @@ if __name__ == '__main__':
 
 
 # %% [markdown]
-# 上面的输出与原课程打印的结果（“程序执行结果”）一字不差（`tests/test_lesson.py` 专门比对二者）。`test01` 打印的张量和 `test02` 的相同：`nn.LayerNorm` 算的正是手写的公式。
+# 以上输出与原课程“程序执行结果”下印出的内容逐位相同。`test01` 打印的张量与 `test02` 的相同，因为 `nn.LayerNorm` 算的就是手写的那个公式。与其用眼睛逐个比对 24 个数，不如让计算机来比。下面比较以 token 为单位的结果。
+
+# %%
+per_token = nn.LayerNorm(normalized_shape=dim, eps=1e-5, elementwise_affine=False)(batch_inputs)  # 即 test01 的做法
+by_hand = (batch_inputs - batch_inputs.mean(dim=2, keepdim=True)) / torch.sqrt(batch_inputs.var(dim=2, unbiased=False, keepdim=True) + 1e-5)
+print("per token, test01 equals test02:", torch.allclose(per_token, by_hand, atol=1e-6))
 
 # %% [markdown]
-# ## 动手练习：以句子为单位，任意批量大小
+# ## 动手练习 · 以句子为单位，批量大小任意
 #
-# `test02` 里的 `.view(2, 1, 1)` 只适用于批量大小为 2 的情况。让 `my_sentence_layer_norm(x)` 适用于**任意**批量大小（不带 $\gamma$、$\beta$）。初始代码照搬了 `test02` 的写法，所以检查故意不会通过。
+# `test02` 里的 `.view(2, 1, 1)` 只适用于批量大小为 2 的情况。请改写 `my_sentence_layer_norm(x)`，让它适用于**任意**批量大小，不需要 $\gamma$ 和 $\beta$。初始代码照搬了 `test02` 的写法，检查不会通过，这是有意的。
 
 # %%
 def my_sentence_layer_norm(x, eps=1e-5):
     mean = torch.mean(x, dim=(1, 2))
     var = torch.var(x, dim=(1, 2), unbiased=False)
-    return (x - mean.view(2, 1, 1)) / torch.sqrt(var.view(2, 1, 1) + eps)  # TODO: any batch size
+    return (x - mean.view(2, 1, 1)) / torch.sqrt(var.view(2, 1, 1) + eps)  # TODO：改成适用于任意批量大小
 
 
 check_sentence_layer_norm(my_sentence_layer_norm)
@@ -237,20 +222,22 @@ check_sentence_layer_norm(my_sentence_layer_norm)
 #     return (x - mean) / torch.sqrt(var + eps)
 # ```
 #
-# （`mean.view(-1, 1, 1)` 也可以。）
+# 写成 `mean.view(-1, 1, 1)` 也可以。
 #
 # </details>
 
 # %% [markdown]
 # ## 小结
 #
-# - 原课程把 LN 放在激活函数之前。先做 LN，即使权重变大，tanh 的输入也不会落到平坦的两端；在训练过的小 MLP 里，顺序对最终损失的影响最多只有几个百分点。
-# - `normalized_shape=dim`：以 token 为单位；`(seq_len, dim)`：以句子为单位。LN 没有滑动统计量。
+# - 先做 LN，即使权重变大，tanh 的输入也不会大量落进饱和区。不过权重小的时候，它反而让更多的值落进去。真实训练的结果见笔记本 02 的卡片。
+# - `normalized_shape=dim` 以 token 为单位做归一化，Transformer 都这样做。`(seq_len, dim)` 则以句子为单位。
+# - LN 没有移动平均值，所以训练时和 `eval()` 模式下的计算完全相同。
 #
-# 下一步：[02 · Transformer 中的层归一化](02_layernorm_in_a_transformer.ipynb)。
+# 下一个笔记本是 [02 · Transformer 中的层归一化](02_layernorm_in_a_transformer.ipynb)。
 
 # %% [markdown]
 # ## 参考文献
 #
-# - S. Ioffe, C. Szegedy, *Batch Normalization*, 2015, 第 3.2 节（归一化放在非线性之前），[arXiv:1502.03167](https://arxiv.org/abs/1502.03167)。
-# - PyTorch，[`torch.nn.LayerNorm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.LayerNorm.html) 和 [`torch.nn.BatchNorm1d`](https://docs.pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html)。
+# - S. Ioffe, C. Szegedy, *Batch Normalization*, 2015, 第 3.2 节（归一化放在非线性之前）, [arXiv:1502.03167](https://arxiv.org/abs/1502.03167).
+# - W. Yu et al., *MetaFormer Is Actually What You Need for Vision*, CVPR 2022 (PoolFormer), [arXiv:2111.11418](https://arxiv.org/abs/2111.11418).
+# - PyTorch, [`torch.nn.LayerNorm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.LayerNorm.html), [`torch.nn.BatchNorm1d`](https://docs.pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html).
