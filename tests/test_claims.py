@@ -66,9 +66,11 @@ def test_the_card_opens_with_its_scope_and_keeps_every_row_whatever_its_outcome(
 
 
 def test_the_cards_model_sizes_are_the_experiments_own():
-    from helpers.experiments import deep_transformer, drift, placement_tuned, rnn_regimes
+    from helpers.experiments import deep_transformer, drift, placement_tuned, rnn_regimes, text_transformer
 
     settings = {row.claim.experiment: row.setting for row in CORE_ROWS}
+    assert (f"{text_transformer.BLOCKS} blocks × width {text_transformer.WIDTH}, {text_transformer.STEPS} steps"
+            in settings["text_transformer"])
     assert f"{deep_transformer.BLOCKS} blocks × width {deep_transformer.WIDTH}" in settings["deep_transformer"]
     assert f"copying {deep_transformer.N_COPY} tokens" in settings["deep_transformer"]
     assert (f"{drift.DRIFT_SETTINGS['depth']} layers × {drift.DRIFT_SETTINGS['width']} units"
@@ -403,11 +405,12 @@ def test_every_card_row_is_decided_as_its_deep_dives_ledger_decides_it():
 
 
 def test_the_ledgers_run_over_the_experiments_own_grids():
-    from helpers.experiments import batch_size, placement_tuned, rnn_regimes, small_transformer
+    from helpers.experiments import batch_size, placement_tuned, rnn_regimes, small_transformer, text_transformer
 
     assert ledgers._ACTIVATIONS == placement_tuned.ACTIVATIONS
     assert (ledgers._SEQ_LENS, ledgers._HIDDEN) == (rnn_regimes.SEQ_LENS, rnn_regimes.HIDDEN)
     assert ledgers._DYT_ALPHAS == small_transformer.DYT_ALPHAS
+    assert [f"DyT, alpha0 {a:g}" for a in ledgers._TEXT_DYT_ALPHAS] == [a for a in text_transformer.ARMS if "DyT" in a]
     assert ledgers._BATCH_SIZES == batch_size.BATCH_SIZES
     for deep_dive, family in ledgers.LEDGERS.items():
         assert all(claim.deep_dive == deep_dive for claim in family)

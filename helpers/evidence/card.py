@@ -96,6 +96,8 @@ _RNN = Text("a tanh RNN, 1 layer × 64 units; the same task, sequences of 10",
             "tanh RNN，1 层 × 64 个单元；同一个任务，序列长度 10")
 _DEEP = Text("a Transformer, 6 blocks × width 32, copying 8 tokens",
              "Transformer，6 个块 × 宽度 32，复制 8 个 token")
+_TEXT = Text("a Transformer, 12 blocks × width 64, 60 steps; predict the next character of English text",
+             "Transformer，12 个块 × 宽度 64，训练 60 步；预测英文文本的下一个字符")
 _DRIFT = Text("an MLP, 8 layers × 32 units, 3 rates; fit a smooth function",
               "MLP，8 层 × 32 个单元，3 种学习率；拟合一个固定的光滑函数")
 _BATCH = Text("an MLP, 2 layers × 32 units, batches of 2; sort points into two classes by a fixed rule",
@@ -112,7 +114,7 @@ def _steps(arm: str, arm_zh: str) -> tuple[Text, Text]:
 _13, _12, _11 = ("13_does_it_speed_up_training.ipynb", "12_where_the_norm_goes.ipynb", "11_batchnorm_in_depth.ipynb")
 
 #: The card's rows: the lesson's claims that the stored verdicts speak to, in the lesson's order, then
-#: the two on Pre-LN.
+#: those on Pre-LN; each Transformer claim twice, on the copy task and on English text.
 CORE_ROWS = (
     Row(Claim(Text("With LN, an LSTM needs fewer steps", "加了层归一化，LSTM 需要的训练步数更少"),
               "lstm_adding", "steps", "LN-LSTM", _13), _LSTM, *_steps("LN", "LN")),
@@ -122,6 +124,8 @@ CORE_ROWS = (
     Row(Claim(Text("With Pre-LN, a six-block Transformer needs fewer steps than with no norm",
                    "六个块的 Transformer 用 Pre-LN 时，比不加归一化需要的训练步数更少"),
               "deep_transformer", "steps, Pre-LN vs no norm", "Pre-LN", _13), _DEEP, *_steps("Pre-LN", "Pre-LN")),
+    Row(Claim(Text("The same claim, on English text", "同一说法，换成英文文本"),
+              "text_transformer", "steps, Pre-LN vs no norm", "Pre-LN", _13), _TEXT, *_steps("Pre-LN", "Pre-LN")),
     # Per unit, each in its own spread: the spread of LN's whole output is fixed by LN itself, so a
     # measure of it would favour LN by construction.
     Row(Claim(Text("With LN, each unit entering an activation moves less, in its own spread",
@@ -142,9 +146,16 @@ CORE_ROWS = (
     Row(Claim(Text("A warm-up speeds up a Post-LN Transformer", "学习率预热（warm-up）能让 Post-LN Transformer 训练得更快"),
               "deep_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up", _13), _DEEP,
         *_steps("a warm-up", "预热")),
+    Row(Claim(Text("The same claim, on English text (a 12-step warm-up)", "同一说法，换成英文文本（预热 12 步）"),
+              "text_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up", _13), _TEXT,
+        *_steps("a warm-up", "预热")),
     Row(Claim(Text("A Pre-LN Transformer needs fewer steps than a Post-LN one",
                    "Pre-LN Transformer 比 Post-LN 需要的训练步数更少"),
               "deep_transformer", "steps, Pre-LN vs Post-LN", "Pre-LN", _13), _DEEP,
+        Text("about {} fewer steps with Pre-LN than with Post-LN", "Pre-LN 的训练步数比 Post-LN 约少 {}"),
+        Text("about {} more steps with Pre-LN than with Post-LN", "Pre-LN 的训练步数比 Post-LN 约多 {}")),
+    Row(Claim(Text("The same claim, on English text", "同一说法，换成英文文本"),
+              "text_transformer", "steps, Pre-LN vs Post-LN", "Pre-LN", _13), _TEXT,
         Text("about {} fewer steps with Pre-LN than with Post-LN", "Pre-LN 的训练步数比 Post-LN 约少 {}"),
         Text("about {} more steps with Pre-LN than with Post-LN", "Pre-LN 的训练步数比 Post-LN 约多 {}")),
     # counted on 10 seeds at one rate: how many end below the threshold with Pre-LN and with no norm
@@ -153,13 +164,18 @@ CORE_ROWS = (
               "deep_transformer", "stable seeds at the largest rate both ran, Pre-LN vs no norm", "Pre-LN", _13),
         _DEEP, Text("about {} percentage points fewer runs train", "用 Pre-LN 训练成功的运行比例约低 {} 个百分点"),
         Text("about {} percentage points more runs train", "用 Pre-LN 训练成功的运行比例约高 {} 个百分点")),
+    Row(Claim(Text("The same claim, on English text", "同一说法，换成英文文本"),
+              "text_transformer", "stable seeds at the largest rate both ran, Pre-LN vs no norm", "Pre-LN", _13),
+        _TEXT, Text("about {} percentage points fewer runs train", "用 Pre-LN 训练成功的运行比例约低 {} 个百分点"),
+        Text("about {} percentage points more runs train", "用 Pre-LN 训练成功的运行比例约高 {} 个百分点")),
 )
 
 #: The card's claims, in its order.
 CORE_CLAIMS = tuple(row.claim for row in CORE_ROWS)
 
-_SCOPE = Text("Scope: tiny models on small synthetic tasks, trained on a CPU. In a large model the effects may differ.",
-              "适用范围：微型模型，小型人工任务，在 CPU 上训练。放到大模型上，效果可能不同。")
+_SCOPE = Text("Scope: tiny models on small synthetic tasks and on a little English text, trained on a CPU. In a large "
+              "model the effects may differ.",
+              "适用范围：微型模型，小型人工任务和一小段英文文本，在 CPU 上训练。放到大模型上，效果可能不同。")
 _HEADER = (Text("claim", "说法"), Text("model and task", "模型与任务"), Text("what the runs found", "实验结果"),
            Text("deep dive", "深入专题"))
 

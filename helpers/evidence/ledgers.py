@@ -18,6 +18,7 @@ from helpers.evidence.claims import Claim
 _ACTIVATIONS = ("tanh", "relu", "gelu")  # helpers.experiments.placement_tuned.ACTIVATIONS
 _SEQ_LENS, _HIDDEN = (10, 50), (16, 64, 128)  # helpers.experiments.rnn_regimes.SEQ_LENS, HIDDEN
 _DYT_ALPHAS = (0.1, 0.5, 2.0)  # helpers.experiments.small_transformer.DYT_ALPHAS
+_TEXT_DYT_ALPHAS = (0.5, 2.0)  # the DyT arms of helpers.experiments.text_transformer.ARMS
 _BATCH_SIZES = (2, 4, 8, 32, 128)  # helpers.experiments.batch_size.BATCH_SIZES
 
 _11 = "11_batchnorm_in_depth.ipynb"
@@ -93,6 +94,26 @@ LEDGERS: dict[str, tuple[Claim, ...]] = {
               "deep_transformer", "stable seeds at the largest rate both ran, Pre-LN vs no norm", "Pre-LN", _13),
         Claim("Pre-LN trains at larger rates than Post-LN: 6-block Transformer (seeds that end below, 10 each)",
               "deep_transformer", "stable seeds at the largest rate both ran, Pre-LN vs Post-LN", "Pre-LN", _13),
+        # The same questions on English text (12 blocks × width 64, 60 steps: the first phase of learning)
+        Claim("LN speeds up training: 12-block Transformer on English text, Pre-LN", "text_transformer",
+              "steps, Pre-LN vs no norm", "Pre-LN", _13),
+        Claim("LN ends with a lower held-out loss: 12-block Transformer on English text, Pre-LN", "text_transformer",
+              "final loss, Pre-LN vs no norm", "Pre-LN", _13),
+        Claim("Pre-LN needs fewer steps than Post-LN: 12-block Transformer on English text", "text_transformer",
+              "steps, Pre-LN vs Post-LN", "Pre-LN", _13),
+        Claim("Post-LN needs warm-up (Xiong et al.): 12-block Transformer on English text, 12-step warm-up",
+              "text_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up", _13),
+        Claim("Post-LN fails at the rate Pre-LN trains best at (Xiong et al.): 12-block Transformer on English text",
+              "text_transformer", "at Pre-LN's best rate, Post-LN", deep_dive=_13, kind="answer"),
+        Claim("LN lets larger rates train: 12-block Transformer on English text, Pre-LN vs no norm (seeds that end "
+              "below, 10 each)", "text_transformer", "stable seeds at the largest rate both ran, Pre-LN vs no norm",
+              "Pre-LN", _13),
+        Claim("Pre-LN trains at larger rates than Post-LN: 12-block Transformer on English text (seeds that end "
+              "below, 10 each)", "text_transformer", "stable seeds at the largest rate both ran, Pre-LN vs Post-LN",
+              "Pre-LN", _13),
+        Claim("A warm-up lets Post-LN train at larger rates: 12-block Transformer on English text (seeds that end "
+              "below, 10 each)", "text_transformer",
+              "stable seeds at the largest rate both ran, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up", _13),
         Claim("LN speeds up training in wall-clock time: LSTM, T 100", "step_times",
               "wall-clock, LSTM, T 100, hidden 64, LN-LSTM", "LN-LSTM", _13),
         Claim("LN speeds up training in wall-clock time: 6-block Transformer, Pre-LN", "step_times",
@@ -139,6 +160,19 @@ LEDGERS: dict[str, tuple[Claim, ...]] = {
         *(Claim(f"DyT (alpha0 {a:g}) ends the same distance above the floor as LN, within ±10%", "small_transformer",
                 f"final loss, DyT, alpha0 {a:g} vs Pre-LN", f"DyT, alpha0 {a:g}", _15, kind="same")
           for a in _DYT_ALPHAS),
+        # The same replacements on English text, where the arms' stability can part (12 blocks × width 64)
+        Claim("RMSNorm needs the same steps as LN, within ±10% (12-block Transformer on English text)",
+              "text_transformer", "steps, Pre-RMSNorm vs Pre-LN", "Pre-RMSNorm", _15, kind="same"),
+        Claim("... and ends with the same held-out loss, within ±10%", "text_transformer",
+              "final loss, Pre-RMSNorm vs Pre-LN", "Pre-RMSNorm", _15, kind="same"),
+        *(Claim(f"DyT (alpha0 {a:g}) needs the same steps as LN, within ±10% (English text)", "text_transformer",
+                f"steps, DyT, alpha0 {a:g} vs Pre-LN", f"DyT, alpha0 {a:g}", _15, kind="same") for a in _TEXT_DYT_ALPHAS),
+        *(Claim(f"DyT (alpha0 {a:g}) ends with the same held-out loss as LN, within ±10% (English text)",
+                "text_transformer", f"final loss, DyT, alpha0 {a:g} vs Pre-LN", f"DyT, alpha0 {a:g}", _15, kind="same")
+          for a in _TEXT_DYT_ALPHAS),
+        Claim("DyT (alpha0 0.5) keeps the norm's stability: it trains at larger rates than no norm (English text, "
+              "seeds that end below, 10 each)", "text_transformer",
+              "stable seeds at the largest rate both ran, DyT, alpha0 0.5 vs no norm", "DyT, alpha0 0.5", _15),
         Claim("A 4-block Transformer learns the task with no norm at all", "small_transformer", "learns, no norm",
               deep_dive=_15, kind="answer"),
         Claim("A trained LN's input-output map is S-shaped (the LNs after block 1)", "ln_input_output",
