@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import torch
 
-from helpers.exercises.layer_norm import check_biased_variance, check_layer_norm_last_dim, check_output_variance
+from helpers.exercises.layer_norm import (
+    check_biased_variance,
+    check_layer_norm_last_dim,
+    check_output_variance,
+)
 
 
 def test_biased_variance():
