@@ -133,6 +133,7 @@ plt.show()
 # gradients of Post-LN's weights near the output are large, and they stay large however deep the
 # model is. In Pre-LN they shrink as the model gets deeper. So, Xiong et al. find, Post-LN needs a
 # *warm-up* (a learning rate that starts small and grows) or small rates, and Pre-LN trains without.
+#
 # Deep dive [12](12_where_the_norm_goes.ipynb) measures these gradients in a small Transformer, 2
 # to 24 blocks deep. Pre-LN's shrink with depth, as Xiong et al. predict, but far more slowly.
 # Post-LN's grow a little.
