@@ -92,10 +92,15 @@ def cells(row: Row) -> tuple[str, str, str]:
 
 _LSTM = Text("an LSTM, 1 layer × 64 units; add two marked numbers in a sequence of 100",
              "LSTM，1 层 × 64 个单元；把长度为 100 的序列里两个标记的数相加")
-_RNN = Text("a tanh RNN, 1 layer × 64 units; the same task, sequences of 10",
-            "tanh RNN，1 层 × 64 个单元；同一个任务，序列长度 10")
+_RNN = Text("a tanh RNN, 1 layer × 64 units; the same task, on sequences of 10, not 100",
+            "tanh RNN，1 层 × 64 个单元；同一个任务，但序列长度是 10，不是 100")
 _DEEP = Text("a Transformer, 6 blocks × width 32, copying 8 tokens",
              "Transformer，6 个块 × 宽度 32，复制 8 个 token")
+# The warm-up row says how short its warm-up was (deep_transformer.WARMUP of at most STEPS steps):
+# it tests this warm-up, not the thousands of steps of the warm-ups that Post-LN models train with.
+_WARMUP = Text("a Transformer, 6 blocks × width 32, copying 8 tokens; a warm-up of only 20 steps, "
+               "in runs of at most 600",
+               "Transformer，6 个块 × 宽度 32，复制 8 个 token；预热只有 20 步，每次训练最多 600 步")
 _DRIFT = Text("an MLP, 8 layers × 32 units, 3 rates; fit a smooth function",
               "MLP，8 层 × 32 个单元，3 种学习率；拟合一个固定的光滑函数")
 _BATCH = Text("an MLP, 2 layers × 32 units, batches of 2; sort points into two classes by a fixed rule",
@@ -140,7 +145,7 @@ CORE_ROWS = (
           Text("about {} higher final loss with LN first", "LN 在前时最终损失约高 {}"))
       for act, key in (("tanh", "tanh"), ("ReLU", "relu"))),
     Row(Claim(Text("A warm-up speeds up a Post-LN Transformer", "学习率预热（warm-up）能让 Post-LN Transformer 训练得更快"),
-              "deep_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up", _13), _DEEP,
+              "deep_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up", _13), _WARMUP,
         *_steps("a warm-up", "预热")),
     Row(Claim(Text("A Pre-LN Transformer needs fewer steps than a Post-LN one",
                    "Pre-LN Transformer 比 Post-LN 需要的训练步数更少"),
