@@ -78,6 +78,12 @@ def test_the_cards_model_sizes_are_the_experiments_own():
     assert f"{placement_tuned.DEPTH} layers × {placement_tuned.WIDTH} units" in settings["placement_tuned"]
     assert "64 units" in settings["rnn_regimes"] and 64 in rnn_regimes.HIDDEN and 10 in rnn_regimes.SEQ_LENS
     assert "sequence of 100" in settings["lstm_adding"]
+    warm_up = {row.claim.experiment: row.setting for row in CORE_ROWS if "warm-up" in row.claim.key}
+    assert (f"a warm-up of only {deep_transformer.WARMUP} steps, in runs of at most {deep_transformer.STEPS}"
+            in warm_up["deep_transformer"])
+    assert (f"{text_transformer.BLOCKS} blocks × width {text_transformer.WIDTH}; predict the next character of English "
+            f"text; a warm-up of {text_transformer.WARMUP} steps, in runs of {text_transformer.STEPS}"
+            in warm_up["text_transformer"])
 
 
 def test_an_unreadable_verdict_or_an_unnamed_arm_raises(monkeypatch):

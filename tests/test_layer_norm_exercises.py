@@ -1,12 +1,16 @@
 """LayerNorm by hand, the formula piece by piece (helpers.exercises.layer_norm: the biased variance
-of deep dive 14 and the output variance of core notebook 00): a right answer passes, each usual
+of deep dive 14, the output variance, and core notebook 00's my_layer_norm): a right answer passes, each usual
 slip gets its own hint."""
 
 from __future__ import annotations
 
 import torch
 
-from helpers.exercises.layer_norm import check_biased_variance, check_output_variance
+from helpers.exercises.layer_norm import (
+    check_biased_variance,
+    check_layer_norm_last_dim,
+    check_output_variance,
+)
 
 
 def test_biased_variance():
@@ -41,3 +45,20 @@ def test_output_variance():
     for hint, fn in slips.items():
         verdict = check_output_variance(fn)
         assert not verdict and hint in repr(verdict).split("Hint:")[1], hint
+
+
+def test_layer_norm_last_dim_catches_a_hard_coded_eps():
+    def right(x, gamma, beta, eps=1e-5):
+        mean = x.mean(-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(-1, keepdim=True)
+        return (x - mean) / torch.sqrt(var + eps) * gamma + beta
+
+    def hard_coded(x, gamma, beta, eps=1e-5):  # a planted slip: ignores the eps it is given
+        mean = x.mean(-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(-1, keepdim=True)
+        return (x - mean) / torch.sqrt(var + 1e-5) * gamma + beta
+
+    assert check_layer_norm_last_dim(right)
+    verdict = check_layer_norm_last_dim(hard_coded)
+    assert not verdict and "uses 1e-5 whatever eps is passed" in repr(verdict).split("Hint:")[1]
+    assert verdict.table["ok"].tolist() == [True] * 6 + [False]  # only the case that passes eps catches it

@@ -52,7 +52,7 @@ RETIRED = {
     r"(?:Transformer|Pre-LN|Post-LN|编码器|解码器)\s*模块|[0-9二三四五六七八九十两几多每各]\s*个\s*模块"
     r"|模块之间|所有模块|各个模块|模块的编号": "a Transformer block is 块; 模块 is only an nn.Module",
     r"滑动统计量|滑动估计|运行统计量": "running statistics are 移动平均值",
-    r"小部件": "a widget is 交互图",
+    r"小部件|交互演示|[\u3400-\u9fff]\s*[Ww]idget|[Ww]idget\s*[\u3400-\u9fff]": "a widget is 交互图",
     r"平坦的两端|平坦的一端": "tanh's flat tails are its 饱和区",
     r"最终的 ?LN": "the final LN is 最后的 LN",
     r"规范化": "normalization is 归一化 (d2l-zh's 规范化 only in the glossary's d2l-zh column)",

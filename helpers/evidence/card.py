@@ -92,12 +92,19 @@ def cells(row: Row) -> tuple[str, str, str]:
 
 _LSTM = Text("an LSTM, 1 layer × 64 units; add two marked numbers in a sequence of 100",
              "LSTM，1 层 × 64 个单元；把长度为 100 的序列里两个标记的数相加")
-_RNN = Text("a tanh RNN, 1 layer × 64 units; the same task, sequences of 10",
-            "tanh RNN，1 层 × 64 个单元；同一个任务，序列长度 10")
+_RNN = Text("a tanh RNN, 1 layer × 64 units; the same task, on sequences of 10, not 100",
+            "tanh RNN，1 层 × 64 个单元；同一个任务，但序列长度是 10，不是 100")
 _DEEP = Text("a Transformer, 6 blocks × width 32, copying 8 tokens",
              "Transformer，6 个块 × 宽度 32，复制 8 个 token")
 _TEXT = Text("a Transformer, 12 blocks × width 64, 60 steps; predict the next character of English text",
              "Transformer，12 个块 × 宽度 64，训练 60 步；预测英文文本的下一个字符")
+# The warm-up row says how short its warm-up was (deep_transformer.WARMUP of at most STEPS steps):
+# it tests this warm-up, not the thousands of steps of the warm-ups that Post-LN models train with.
+_WARMUP = Text("a Transformer, 6 blocks × width 32, copying 8 tokens; a warm-up of only 20 steps, "
+               "in runs of at most 600",
+               "Transformer，6 个块 × 宽度 32，复制 8 个 token；预热只有 20 步，每次训练最多 600 步")
+_TEXT_WARMUP = Text("a Transformer, 12 blocks × width 64; predict the next character of English text; a warm-up of 12 "
+                    "steps, in runs of 60", "Transformer，12 个块 × 宽度 64；预测英文文本的下一个字符；预热 12 步，每次训练 60 步")
 _DRIFT = Text("an MLP, 8 layers × 32 units, 3 rates; fit a smooth function",
               "MLP，8 层 × 32 个单元，3 种学习率；拟合一个固定的光滑函数")
 _BATCH = Text("an MLP, 2 layers × 32 units, batches of 2; sort points into two classes by a fixed rule",
@@ -144,10 +151,10 @@ CORE_ROWS = (
           Text("about {} higher final loss with LN first", "LN 在前时最终损失约高 {}"))
       for act, key in (("tanh", "tanh"), ("ReLU", "relu"))),
     Row(Claim(Text("A warm-up speeds up a Post-LN Transformer", "学习率预热（warm-up）能让 Post-LN Transformer 训练得更快"),
-              "deep_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up", _13), _DEEP,
+              "deep_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up", _13), _WARMUP,
         *_steps("a warm-up", "预热")),
-    Row(Claim(Text("The same claim, on English text (a 12-step warm-up)", "同一说法，换成英文文本（预热 12 步）"),
-              "text_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up", _13), _TEXT,
+    Row(Claim(Text("The same claim, on English text", "同一说法，换成英文文本"),
+              "text_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up", _13), _TEXT_WARMUP,
         *_steps("a warm-up", "预热")),
     Row(Claim(Text("A Pre-LN Transformer needs fewer steps than a Post-LN one",
                    "Pre-LN Transformer 比 Post-LN 需要的训练步数更少"),
@@ -160,14 +167,20 @@ CORE_ROWS = (
         Text("about {} more steps with Pre-LN than with Post-LN", "Pre-LN 的训练步数比 Post-LN 约多 {}")),
     # counted on 10 seeds at one rate: how many end below the threshold with Pre-LN and with no norm
     Row(Claim(Text("With Pre-LN, a Transformer trains at larger learning rates",
-                   "用 Pre-LN 的 Transformer 能在更大的学习率下训练"),
+                   "用 Pre-LN 的 Transformer 比不加归一化时能承受更大的学习率"),
               "deep_transformer", "stable seeds at the largest rate both ran, Pre-LN vs no norm", "Pre-LN", _13),
-        _DEEP, Text("about {} percentage points fewer runs train", "用 Pre-LN 训练成功的运行比例约低 {} 个百分点"),
-        Text("about {} percentage points more runs train", "用 Pre-LN 训练成功的运行比例约高 {} 个百分点")),
+        _DEEP,
+        Text("about {} percentage points fewer runs train",
+             "同一学习率下，训练成功的运行比例约低 {} 个百分点"),
+        Text("about {} percentage points more runs train",
+             "同一学习率下，训练成功的运行比例约高 {} 个百分点")),
     Row(Claim(Text("The same claim, on English text", "同一说法，换成英文文本"),
               "text_transformer", "stable seeds at the largest rate both ran, Pre-LN vs no norm", "Pre-LN", _13),
-        _TEXT, Text("about {} percentage points fewer runs train", "用 Pre-LN 训练成功的运行比例约低 {} 个百分点"),
-        Text("about {} percentage points more runs train", "用 Pre-LN 训练成功的运行比例约高 {} 个百分点")),
+        _TEXT,
+        Text("about {} percentage points fewer runs train",
+             "同一学习率下，训练成功的运行比例约低 {} 个百分点"),
+        Text("about {} percentage points more runs train",
+             "同一学习率下，训练成功的运行比例约高 {} 个百分点")),
 )
 
 #: The card's claims, in its order.

@@ -536,15 +536,17 @@ def _stored_units(exp: Experiment, results_dir: Path, log: Callable[[str], None]
 
 def _cache_stored_units(exp: Experiment, cache_dir: Path, results_dir: Path, log: Callable[[str], None]) -> int:
     """Write a cache entry for every stored unit (:func:`_stored_units`) that has none; returns how many."""
-    meta_file = results_dir / f"{exp.name}.json"
+    stored = _stored_units(exp, results_dir, log)
+    if not stored:
+        return 0
+    fingerprint = json.loads((results_dir / f"{exp.name}.json").read_text(encoding="utf-8"))["fingerprint"]
     written = 0
-    for unit, rows, wall in _stored_units(exp, results_dir, log):
+    for unit, rows, wall in stored:
         path = _cache_path(exp, unit, cache_dir)
         if path.exists():
             continue
-        meta = json.loads(meta_file.read_text(encoding="utf-8"))
         entry = {"config_hash": exp.config_hash(), "unit": unit, "frame": rows, "wall_s": wall,
-                 "fingerprint": meta["fingerprint"], "from_stored": True}
+                 "fingerprint": fingerprint, "from_stored": True}
         _write_atomic(path, pickle.dumps(entry))
         written += 1
     if written:

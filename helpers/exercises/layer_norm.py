@@ -1,6 +1,6 @@
 """LayerNorm by hand (core notebooks 00 and 01, deep dive 14): the exercises and their checkers.
 
-- :func:`check_layer_norm_last_dim` (core notebook 00: ``my_layer_norm(x, gamma, beta)``),
+- :func:`check_layer_norm_last_dim` (core notebook 00: ``my_layer_norm(x, gamma, beta, eps)``),
   :func:`check_biased_variance` and :func:`check_output_variance` (deep dive 14): the formula,
   piece by piece.
 - :func:`check_sentence_layer_norm`: LayerNorm per sentence (core notebook 01); the same over the real
@@ -49,11 +49,11 @@ def _randn_batch(batch: int, seq_len: int, dim: int, mean: float = 0.0,
 
 
 def _per_sentence(x: torch.Tensor, dims: tuple[int, ...], *, unbiased: bool = False,
-                  eps_inside: bool = True) -> torch.Tensor:
+                  eps_inside: bool = True, eps: float = 1e-5) -> torch.Tensor:
     """(x - mean) / sqrt(var + eps) over ``dims``: the right answer for dims (1, 2), else a slip."""
     mean = x.mean(dim=dims, keepdim=True)
     var = x.var(dim=dims, unbiased=unbiased, keepdim=True)
-    return (x - mean) / (torch.sqrt(var + 1e-5) if eps_inside else torch.sqrt(var) + 1e-5)
+    return (x - mean) / (torch.sqrt(var + eps) if eps_inside else torch.sqrt(var) + eps)
 
 
 register(Exercise(
@@ -109,8 +109,8 @@ def check_sentence_layer_norm(fn: Callable[[torch.Tensor], torch.Tensor]) -> Ver
 __all__ += ["check_layer_norm_last_dim"]
 
 
-def _last_dim_reference(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
-    return F.layer_norm(x, x.shape[-1:], gamma, beta, eps=1e-5)
+def _last_dim_reference(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    return F.layer_norm(x, x.shape[-1:], gamma, beta, eps=eps)
 
 
 def _tokens(shape: tuple[int, ...], mean: float = 0.0, std: float = 1.0, *,
@@ -131,11 +131,11 @@ def _affine_slip(x, gamma, beta, *, dims=(-1,), **kwargs) -> torch.Tensor:
     return _per_sentence(x, dims, **kwargs) * gamma + beta
 
 
-def _without_keepdim(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+def _without_keepdim(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     """``x.mean(-1)`` without ``keepdim``: broadcasts against the features, or cannot broadcast."""
     try:
         mean, var = x.mean(-1), x.var(-1, unbiased=False)
-        return (x - mean) / torch.sqrt(var + 1e-5) * gamma + beta
+        return (x - mean) / torch.sqrt(var + eps) * gamma + beta
     except RuntimeError:  # shapes that do not broadcast: the learner's function raised as well
         return x.new_empty(0)
 
@@ -158,62 +158,70 @@ register(Exercise(
         Case(Text("4 tokens x 8 features around 10000 (std 500), gamma 1 and beta 0",
                   "4 个 token × 8 个特征，在 10000 附近（标准差 500），gamma 为 1、beta 为 0"),
              _tokens((4, 8), 1e4, 500.0, affine=False)),
+        Case(Text("3 tokens of 8 features with std 0.1, random gamma and beta, eps = 0.1 passed in",
+                  "3 个 token × 8 个特征，标准差 0.1，gamma 和 beta 随机，传入 eps = 0.1"),
+             lambda g: (*_tokens((3, 8), 0.0, 0.1)(g), 0.1)),
     ],
     mistakes={
-        Text("`x.mean(-1)` drops the last dim, so `x - mean` lines each token's mean up with the "
+        Text("your function uses 1e-5 whatever eps is passed: use the argument, `torch.sqrt(var + eps)`.",
+             "不管传入的 eps 是多少，你的函数都用 1e-5：要用参数 eps，即 `torch.sqrt(var + eps)`。"):
+            lambda x, gamma, beta, eps=1e-5: _last_dim_reference(x, gamma, beta),
+        Text("`x.mean(-1)` drops the last axis, so `x - mean` lines each token's mean up with the "
              "features, not with the token: pass `keepdim=True` to the mean and the variance.",
              "`x.mean(-1)` 会去掉最后一维，于是 `x - mean` 把每个 token 的均值对齐到了特征上，而不是对齐到这个 token：求均值和方差时都要传 `keepdim=True`。"):
             _without_keepdim,
         Text("now divide the centred values by `sqrt(var + eps)`, then scale by gamma and shift by beta.",
              "接下来把减去均值后的值除以 `sqrt(var + eps)`，再乘以 gamma 缩放、加上 beta 平移。"):
-            lambda x, gamma, beta: x - x.mean(-1, keepdim=True),
+            lambda x, gamma, beta, eps=1e-5: x - x.mean(-1, keepdim=True),
         Text("now scale and shift: multiply by gamma, then add beta.",
              "接下来缩放和平移：先乘以 gamma，再加上 beta。"):
-            lambda x, gamma, beta: _per_sentence(x, (-1,)),
+            lambda x, gamma, beta, eps=1e-5: _per_sentence(x, (-1,), eps=eps),
         Text("scale first, then shift: `x_hat * gamma + beta`, not `(x_hat + beta) * gamma`.",
              "先缩放，再平移：`x_hat * gamma + beta`，而不是 `(x_hat + beta) * gamma`。"):
-            lambda x, gamma, beta: (_per_sentence(x, (-1,)) + beta) * gamma,
+            lambda x, gamma, beta, eps=1e-5: (_per_sentence(x, (-1,), eps=eps) + beta) * gamma,
         Text("gamma and beta are swapped: gamma (the weight) multiplies, beta (the bias) is added.",
              "gamma 和 beta 弄反了：gamma（weight）用来乘，beta（bias）用来加。"):
-            lambda x, gamma, beta: _per_sentence(x, (-1,)) * beta + gamma,
+            lambda x, gamma, beta, eps=1e-5: _per_sentence(x, (-1,), eps=eps) * beta + gamma,
         Text("`x.var()` divides by n - 1 (unbiased); LayerNorm divides by n: "
              "`x.var(-1, unbiased=False, keepdim=True)`.",
              "`x.var()` 除以 n - 1（无偏）；LayerNorm 除以 n：`x.var(-1, unbiased=False, keepdim=True)`。"):
-            lambda x, gamma, beta: _affine_slip(x, gamma, beta, unbiased=True),
+            lambda x, gamma, beta, eps=1e-5: _affine_slip(x, gamma, beta, unbiased=True, eps=eps),
         Text("eps goes inside the square root: `torch.sqrt(var + eps)`, not `torch.sqrt(var) + eps`.",
              "eps 应放在根号里面：`torch.sqrt(var + eps)`，而不是 `torch.sqrt(var) + eps`。"):
-            lambda x, gamma, beta: _affine_slip(x, gamma, beta, eps_inside=False),
+            lambda x, gamma, beta, eps=1e-5: _affine_slip(x, gamma, beta, eps_inside=False, eps=eps),
         Text("divide by the standard deviation `sqrt(var + eps)`, not by the variance.",
              "要除以标准差 `sqrt(var + eps)`，而不是除以方差。"):
-            lambda x, gamma, beta: (x - x.mean(-1, keepdim=True))
-            / (x.var(-1, unbiased=False, keepdim=True) + 1e-5) * gamma + beta,
+            lambda x, gamma, beta, eps=1e-5: (x - x.mean(-1, keepdim=True))
+            / (x.var(-1, unbiased=False, keepdim=True) + eps) * gamma + beta,
         Text("add eps = 1e-5 under the square root: it matters when the features barely differ, "
              "and without it equal features give 0 / 0 = nan.",
              "在根号里加上 eps = 1e-5：特征之间几乎没有差别时它很关键；没有它，特征全部相等时会得到 0 / 0 = nan。"):
-            lambda x, gamma, beta: (x - x.mean(-1, keepdim=True))
+            lambda x, gamma, beta, eps=1e-5: (x - x.mean(-1, keepdim=True))
             / x.var(-1, unbiased=False, keepdim=True).sqrt() * gamma + beta,
         Text("you took one mean and variance over the whole tensor: each token needs its own, over "
              "its features: `dim=-1, keepdim=True`.",
              "你对整个张量只算了一个均值和方差：每个 token 都要在自己的特征上算自己的一组：`dim=-1, keepdim=True`。"):
-            lambda x, gamma, beta: _affine_slip(x, gamma, beta, dims=tuple(range(x.ndim))),
-        Text("you averaged over dim 0, across tokens (that is BatchNorm's direction): LayerNorm "
-             "averages each token over its own features, the last dim.",
+            lambda x, gamma, beta, eps=1e-5: _affine_slip(x, gamma, beta, dims=tuple(range(x.ndim)), eps=eps),
+        Text("you averaged over axis 0, across tokens (that is BatchNorm's direction): LayerNorm "
+             "averages each token over its own features, the last axis.",
              "你在第 0 维上、跨 token 求了平均（那是 BatchNorm 的方向）：LayerNorm 对每个 token 在它自己的特征上求平均，也就是最后一维。"):
-            lambda x, gamma, beta: _affine_slip(x, gamma, beta, dims=(0,)),
+            lambda x, gamma, beta, eps=1e-5: _affine_slip(x, gamma, beta, dims=(0,), eps=eps),
         _ONE_PASS_HINT:
-            lambda x, gamma, beta: (x - x.mean(-1, keepdim=True))
-            / torch.sqrt(_one_pass_var(x, (-1,)) + 1e-5) * gamma + beta,
+            lambda x, gamma, beta, eps=1e-5: (x - x.mean(-1, keepdim=True))
+            / torch.sqrt(_one_pass_var(x, (-1,)) + eps) * gamma + beta,
     },
-    hint=Text("per token: mean and biased variance over the last dim (keepdim=True), "
-              "x_hat = (x - mean) / sqrt(var + 1e-5), then x_hat * gamma + beta.",
-              "以 token 为单位：在最后一维上求均值和有偏方差（keepdim=True），x_hat = (x - mean) / sqrt(var + 1e-5)，然后算 x_hat * gamma + beta。"),
+    hint=Text("per token: mean and biased variance over the last axis (keepdim=True), "
+              "x_hat = (x - mean) / sqrt(var + eps), then x_hat * gamma + beta.",
+              "以 token 为单位：在最后一维上求均值和有偏方差（keepdim=True），x_hat = (x - mean) / sqrt(var + eps)，然后算 x_hat * gamma + beta。"),
     example="torch.randn(2, 3, 4), torch.ones(4), torch.zeros(4)",
 ))
 
 
-def check_layer_norm_last_dim(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> Verdict:
-    """Check ``fn(x, gamma, beta)``: LayerNorm over the last dim with eps = 1e-5, ``x`` of shape
-    ``(*, dim)`` and ``gamma``, ``beta`` of shape ``(dim,)``: ``F.layer_norm(x, (dim,), gamma, beta)``."""
+def check_layer_norm_last_dim(fn: Callable[..., torch.Tensor]) -> Verdict:
+    """Check ``fn(x, gamma, beta, eps=1e-5)``: LayerNorm over the last axis, ``x`` of shape
+    ``(*, d)`` and ``gamma``, ``beta`` of shape ``(d,)``: ``F.layer_norm(x, (d,), gamma, beta, eps)``.
+    Every case but the last leaves ``eps`` at its default; the last passes ``eps=0.1`` (positionally),
+    which catches a function that hard-codes 1e-5."""
     return check("layer_norm_last_dim", fn)
 
 

@@ -419,7 +419,7 @@ def unit_drift_by_rank(frame: pd.DataFrame, comparison: str) -> dict:
     import numpy as np
     from scipy import stats
 
-    from helpers.evidence.statistics import Interval
+    from helpers.evidence.statistics import Interval, _median_interval
 
     out = {}
     for lr, at in frame.groupby("lr", sort=True):
@@ -432,8 +432,8 @@ def unit_drift_by_rank(frame: pd.DataFrame, comparison: str) -> dict:
         with np.errstate(divide="ignore", invalid="ignore"):
             d = np.log(ln.to_numpy()) - np.log(no.to_numpy())
         d = np.where(ln_ok & no_ok, d, np.where(ln_ok, -np.inf, np.where(no_ok, np.inf, 0.0)))
-        median = float(np.median(d))
-        ci = stats.quantile_test(d, q=median, p=0.5).confidence_interval(0.95)
+        ci = _median_interval("unit_drift_by_rank", d, 0.95)  # ranks only: an infinite d is the most extreme
+        median = ci.estimate
         signs = int((d < 0).sum()), int((d > 0).sum())
         p = float(stats.binomtest(signs[0], sum(signs), 0.5).pvalue) if sum(signs) else 1.0
         diverged = int((~no_ok).sum()), int((~ln_ok).sum())

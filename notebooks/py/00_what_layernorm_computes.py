@@ -30,11 +30,11 @@ import helpers  # noqa: E402,F401
 # # 00 · What LayerNorm computes
 #
 # **What you will learn.** Why deep networks need normalizing. BatchNorm (BN) and LayerNorm (LN)
-# as one code over different dimensions. LN's formula, which you write yourself. Then `gamma` and
+# as one code over different axes. LN's formula, which you write yourself. Then `gamma` and
 # `beta`. [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/00_what_layernorm_computes.ipynb)
 #
 # The first of three notebooks on a short, untitled Chinese lesson about LN, quoted where it is cited.
-# Sections 1 to 8, in notebooks 00 and 01, follow its eight points. Sections 9 to 13, in notebook
+# Sections 1 to 8, in notebooks 00 and 01, follow its eight points. Sections 9 to 11, in notebook
 # 02, go beyond them.
 
 # %%
@@ -59,7 +59,7 @@ from helpers.widgets.deep_stack import deep_stack_demo
 # shows. Whether that speeds training up is a claim that notebook 02's last section tests.
 
 # %% [markdown] lesson_point=2
-# ## 2 · BN vs LN: the same code over a different dimension
+# ## 2 · BN vs LN: the same code over a different axis
 #
 # **BN** standardises each *feature* over the batch (a column). **LN** standardises each *sample*
 # over its own features (a row). The lesson announces an example, "假设我们有以下两个样本组成一个批次"
@@ -70,14 +70,14 @@ x = torch.tensor([[1.0, 2.0, 3.0],  # sample 0
                   [30.0, 10.0, 20.0]])  # sample 1
 
 
-def standardize(x, dim):
-    mean = x.mean(dim=dim, keepdim=True)
-    var = ((x - mean) ** 2).mean(dim=dim, keepdim=True)  # biased: divides by n, the count of values
+def standardize(x, axis):
+    mean = x.mean(dim=axis, keepdim=True)  # torch calls an axis `dim`
+    var = ((x - mean) ** 2).mean(dim=axis, keepdim=True)  # biased: divides by n, the count of values
     return (x - mean) / torch.sqrt(var + 1e-5)  # 1e-5 and keepdim: see "The formula" below
 
 
-print("BN, each column:\n", standardize(x, dim=0))
-print("LN, each row:\n", standardize(x, dim=-1))
+print("BN, each column:\n", standardize(x, axis=0))
+print("LN, each row:\n", standardize(x, axis=-1))
 
 # %% [markdown]
 # With a batch of two, BN turns each column into −1 and +1: each value sits one spread away from
@@ -105,34 +105,34 @@ assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=Fal
 #
 # BN is still the better choice in convolutional networks for images trained with large batches,
 # such as ResNets. Each BN statistic there pools a channel over every pixel of every image,
-# thousands of values, so it is stable. At test time BN uses averages fixed in training, so it
-# becomes a fixed scale and shift that folds into the convolution before it, at no cost. LN must
-# compute each sample's mean and variance, at test time too. On ImageNet, Wu and He (2018) report
-# 23.6% error for a ResNet-50 with BN and 25.3% with LN. More on BN in deep dive
-# [11](11_batchnorm_in_depth.ipynb).
+# thousands of values, so it is stable. On ImageNet, Wu and He (2018) report 23.6% error for a
+# ResNet-50 with BN and 25.3% with LN. How BN works at test time, and why it then costs nothing, is
+# in deep dive [11](11_batchnorm_in_depth.ipynb).
 
 # %% [markdown] lesson_point=3
 # ## 3 · The formula
 #
 # $$y = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}} \cdot \gamma + \beta$$
 #
-# A *token* is one word (or word piece) of a sentence, stored as `dim` numbers, its *features*.
-# LN treats each token as the section above treats a sample. $\mathrm{E}[x]$ and $\mathrm{Var}[x]$
-# are the mean and the **biased** variance of its features. Biased means dividing by `dim`, not
-# `dim - 1` (`unbiased=False`). $\epsilon = 10^{-5}$ sits **inside** the root, "用于避免除以零的情况"
+# A *token* is one word (or word piece) of a sentence, stored as a vector of numbers, its
+# *features*. Their count is the model's *width*, `d_model` in code. LN treats each token as the
+# section above treats a sample. $\mathrm{E}[x]$ and $\mathrm{Var}[x]$ are the mean and the
+# **biased** variance of its features. Biased means dividing by `d_model`, not `d_model - 1`
+# (`unbiased=False`). $\epsilon = 10^{-5}$ sits **inside** the root, "用于避免除以零的情况"
 # (to avoid dividing by zero), so equal features give 0, not 0 / 0. $\gamma$ and $\beta$, one per
 # feature, are learned by backpropagation, starting at 1 and 0.
 #
-# In code, `x.mean(dim=-1, keepdim=True)` averages over the last dim and keeps it with size 1. On a
-# batch of shape `(batch, seq_len, dim)` the mean then has shape `(batch, seq_len, 1)`, so `x - mean`
+# In code, `x.mean(dim=-1, keepdim=True)` averages over the last axis and keeps that axis with
+# size 1. On a batch of shape `(batch, seq_len, d_model)` the mean then has shape `(batch, seq_len, 1)`, so `x - mean`
 # subtracts each token's own mean from its features.
 
 # %% [markdown]
 # ### Your turn: write it
 #
-# Write `my_layer_norm(x, gamma, beta, eps=1e-5)`: LN over the last dim of `x`, with `gamma` and
-# `beta` of shape `(dim,)`. The function `standardize` in the section above is most of it. The
-# checker tries six inputs, some chosen to catch the usual slips, and says what is still missing.
+# Write `my_layer_norm(x, gamma, beta, eps=1e-5)`: LN over the last axis of `x`, with `gamma` and
+# `beta` of shape `(d_model,)`. The function `standardize` in the section above is most of it. The
+# checker tries seven inputs, some chosen to catch the usual slips, and says what is still missing.
+# The last one passes `eps=0.1`, so use the argument `eps`, not the number 1e-5.
 
 # %%
 def my_layer_norm(x, gamma, beta, eps=1e-5):
@@ -147,7 +147,7 @@ check_layer_norm_last_dim(my_layer_norm)
 # ```python
 # def my_layer_norm(x, gamma, beta, eps=1e-5):
 #     mean = x.mean(dim=-1, keepdim=True)  # E[x]: one per token
-#     var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # Var[x], biased: divide by dim
+#     var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # Var[x], biased: divide by d_model
 #     return (x - mean) / torch.sqrt(var + eps) * gamma + beta
 # ```
 #
@@ -163,21 +163,21 @@ check_layer_norm_last_dim(my_layer_norm)
 
 # %%
 class LayerNorm(nn.Module):
-    """LayerNorm over the last dim, with a learned scale (gamma) and shift (beta) per feature."""
+    """LayerNorm over the last axis, with a learned scale (gamma) and shift (beta) per feature."""
 
-    def __init__(self, dim, eps=1e-5):
+    def __init__(self, d_model, eps=1e-5):
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))  # gamma, starts at 1
-        self.bias = nn.Parameter(torch.zeros(dim))  # beta, starts at 0
+        self.weight = nn.Parameter(torch.ones(d_model))  # gamma, starts at 1
+        self.bias = nn.Parameter(torch.zeros(d_model))  # beta, starts at 0
 
     def forward(self, x):
         mean = x.mean(dim=-1, keepdim=True)
-        var = x.var(dim=-1, unbiased=False, keepdim=True)  # biased: divide by dim
+        var = x.var(dim=-1, unbiased=False, keepdim=True)  # biased: divide by d_model
         return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
 
 # %% [markdown]
-# Now compare it with `nn.LayerNorm` on the lesson's shape `(batch, seq_len, dim)`, with random
+# Now compare it with `nn.LayerNorm` on the lesson's shape `(batch, seq_len, d_model)`, with random
 # $\gamma$ and $\beta$ copied into both. A module's `state_dict` is the dictionary of its saved
 # tensors, by name. The two modules must have the same names, and give the same outputs and the
 # same gradients for `x`, $\gamma$ and $\beta$.
@@ -189,7 +189,7 @@ with torch.no_grad():  # random gamma and beta, the same in both
     ours.weight.normal_()
     ours.bias.normal_()
 torchs.load_state_dict(ours.state_dict())
-x = (torch.randn(2, 3, 4) * 3 + 5).requires_grad_()  # (batch, seq_len, dim)
+x = (torch.randn(2, 3, 4) * 3 + 5).requires_grad_()  # (batch, seq_len, d_model)
 out1, out2 = ours(x), torchs(x)
 upstream = torch.randn(2, 3, 4)  # a gradient arriving from the layers above
 grads1 = torch.autograd.grad(out1, [x, ours.weight, ours.bias], upstream)
@@ -225,7 +225,8 @@ print("variance of each token:\n", y.var(dim=-1, unbiased=False).round(decimals=
 # Eight layers `Linear → tanh`, without LN and with LN before each tanh. Each curve is what enters
 # one layer's tanh, coloured by layer as the bar on the right numbers them. One slider scales the
 # weights, as training might, and two set $\gamma$ and $\beta$ for every feature. The figure redraws
-# when you release a slider.
+# when you release a slider. The input is 512 tokens of width 64, drawn from a standard normal
+# distribution, and the layers' weights are random, fixed by a seed.
 #
 # Watch what does not move. The weight scale changes the panel without LN, but not the panel with
 # LN, because LN divides out any scale of its input. There only $\gamma$ and $\beta$ move the values.
@@ -240,6 +241,9 @@ demo
 # Weights scaled by 0.5, $\gamma = 2$, $\beta = 0.5$. Without LN, layer 8's values all but vanish.
 # With LN, every layer is centred at 0.5 with spread 2, and a few values lie beyond ±5. A $\gamma$
 # this large pushes many values onto tanh's flat tails, which notebook 01 explains.
+#
+# Mind the y-axes. Each panel fits its own curves. The left one peaks at 0.5 and the right one at
+# about 0.025, twenty times lower, because without LN the values crowd into a few bins near 0.
 
 # %%
 demo.snapshot(gain=0.5, gamma=2.0, beta=0.5)
@@ -259,7 +263,7 @@ plt.show()
 # %% [markdown]
 # ## Summary
 #
-# - BN and LN are the same code over a different dimension. LN standardises each sample on its own,
+# - BN and LN are the same code over a different axis. LN standardises each sample on its own,
 #   and loses its mean and scale. BN still wins in CNNs trained with large batches.
 # - LN is a mean, a biased variance and $\epsilon$ inside the root. Then $\gamma$ rescales and
 #   $\beta$ shifts, one of each per feature.

@@ -30,7 +30,7 @@ import helpers  # noqa: E402,F401
 # # 02 · LayerNorm in a Transformer
 #
 # **What you will learn.** A Transformer block in its two forms, Pre-LN and Post-LN, built with your
-# own `LayerNorm` and checked against PyTorch's. Why Pre-LN won, and where the final LN goes. What
+# own `LayerNorm`. Why Pre-LN won, and where the final LN goes. What
 # experiments found about the lesson's claims.
 # [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/02_layernorm_in_a_transformer.ipynb)
 
@@ -53,15 +53,15 @@ from helpers.widgets.residual_stream import residual_stream_demo
 
 # %%
 class LayerNorm(nn.Module):
-    def __init__(self, dim, eps=1e-5):
+    def __init__(self, d_model, eps=1e-5):
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))  # gamma, starts at 1
-        self.bias = nn.Parameter(torch.zeros(dim))  # beta, starts at 0
+        self.weight = nn.Parameter(torch.ones(d_model))  # gamma, starts at 1
+        self.bias = nn.Parameter(torch.zeros(d_model))  # beta, starts at 0
 
     def forward(self, x):
         mean = x.mean(dim=-1, keepdim=True)
-        var = x.var(dim=-1, unbiased=False, keepdim=True)  # biased: divide by dim
+        var = x.var(dim=-1, unbiased=False, keepdim=True)  # biased: divide by d_model
         return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
 
 # %% [markdown]
@@ -125,40 +125,7 @@ fig = block_diagrams_figure({"Pre-LN": PreLN(32, 4), "Post-LN": PostLN(32, 4)})
 plt.show()
 
 # %% [markdown]
-# ## 11 · The same as PyTorch's encoder layer
-#
-# PyTorch ships both forms as `nn.TransformerEncoderLayer`. `norm_first=True` is Pre-LN and
-# `norm_first=False` is Post-LN. Give it our settings (`activation="gelu"`,
-# `dim_feedforward=4 * d_model`), copy our weights in under its names (`KEY_MAP`), and pass the
-# causal mask as `src_mask`. Both modules run in training mode (`.train()`), as in training. There
-# PyTorch's layer applies *dropout*, which zeroes values at random, so `dropout=0.0` turns it off.
-# LN computes the same in both modes. Outputs and gradients must agree.
-
-# %%
-KEY_MAP = {"ln_1.": "norm1.", "ln_2.": "norm2.", "attn.": "self_attn.", "mlp.0.": "linear1.", "mlp.2.": "linear2."}
-
-
-def torch_name(name):  # our parameter's name -> nn.TransformerEncoderLayer's
-    prefix = next(p for p in KEY_MAP if name.startswith(p))
-    return KEY_MAP[prefix] + name[len(prefix):]
-
-
-x = torch.randn(2, 5, 32, requires_grad=True)  # 2 sequences of 5 tokens, 32 features each
-upstream = torch.randn(2, 5, 32)  # a gradient arriving from above
-for Block, norm_first in ((PreLN, True), (PostLN, False)):
-    ours = Block(32, 4).train()
-    theirs = nn.TransformerEncoderLayer(32, 4, dim_feedforward=4 * 32, dropout=0.0, activation="gelu",
-                                        batch_first=True, norm_first=norm_first).train()
-    theirs.load_state_dict({torch_name(k): v for k, v in ours.state_dict().items()})
-    out1, out2 = ours(x), theirs(x, src_mask=causal_mask(5))
-    params2 = [theirs.get_parameter(torch_name(k)) for k, _ in ours.named_parameters()]  # in our order
-    grads1 = torch.autograd.grad(out1, [x, *ours.parameters()], upstream)
-    grads2 = torch.autograd.grad(out2, [x, *params2], upstream)
-    print(f"{Block.__name__} vs norm_first={norm_first}: same outputs:", torch.allclose(out1, out2, atol=1e-5),
-          "| same gradients:", all(torch.allclose(a, b, atol=1e-4) for a, b in zip(grads1, grads2, strict=True)))
-
-# %% [markdown]
-# ## 12 · Why Pre-LN won
+# ## 11 · Why Pre-LN won
 #
 # Xiong et al. (2020) give the reason. In Pre-LN, the residual connections form an identity path.
 # The input reaches the output, and the gradient flows back, through additions only. In Post-LN,
@@ -166,23 +133,33 @@ for Block, norm_first in ((PreLN, True), (PostLN, False)):
 # gradients of Post-LN's weights near the output are large, and they stay large however deep the
 # model is. In Pre-LN they shrink as the model gets deeper. So, Xiong et al. find, Post-LN needs a
 # *warm-up* (a learning rate that starts small and grows) or small rates, and Pre-LN trains without.
+#
+# Deep dive [12](12_where_the_norm_goes.ipynb) measures these gradients in a small Transformer, 2
+# to 24 blocks deep. Pre-LN's shrink with depth, as Xiong et al. predict, but far more slowly.
+# Post-LN's grow a little.
+#
+# Post-LN has merits of its own. The original Transformer (Vaswani et al. 2017) is Post-LN, and so
+# is BERT (Devlin et al. 2019), which keeps its layout. Both train with a warm-up, over 4000 and
+# 10000 steps, at depths of 6 to 24 blocks. Liu et al. (2020) report that Post-LN, when it trains,
+# often ends better than Pre-LN. Pre-LN, used from GPT-2 on, trains stably without a careful
+# warm-up (Xiong et al.).
 
 # %% [markdown]
 # ### See it: the residual stream and what attention sees
 #
-# Eight Pre-LN blocks with random, untrained weights. The left panel shows the residual stream `x`
-# entering each block, the right one what the norm hands to attention, coloured by block. The
-# slider scales what each sub-layer adds to the stream. The dropdown picks the norm. RMSNorm, which
-# LLaMA uses, is LN without subtracting the mean (deep dive [15](15_the_normalization_family.ipynb)).
-# Each panel says how many values lie beyond its axis.
+# Eight Pre-LN blocks, each with one attention head, with random, untrained weights. Their input is
+# 16 sequences of 16 tokens of width 64, drawn from a standard normal distribution. The left panel
+# shows the residual stream `x` entering each block, the right one what the norm hands to attention,
+# coloured by block. The slider scales what each sub-layer adds to the stream. The dropdown picks
+# the norm. RMSNorm, which LLaMA uses, is LN without subtracting the mean (deep dive
+# [15](15_the_normalization_family.ipynb)). Each panel says how many values lie beyond its axis.
 #
 # Watch what does not move. The slider moves the stream, but attention's input keeps spread 1 at
 # every setting, because the norm divides out the stream's scale. With "no norm", attention sees the
 # stream itself. It grows by orders of magnitude, so the axis turns logarithmic beyond ±1 (symlog).
 # It grows because this widget draws weights with three times PyTorch's default variance, so each
-# sub-layer adds about as much as it reads. The card's six-block Transformer starts from PyTorch's
-# default weights; one of its variants has no norm. Whether it then needed more steps than with
-# Pre-LN is on the card.
+# sub-layer adds about as much as it reads. The card's Transformer starts from PyTorch's default
+# weights.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -207,20 +184,6 @@ plt.show()
 # analysis this final LN, dividing by a stream that grows with depth, is also why Pre-LN's
 # gradients near the output shrink. Post-LN needs no final LN, because its last step already is
 # one.
-
-# %% [markdown]
-# ## 13 · Swap in `helpers.LayerNorm` or `nn.LayerNorm`
-#
-# Your `LayerNorm`, `helpers.LayerNorm` (the same formula, in this course's package) and
-# PyTorch's `nn.LayerNorm` share the parameter names `weight` and `bias`. So the weights of the
-# Post-LN block checked above, built with yours, load into a Post-LN block built with either of the
-# others (`load_state_dict`), and it gives the same outputs.
-
-# %%
-for name, norm in (("helpers", helpers.LayerNorm), ("nn", nn.LayerNorm)):
-    other = PostLN(32, 4, norm)
-    other.load_state_dict(ours.state_dict())
-    print(f"{name}.LayerNorm: same outputs:", torch.allclose(other(x), ours(x), atol=1e-5))
 
 # %% [markdown]
 # ## Your turn: where the final LN goes
@@ -264,27 +227,43 @@ check_final_ln(model_forward)
 HTML(evidence_card())
 
 # %% [markdown]
-# The Pre-LN against Post-LN row runs each form at its own best rate. The warm-up row's warm-up
-# lasted 20 steps, far shorter than Xiong et al.'s. "Cannot tell" means the runs could not tell the
-# two apart. Where a line says that, or the opposite, the lesson's reason is a motivation, not a guarantee. What LN does to training
-# depends on the model. How the runs decide is in deep dive [10](10_how_a_claim_is_tested.ipynb).
+# The Pre-LN against Post-LN row runs each form at its own best rate. "Cannot tell" means the runs
+# could not tell the two apart. Where a line says that, or the opposite, the lesson's reason is a
+# motivation, not a guarantee.
+#
+# The warm-up row tried one warm-up, only 20 steps long, in runs of at most 600 steps. It shows
+# that this short warm-up did not measurably change the steps Post-LN needed. It does not test the
+# warm-ups of thousands of steps that the original Transformer and BERT used.
+#
+# The two RNN rows differ in two ways. The LSTM read sequences of 100 and needed fewer steps with
+# LN. The tanh RNN read sequences of 10, and there the runs cannot tell. So the model or the
+# sequence length, or both, made the difference, and these runs do not say which. How the runs
+# decide is in deep dive [10](10_how_a_claim_is_tested.ipynb).
 
 # %% [markdown]
 # ## Summary
 #
-# - You built Pre-LN and Post-LN blocks with your own `LayerNorm` and checked them against
-#   `nn.TransformerEncoderLayer`. `helpers.LayerNorm` and `nn.LayerNorm` drop in for yours.
+# - You built Pre-LN and Post-LN blocks with your own `LayerNorm`. Deep dive
+#   [17](17_layernorm_in_your_training_code.ipynb) checks them against PyTorch's
+#   `nn.TransformerEncoderLayer`, where `norm_first=True` is Pre-LN.
 # - Pre-LN is `x + attn(LN(x))`, and its model ends with a final LN, because the stream is never
 #   normalised. Post-LN is `LN(x + attn(x))`.
 # - Pre-LN won because at initialisation its gradients near the output shrink with depth, while
-#   Post-LN's stay large at any depth and need a warm-up (Xiong et al. 2020).
-# - Whether LN speeds training up depends on the model, as the card shows.
+#   Post-LN's stay large at any depth, so Post-LN needs a warm-up (Xiong et al. 2020). The original
+#   Transformer and BERT, both Post-LN, used warm-ups of thousands of steps. The card's warm-up of
+#   20 steps was too short to test this.
+# - On the card, LN cut the LSTM's steps on sequences of 100. For the tanh RNN on sequences of 10,
+#   the runs cannot tell.
 
 # %% [markdown]
 # ## References
 #
-# - A. Vaswani et al., *Attention Is All You Need*, NeurIPS 2017, section 3.1 (Post-LN),
-#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762).
+# - A. Vaswani et al., *Attention Is All You Need*, NeurIPS 2017, section 3.1 (Post-LN) and
+#   section 5.3 (a warm-up of 4000 steps), [arXiv:1706.03762](https://arxiv.org/abs/1706.03762).
+# - J. Devlin et al., *BERT*, NAACL 2019, section 3 (the original Transformer's encoder) and
+#   appendix A.2 (a warm-up of 10000 steps), [arXiv:1810.04805](https://arxiv.org/abs/1810.04805).
+# - L. Liu et al., *Understanding the Difficulty of Training Transformers*, EMNLP 2020,
+#   [arXiv:2004.08249](https://arxiv.org/abs/2004.08249).
 # - R. Xiong et al., *On Layer Normalization in the Transformer Architecture*, ICML 2020,
 #   [arXiv:2002.04745](https://arxiv.org/abs/2002.04745).
 # - A. Radford et al., *Language Models are Unsupervised Multitask Learners*, OpenAI, 2019

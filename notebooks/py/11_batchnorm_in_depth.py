@@ -421,6 +421,36 @@ print("running_mean:", cumulative.running_mean, " mean of the batch means:", bat
 assert torch.allclose(cumulative.running_mean, batch_means.mean(0), atol=1e-6)
 
 # %% [markdown]
+# **At test time BN is a fixed scale and shift, so it folds into the layer before it.** In `eval()`
+# its mean and variance are the running ones, fixed numbers $\mu_c$ and $\sigma_c^2$ per channel
+# $c$. So BN computes, for each channel,
+#
+# $$y = \gamma_c \frac{x - \mu_c}{\sqrt{\sigma_c^2 + \epsilon}} + \beta_c = a_c x + b_c, \qquad
+# a_c = \frac{\gamma_c}{\sqrt{\sigma_c^2 + \epsilon}}, \quad b_c = \beta_c - a_c \mu_c .$$
+#
+# When a convolution $x = W_c * u + d_c$ comes before it, $y = (a_c W_c) * u + (a_c d_c + b_c)$:
+# one convolution, with its weights rescaled and a new bias. A deployed network can run that
+# instead, and BN then costs nothing. LN cannot be folded this way, because its mean and variance
+# come from each sample. Checked on a `Conv2d` and a `BatchNorm2d` whose running statistics have
+# moved:
+
+# %%
+with torch.random.fork_rng(), torch.no_grad():  # fork_rng: later cells draw the same numbers as before
+    torch.manual_seed(0)
+    conv, bn_after = nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)
+    for _ in range(5):  # training-mode batches move the running statistics
+        bn_after(conv(torch.randn(8, 3, 16, 16) * 2 + 1))
+    bn_after.eval()
+    bn_after.weight.normal_()
+    bn_after.bias.normal_()
+    a = bn_after.weight / torch.sqrt(bn_after.running_var + bn_after.eps)  # a_c
+    folded = nn.Conv2d(3, 4, 3)
+    folded.weight.copy_(conv.weight * a[:, None, None, None])  # a_c W_c
+    folded.bias.copy_(conv.bias * a + bn_after.bias - a * bn_after.running_mean)  # a_c d_c + b_c
+    u = torch.randn(2, 3, 16, 16)
+    print("one folded convolution == convolution, then BN in eval():", torch.allclose(folded(u), bn_after(conv(u)), atol=1e-5))
+
+# %% [markdown]
 # **LN keeps none of this**: no buffers, and the same output in `train()` and `eval()` (core notebook
 # [01](01_before_the_activation_per_token.ipynb), section 7). BN's `eval()` uses the running statistics,
 # which after the single update above are still close to their initial 0 and 1 and far from this

@@ -41,6 +41,7 @@ import helpers  # noqa: E402,F401
 # 4. Which `eps` should I use, and must it match a pretrained checkpoint's?
 # 5. How do I apply LayerNorm to images, `(N, C, H, W)`?
 # 6. How do I put LayerNorm inside an LSTM cell?
+# 7. Is my Transformer block the same as PyTorch's, and can I swap its LayerNorm?
 #
 # ## The answer
 #
@@ -67,6 +68,10 @@ import helpers  # noqa: E402,F401
 # 6. **LSTM.** Ba et al.'s cell normalizes $W_x x_t$ and $W_h h_{t-1}$ separately, and the cell
 #    before its output `tanh`. It takes a dozen lines, checked here against `nn.LSTMCell` and against
 #    the LN-LSTM that deep dive [13](13_does_it_speed_up_training.ipynb) trains.
+# 7. **Your own block.** Core notebook 02's Pre-LN and Post-LN blocks give the same outputs and
+#    gradients as `nn.TransformerEncoderLayer` with `norm_first=True` and `False`, once their weights
+#    are copied in under its names. A hand-written LN, `helpers.LayerNorm` and `nn.LayerNorm` share
+#    the names `weight` and `bias`, so a block's weights load across all three.
 
 # %%
 import pandas as pd
@@ -693,6 +698,104 @@ print(f"W_x and W_h scaled by 10: LN cell's hidden states move by < 1e-3, the pl
 # *Ba et al.'s regime: an LSTM on a long sequence*.
 
 # %% [markdown]
+# ## 7 · Is my Transformer block the same as PyTorch's, and can I swap its LayerNorm?
+#
+# Core notebook [02](02_layernorm_in_a_transformer.ipynb) builds a Pre-LN and a Post-LN block with a
+# LayerNorm written by hand. Here are its classes, typed again so that this notebook runs on its own.
+
+# %%
+class LayerNorm(nn.Module):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))  # gamma, starts at 1
+        self.bias = nn.Parameter(torch.zeros(d_model))  # beta, starts at 0
+
+    def forward(self, x):
+        mean = x.mean(dim=-1, keepdim=True)
+        var = x.var(dim=-1, unbiased=False, keepdim=True)  # biased: divide by d_model
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+
+def causal_mask(n):
+    return torch.ones(n, n, dtype=torch.bool).triu(1)  # True: may not attend (a later token)
+
+
+class CausalSelfAttention(nn.MultiheadAttention):
+    def forward(self, x):
+        return super().forward(x, x, x, attn_mask=causal_mask(x.shape[1]), need_weights=False)[0]
+
+
+class PreLN(nn.Module):
+    def __init__(self, d_model, n_heads, norm=LayerNorm):
+        super().__init__()
+        self.ln_1, self.ln_2 = norm(d_model), norm(d_model)
+        self.attn = CausalSelfAttention(d_model, n_heads, batch_first=True)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class PostLN(PreLN):  # the same parts, LN in other places
+    def forward(self, x):
+        x = self.ln_1(x + self.attn(x))
+        return self.ln_2(x + self.mlp(x))
+
+# %% [markdown]
+# PyTorch ships both forms as `nn.TransformerEncoderLayer`. `norm_first=True` is Pre-LN and
+# `norm_first=False` is Post-LN. Give it the blocks' settings (`activation="gelu"`,
+# `dim_feedforward=4 * d_model`), copy their weights in under its names (`KEY_MAP`), and pass the
+# causal mask as `src_mask`. Both modules run in training mode (`.train()`), as in training. There
+# PyTorch's layer applies *dropout*, which zeroes values at random, so `dropout=0.0` turns it off.
+# LN computes the same in both modes. Outputs and gradients must agree.
+
+# %%
+KEY_MAP = {"ln_1.": "norm1.", "ln_2.": "norm2.", "attn.": "self_attn.", "mlp.0.": "linear1.", "mlp.2.": "linear2."}
+
+
+def torch_name(name):  # our parameter's name -> nn.TransformerEncoderLayer's
+    prefix = next(p for p in KEY_MAP if name.startswith(p))
+    return KEY_MAP[prefix] + name[len(prefix):]
+
+
+torch.manual_seed(0)
+x = torch.randn(2, 5, 32, requires_grad=True)  # 2 sequences of 5 tokens, width 32
+upstream = torch.randn(2, 5, 32)  # a gradient arriving from above
+same_as_torch = []
+for Block, norm_first in ((PreLN, True), (PostLN, False)):
+    ours = Block(32, 4).train()
+    theirs = nn.TransformerEncoderLayer(32, 4, dim_feedforward=4 * 32, dropout=0.0, activation="gelu",
+                                        batch_first=True, norm_first=norm_first).train()
+    theirs.load_state_dict({torch_name(k): v for k, v in ours.state_dict().items()})
+    out1, out2 = ours(x), theirs(x, src_mask=causal_mask(5))
+    params2 = [theirs.get_parameter(torch_name(k)) for k, _ in ours.named_parameters()]  # in our order
+    grads1 = torch.autograd.grad(out1, [x, *ours.parameters()], upstream)
+    grads2 = torch.autograd.grad(out2, [x, *params2], upstream)
+    same_as_torch += [torch.allclose(out1, out2, atol=1e-5),
+                      all(torch.allclose(a, b, atol=1e-4) for a, b in zip(grads1, grads2, strict=True))]
+    print(f"{Block.__name__} vs norm_first={norm_first}: same outputs:", same_as_torch[-2],
+          "| same gradients:", same_as_torch[-1])
+
+# %% [markdown]
+# The hand-written `LayerNorm`, `helpers.LayerNorm` (the same formula, in this course's package) and
+# PyTorch's `nn.LayerNorm` share the parameter names `weight` and `bias`. So the weights of a
+# Post-LN block built with the hand-written one load into a Post-LN block built with either of the
+# others (`load_state_dict`), and it gives the same outputs.
+
+# %%
+import helpers  # this course's package
+
+with_yours = PostLN(32, 4)  # built with the hand-written LayerNorm
+same_after_swap = []
+for name, norm in (("helpers", helpers.LayerNorm), ("nn", nn.LayerNorm)):
+    swapped = PostLN(32, 4, norm)
+    swapped.load_state_dict(with_yours.state_dict())
+    same_after_swap.append(torch.allclose(swapped(x), with_yours(x), atol=1e-5))
+    print(f"{name}.LayerNorm: same outputs:", same_after_swap[-1])
+
+# %% [markdown]
 # ## Claims ledger
 #
 # Each claim this notebook makes, its outcome and its evidence. No stored experiment is involved:
@@ -774,6 +877,11 @@ LEDGER = [  # (claim, evidence, shown in): a check computed above, or None (a ci
      claims.Check(lstm_checks["close"].all(), "both within 1e-5"), "§6"),
     ("with LN the cell does not depend on the scale of W_x and W_h (up to eps); without it, it does",
      claims.Check(ln_moved < 1e-3 and plain_moved > 0.1, f"moved by < 1e-3 and {plain_moved:.2f}"), "§6"),
+    ("core notebook 02's Pre-LN and Post-LN blocks are `nn.TransformerEncoderLayer` with `norm_first=True` and "
+     "`False`: outputs and gradients",
+     claims.Check(all(same_as_torch), "outputs within 1e-5, gradients within 1e-4, both forms"), "§7"),
+    ("a block's weights load across a hand-written LN, `helpers.LayerNorm` and `nn.LayerNorm`, with the same outputs",
+     claims.Check(all(same_after_swap), "outputs within 1e-5"), "§7"),
 ]
 ledger = claims.evidence_ledger(LEDGER)
 with pd.option_context("display.max_colwidth", None):

@@ -33,7 +33,7 @@ helpers.set_language("zh")
 #
 # 本笔记本先说明深层网络为什么需要归一化，再用同一段代码分别写出批量归一化（BatchNorm，BN）和层归一化（LayerNorm，LN），两者只差在沿哪个维度计算。接着你会亲手写出 LN 的公式，最后看 `gamma` 和 `beta` 起什么作用。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/00_what_layernorm_computes.ipynb)
 #
-# 这套笔记本围绕一篇讲 LN 的中文短教程展开（它没有标题，也没有署名），下文称为原课程，引用时给出原文。核心路线共三个笔记本，这是第一个。第 1 到 8 节在笔记本 00 和 01 中，依次对应原课程的八个要点。第 9 到 13 节在笔记本 02 中，讲的是原课程之外的内容。图中的文字和打印输出都是英文，末尾的术语表给出了中英对照。
+# 这套笔记本围绕一篇讲 LN 的中文短教程展开（它没有标题，也没有署名），下文称为原课程，引用时给出原文。核心路线共三个笔记本，这是第一个。第 1 到 8 节在笔记本 00 和 01 中，依次对应原课程的八个要点。第 9 到 11 节在笔记本 02 中，讲的是原课程之外的内容。图中的文字和打印输出都是英文，末尾的术语表给出了中英对照。
 
 # %%
 import matplotlib.pyplot as plt
@@ -60,14 +60,14 @@ x = torch.tensor([[1.0, 2.0, 3.0],  # 样本 0
                   [30.0, 10.0, 20.0]])  # 样本 1
 
 
-def standardize(x, dim):
-    mean = x.mean(dim=dim, keepdim=True)
-    var = ((x - mean) ** 2).mean(dim=dim, keepdim=True)  # 除以 n，即参与平均的值的个数
+def standardize(x, axis):
+    mean = x.mean(dim=axis, keepdim=True)  # torch 把轴叫作 dim
+    var = ((x - mean) ** 2).mean(dim=axis, keepdim=True)  # 除以 n，即参与平均的值的个数
     return (x - mean) / torch.sqrt(var + 1e-5)  # 1e-5 和 keepdim 的作用见下面“公式”一节
 
 
-print("BN, each column:\n", standardize(x, dim=0))
-print("LN, each row:\n", standardize(x, dim=-1))
+print("BN, each column:\n", standardize(x, axis=0))
+print("LN, each row:\n", standardize(x, axis=-1))
 
 # %% [markdown]
 # 批次里只有两个样本时，BN 把每一列都变成了 −1 和 +1。两个数到它们均值的距离恰好都是一个标准差，所以标准化之后，只剩下哪个样本更大这一点信息。
@@ -86,23 +86,23 @@ assert torch.allclose(standardize(x, 0), nn.BatchNorm1d(3, affine=False)(x), ato
 assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=False)(x), atol=1e-4)
 
 # %% [markdown]
-# 上面的输出说明，BN 的结果变了，LN 的没变。LN 只需要眼前这一个样本，所以批量大小可以随意，训练和测试时的计算也完全一样。Ba、Kiros 和 Hinton（2016）正是为 RNN 设计了 LN。RNN 每读一个 token 走一步，如果用 BN，每一步都得单独统计一套批次的均值和方差。
+# 上面的输出说明，BN 的结果变了，LN 的没变。LN 只需要眼前这一个样本，所以批量大小可以随意，训练和测试时的计算也完全一样。Ba、Kiros 和 Hinton（2016）设计 LN，就是为了 RNN。RNN 每读一个 token 走一步，如果用 BN，每一步都得单独统计一套批次的均值和方差。
 #
-# 不过在用大批量训练的图像卷积网络（例如 ResNet）中，BN 仍然是更好的选择。在那里，BN 的每个统计量都汇集了一个通道在所有图像、所有像素上的值，数以千计，因此很稳定。测试时 BN 使用训练中固定下来的平均值，相当于一次固定的缩放和平移，可以直接并入前面的卷积层，不增加任何计算。LN 则在测试时也要为每个样本计算均值和方差。在 ImageNet 上，Wu 和 He（2018）报告的 ResNet-50 错误率，用 BN 时为 23.6%，用 LN 时为 25.3%。关于 BN 的更多内容，见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
+# 不过在用大批量训练的图像卷积网络（例如 ResNet）中，BN 仍然是更好的选择。在那里，BN 的每个统计量都汇集了一个通道在所有图像、所有像素上的值，数以千计，因此很稳定。在 ImageNet 上，Wu 和 He（2018）报告的 ResNet-50 错误率，用 BN 时为 23.6%，用 LN 时为 25.3%。BN 在测试时怎样计算，为什么那时它不增加任何计算，见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
 
 # %% [markdown] lesson_point=3
 # ## 3 · 公式
 #
 # $$y = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}} \cdot \gamma + \beta$$
 #
-# token 在模型里用 `dim` 个数来表示，这些数就是它的特征。LN 对待每个 token，就像上一节对待每个样本一样。$\mathrm{E}[x]$ 和 $\mathrm{Var}[x]$ 是这些特征的均值和**有偏**方差。有偏是指除以 `dim`，而不是除以 `dim - 1`（`unbiased=False`）。$\epsilon = 10^{-5}$ 放在根号**里面**，原课程说它“用于避免除以零的情况”。有了它，特征全都相等时结果是 0，而不是 0 / 0。$\gamma$ 和 $\beta$ 每个特征各有一个，通过反向传播学习，初始值分别是 1 和 0。
+# token 在模型里用一组数来表示，这些数就是它的特征。特征的个数叫作模型的宽度，代码里写作 `d_model`。LN 对待每个 token，就像上一节对待每个样本一样。$\mathrm{E}[x]$ 和 $\mathrm{Var}[x]$ 是这些特征的均值和**有偏**方差。有偏是指除以 `d_model`，而不是除以 `d_model - 1`（`unbiased=False`）。$\epsilon = 10^{-5}$ 放在根号**里面**，原课程说它“用于避免除以零的情况”。有了它，特征全都相等时，标准化得到 0 而不是 0 / 0，再乘以缩放参数 $\gamma$、加上平移参数 $\beta$，输出就等于平移参数。这两个参数每个特征各有一个，通过反向传播学习，初始值分别是 1 和 0。
 #
-# 写成代码时，`x.mean(dim=-1, keepdim=True)` 沿最后一维求平均，并把这一维保留下来，长度变为 1。对于形状为 `(batch, seq_len, dim)` 的一批数据，均值的形状就是 `(batch, seq_len, 1)`，因此 `x - mean` 从每个 token 的特征中减去的，正是这个 token 自己的均值。
+# 写成代码时，`x.mean(dim=-1, keepdim=True)` 沿最后一个轴求平均，并把这个轴保留下来，长度变为 1。对于形状为 `(batch, seq_len, d_model)` 的一批数据，均值的形状就是 `(batch, seq_len, 1)`，因此 `x - mean` 从每个 token 的特征中减去这个 token 自己的均值。
 
 # %% [markdown]
 # ### 动手练习 · 写出 LN
 #
-# 写一个函数 `my_layer_norm(x, gamma, beta, eps=1e-5)`，在 `x` 的最后一维上做 LN，其中 `gamma` 和 `beta` 的形状都是 `(dim,)`。上一节的 `standardize` 函数已经完成了大部分工作。检查器会用六组输入来测试，其中几组专门用来发现常见的错误，并告诉你还差什么。
+# 写一个函数 `my_layer_norm(x, gamma, beta, eps=1e-5)`，在 `x` 的最后一个轴上做 LN，其中 `gamma` 和 `beta` 的形状都是 `(d_model,)`。上一节的 `standardize` 函数已经完成了大部分工作。检查器会用七组输入来测试，其中几组专门用来发现常见的错误，并告诉你还差什么。最后一组传入 `eps=0.1`，所以要用参数 `eps`，不要直接写 1e-5 这个数。
 
 # %%
 def my_layer_norm(x, gamma, beta, eps=1e-5):
@@ -117,7 +117,7 @@ check_layer_norm_last_dim(my_layer_norm)
 # ```python
 # def my_layer_norm(x, gamma, beta, eps=1e-5):
 #     mean = x.mean(dim=-1, keepdim=True)  # E[x]: one per token
-#     var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # Var[x], biased: divide by dim
+#     var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # Var[x], biased: divide by d_model
 #     return (x - mean) / torch.sqrt(var + eps) * gamma + beta
 # ```
 #
@@ -126,25 +126,25 @@ check_layer_norm_last_dim(my_layer_norm)
 # %% [markdown]
 # ### 把 LayerNorm 写成模块
 #
-# 在模型里，LN 是一个模块。它把 $\gamma$ 和 $\beta$ 存为 `nn.Parameter`，这类张量在反向传播中会得到梯度，并由优化器更新。模块的 `forward` 正是你刚写的函数，所以请先做完上面的练习，再看下一个单元格。PyTorch 把 $\gamma$ 叫作 `weight`，把 $\beta$ 叫作 `bias`，这个模块也沿用这两个名字，这样就能载入从 `nn.LayerNorm` 保存下来的权重。
+# 在模型里，LN 是一个模块。它把 $\gamma$ 和 $\beta$ 存为 `nn.Parameter`，这类张量在反向传播中会得到梯度，并由优化器更新。模块的 `forward` 就是你刚写的函数，所以请先做完上面的练习，再看下一个单元格。PyTorch 把 $\gamma$ 叫作 `weight`，把 $\beta$ 叫作 `bias`，这个模块也沿用这两个名字，这样就能载入从 `nn.LayerNorm` 保存下来的权重。
 
 # %%
 class LayerNorm(nn.Module):
-    """LayerNorm over the last dim, with a learned scale (gamma) and shift (beta) per feature."""
+    """LayerNorm over the last axis, with a learned scale (gamma) and shift (beta) per feature."""
 
-    def __init__(self, dim, eps=1e-5):
+    def __init__(self, d_model, eps=1e-5):
         super().__init__()
         self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))  # gamma，初始为 1
-        self.bias = nn.Parameter(torch.zeros(dim))  # beta，初始为 0
+        self.weight = nn.Parameter(torch.ones(d_model))  # gamma，初始为 1
+        self.bias = nn.Parameter(torch.zeros(d_model))  # beta，初始为 0
 
     def forward(self, x):
         mean = x.mean(dim=-1, keepdim=True)
-        var = x.var(dim=-1, unbiased=False, keepdim=True)  # 有偏方差，除以 dim
+        var = x.var(dim=-1, unbiased=False, keepdim=True)  # 有偏方差，除以 d_model
         return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
 
 # %% [markdown]
-# 现在以原课程的形状 `(batch, seq_len, dim)` 为例，把它和 `nn.LayerNorm` 对比一下，两者装入同一组随机的 $\gamma$ 和 $\beta$。模块的 `state_dict`（状态字典）按名字存放模块要保存的全部张量。两者的键名应当相同，输出应当相同，对 `x`、$\gamma$ 和 $\beta$ 的梯度也应当相同。
+# 现在以原课程的形状 `(batch, seq_len, d_model)` 为例，把它和 `nn.LayerNorm` 对比一下，两者装入同一组随机的 $\gamma$ 和 $\beta$。模块的 `state_dict`（状态字典）按名字存放模块要保存的全部张量。两者的键名、输出以及对 `x`、$\gamma$ 和 $\beta$ 的梯度都应当相同。
 
 # %%
 torch.manual_seed(0)
@@ -153,7 +153,7 @@ with torch.no_grad():  # 两边用同一组随机的 gamma 和 beta
     ours.weight.normal_()
     ours.bias.normal_()
 torchs.load_state_dict(ours.state_dict())
-x = (torch.randn(2, 3, 4) * 3 + 5).requires_grad_()  # (batch, seq_len, dim)
+x = (torch.randn(2, 3, 4) * 3 + 5).requires_grad_()  # (batch, seq_len, d_model)
 out1, out2 = ours(x), torchs(x)
 upstream = torch.randn(2, 3, 4)  # 从上面各层传回来的梯度
 grads1 = torch.autograd.grad(out1, [x, ours.weight, ours.bias], upstream)
@@ -165,7 +165,7 @@ print("same outputs:", torch.allclose(out1, out2, atol=1e-5), "| same gradients 
 # %% [markdown] lesson_point=4
 # ## 4 · 均值 0、方差 1，然后是 gamma 和 beta
 #
-# 原课程的说法是“经过 LN 后，每个 Token 的分布被调整为均值为 0、方差为 1”。也就是说，不论输入的尺度如何，标准化之后每个 token 的均值都是 0、方差都是 1。新建的 `LayerNorm(4)` 从 $\gamma = 1$、$\beta = 0$ 开始，它的输出正是这样，保留 4 位小数后，每个 token 的均值为 0，方差为 1。
+# LN 的输出是不是均值为 0、方差为 1，取决于 $\gamma$ 和 $\beta$。标准化之后是这样，缩放和平移之后就随这两个参数而变。原课程说“经过 LN 后，每个 Token 的分布被调整为均值为 0、方差为 1”，指的是这两个参数取初始值的情形。新建的 `LayerNorm(4)` 从 $\gamma = 1$、$\beta = 0$ 开始，所以它的输出保留 4 位小数后，每个 token 的均值为 0，方差为 1。
 
 # %%
 ln = LayerNorm(4)
@@ -174,23 +174,25 @@ print("mean of each token:\n", y.mean(dim=-1).abs().round(decimals=4))
 print("variance of each token:\n", y.var(dim=-1, unbiased=False).round(decimals=4))
 
 # %% [markdown]
-# 为什么先标准化，再缩放？$\gamma$ 和 $\beta$ 按特征学习，网络借助它们给每个特征设定下一层需要的尺度和中心，比如让这个特征深入 tanh 曲线多远。它们的初始值是 1 和 0，所以 LN 一开始就是单纯的标准化。如果所有特征共用同一个 $\gamma$ 和 $\beta$，每个 token 的均值就变成 $\beta$，标准差变成 $\gamma$，下面的图展示的正是这种情形。训练之后，每个特征有了各自的 $\gamma$ 和 $\beta$，一个 token 的均值和标准差也就不再简单地等于 $\beta$ 和 $\gamma$。
+# 为什么先标准化，再缩放？标准化让下一层不受前面权重尺度的影响。$\gamma$ 和 $\beta$ 按特征学习，网络借助它们给每个特征设定下一层需要的尺度和中心，比如让这个特征深入 tanh 曲线多远。它们的初始值是 1 和 0，所以 LN 一开始就是单纯的标准化。如果所有特征共用同一个 $\gamma$ 和 $\beta$，每个 token 的均值就变成 $\beta$，标准差变成 $\gamma$，下面的图就是这种情形。训练之后，每个特征有了各自的参数，一个 token 的均值和标准差也就不再简单地等于 $\beta$ 和 $\gamma$。
 
 # %% [markdown]
-# ### 交互演示 · 深层网络里加不加 LN
+# ### 交互图 · 深层网络里加不加 LN
 #
-# 这是一个八层的 `Linear → tanh` 网络，左图不加 LN，右图在每个 tanh 之前加 LN。每条曲线是进入某一层 tanh 的值的分布，颜色表示层号，与右侧色条上的编号对应。第一个滑块缩放权重，模拟训练中权重的变化，另外两个滑块给所有特征设定 $\gamma$ 和 $\beta$。松开滑块，图就会重画。
+# 这是一个八层的 `Linear → tanh` 网络，左图不加 LN，右图在每个 tanh 之前加 LN。每条曲线是进入某一层 tanh 的值的分布，颜色表示层号，与右侧色条上的编号对应。纵轴是这一层的值落进横轴上每一小段的比例。第一个滑块缩放权重，模拟训练中权重的变化，另外两个滑块给所有特征设定 $\gamma$ 和 $\beta$。松开滑块，图就会重画。输入是 512 个宽度为 64 的 token，从标准正态分布中随机抽取，各层的权重也是随机的，由固定的随机种子生成。
 #
-# 请留意哪些东西不动。权重缩放会改变左图，却不改变右图，因为 LN 会除掉输入的任何尺度。在右图中，能让这些值移动的只有 $\gamma$ 和 $\beta$。
+# 缩放权重会改变左图，右图却不变，因为 LN 会除掉输入的尺度，不管它是大是小。在右图中，只有 $\gamma$ 和 $\beta$ 能让这些值移动。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-# 显示 widget：三个滑块和随之重画的图
+# 显示交互图（widget）：三个滑块和随之重画的图
 demo = deep_stack_demo()
 demo
 
 # %% [markdown]
-# 下图的设置是权重缩放到 0.5 倍，$\gamma = 2$，$\beta = 0.5$。不加 LN 时，到第 8 层，值几乎全都缩到了零附近。加了 LN 之后，每一层的值都以 0.5 为中心，标准差为 2，另有少数值落在 ±5 之外。$\gamma$ 这么大，会把许多值推进 tanh 两端平坦的饱和区，笔记本 01 会解释这为什么不好。
+# 下图的设置是权重缩放到 0.5 倍，$\gamma = 2$，$\beta = 0.5$。不加 LN 时，值一层比一层更挤向零，到第 8 层几乎全都缩到了零附近。零正好是两个小段的分界，这些值正负各半，平分在零两侧的两个小段里，所以后面几层的峰值只有一半左右。加了 LN 之后，每一层的值都以 0.5 为中心，标准差为 2，另有少数值落在 ±5 之外。$\gamma$ 这么大，会把许多值推进 tanh 两端平坦的饱和区，笔记本 01 会解释这为什么不好。
+#
+# 注意两幅图的纵轴刻度不同。每幅图按自己的曲线确定纵轴范围。左图的峰值是 0.5，右图约为 0.025，低了二十倍，因为不加 LN 时，这些值都挤在 0 附近很窄的范围内。
 
 # %%
 demo.snapshot(gain=0.5, gamma=2.0, beta=0.5)
@@ -199,7 +201,7 @@ plt.show()
 # %% [markdown]
 # ## 术语表
 #
-# 这套笔记本沿用原课程的术语。读 d2l-zh（《动手学深度学习》）时会遇到另一套译法，也一并列在下表中，“无”表示那里没有专门的译名。
+# 本套笔记本沿用原课程的术语。最后一列是 d2l-zh（《动手学深度学习》）的译法，“无”表示那里没有专门的译名。
 #
 # | 英文 | 本套笔记本 | d2l-zh |
 # |---|---|---|
@@ -208,23 +210,18 @@ plt.show()
 # | normalize / standardize | 归一化、标准化 | 规范化、标准化 |
 # | token / feature / sample | token、特征、样本 | 词元、特征、样本 |
 # | batch / batch size | 批次、批量大小 | 小批量、批量大小 |
-# | mean, variance, std | 均值、方差、标准差 | 均值、方差、标准差 |
 # | biased variance | 有偏方差（除以 n） | 无 |
-# | learnable parameter / scale, shift (gamma, beta) | 可学习参数、缩放、平移 | 拉伸参数、偏移参数 |
-# | activation function / non-linearity | 激活函数、非线性 | 激活函数、非线性 |
+# | scale, shift (gamma, beta) | 缩放、平移 | 拉伸参数、偏移参数 |
 # | flat tails (of tanh) | 饱和区 | 无 |
-# | per token, per sentence | 以 token 为单位、以句子为单位 | 无 |
 # | running statistics / buffer | 移动平均值、缓冲区 | 移动平均、无 |
 # | train mode, eval mode | 训练模式、评估模式 | 训练模式、预测模式 |
 # | module (nn.Module) | 模块 | 块 |
-# | Transformer block / sub-layer | 块、子层 | 块（如编码器块）、子层 |
+# | Transformer block / sub-layer | 块、子层 | 块、子层 |
 # | residual connection / residual stream | 残差连接、残差流 | 残差连接、无 |
 # | attention / causal mask / padding | 注意力、因果掩码、填充 | 注意力、掩蔽、填充 |
 # | learning rate / warm-up / dropout | 学习率、学习率预热、dropout | 学习率、预热、暂退法 |
-# | MLP / RNN | MLP（多层感知机）、RNN（循环神经网络） | 多层感知机、循环神经网络 |
+# | MLP / RNN | MLP、RNN | 多层感知机、循环神经网络 |
 # | widget / slider / dropdown | 交互图、滑块、下拉菜单 | 无 |
-#
-# 注意 d2l-zh 把 nn.Module 也叫作块。本套笔记本中，块只指 Transformer 的块，nn.Module 叫作模块。
 #
 # 图中的英文标签对照如下。
 #
@@ -232,6 +229,7 @@ plt.show()
 # |---|---|
 # | weights scaled by / layer / block | 权重缩放倍数、层、块 |
 # | value entering tanh | 进入 tanh 的值 |
+# | fraction of values | 落进每一小段的值所占比例 |
 # | pre-activations z | 激活前的值 z |
 # | what enters tanh (ReLU, GELU) / what leaves the pair | 进入 tanh（ReLU、GELU）的值、LN 与激活函数合起来的输出 |
 # | on the flat tails / set to / below | 落在饱和区、被置为、低于 |

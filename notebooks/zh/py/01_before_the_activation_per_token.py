@@ -44,11 +44,11 @@ from helpers.widgets.activation_input import activation_input_demo
 # %% [markdown] lesson_point=5
 # ## 5 · 原课程说 LN 放在激活函数之前
 #
-# 原课程写道，“LN 和 BN 一样，通常用在激活函数之前”。它给出的理由是，如果把 LN 放在激活函数之后，LN 就“会在已经非线性的输出上再做标准化，这可能破坏网络的表达能力”。
+# 原课程写道，“LN 和 BN 一样，通常用在激活函数之前”。Ioffe 和 Szegedy 提出 BN 时，就把它放在激活函数之前（见参考文献）。原课程给出的理由是，如果把 LN 放在激活函数之后，LN 就“会在已经非线性的输出上再做标准化，这可能破坏网络的表达能力”。
 #
-# 下面给出一个具体的理由，也指出它的局限。tanh 的输出一旦绝对值超过 0.97，曲线就几乎是平的，这时输入的绝对值大约超过 2.1（`atanh(0.97)` 等于 2.09）。我们把这两段叫作 tanh 的饱和区。落进饱和区的输入，即使彼此相差很大，输出也几乎相同。`tanh(3)` 是 0.995，`tanh(6)` 是 1.000，两个输入相差 3，这个差别在输出中被抹掉了，而且经过这两个输入回传的梯度都接近 0。
+# 下面给出一个具体的理由，也指出它的局限。tanh 的输出绝对值超过 0.97 以后，曲线几乎是平的，这时输入的绝对值大约超过 2.1（`atanh(0.97)` 等于 2.09）。我们把这两段叫作 tanh 的饱和区。饱和区里 tanh 的斜率不到原点处的百分之六，梯度经过它也只剩不到百分之六。落进饱和区的输入，即使彼此相差很大，输出也几乎相同。`tanh(3)` 是 0.995，`tanh(6)` 是 1.000，两个输入相差 3，这个差别在输出中被抹掉了，而且经过这两个输入回传的梯度都接近 0。
 #
-# 什么时候会出现这种情况？当进入 tanh 的值分散得很开时，比如训练中某一层的权重变大了。下面这个 Linear 层的输入已经处在同一个尺度上，它的权重先取 PyTorch 的初始值，再放大到 8 倍。
+# 什么时候会出现这种情况？进入 tanh 的值分散得很开，就会这样，比如训练中某一层的权重变大了。下面这个 Linear 层的输入已经处在同一个尺度上，它的权重先取 PyTorch 的初始值，再放大到 8 倍。
 
 # %%
 torch.manual_seed(0)
@@ -65,7 +65,7 @@ for growth in (1, 8):
 # %% [markdown]
 # 权重变大而又不加 LN 时，大部分值落进了饱和区。先做 LN 时，不论权重多大，这个比例都很小，因为 LN 去掉了输入的尺度。
 #
-# 这个理由也有局限。用初始权重时，先做 LN 落进饱和区的值，反而比不加 LN 时**更多**。而且 $\gamma$ 可以学着把值重新推向两端。所以这只说明 LN 放在 tanh 之前可能有帮助，并不是说它总有帮助。反过来，把 LN 放在 tanh 之后，只能重新缩放 tanh 留下的结果，被饱和区抹掉的差别再也找不回来。
+# 这个理由也有局限。用初始权重时，先做 LN 落进饱和区的值，反而比不加 LN 时**更多**。而且 $\gamma$ 可以学着把值重新推向两端。所以 LN 放在 tanh 之前可能有帮助，但不是总有帮助。反过来，把 LN 放在 tanh 之后，只能重新缩放 tanh 留下的结果，被饱和区抹掉的差别再也找不回来。
 #
 # ReLU 在正半轴上没有饱和区。先做 LN 会把每个 token 的中心移到 0，于是 ReLU 会把每个 token 大约一半的特征置为零。$\beta$ 可以改变这个比例。
 
@@ -74,42 +74,42 @@ for beta in (0.0, 0.5):  # 在 LN 之后加上 beta，相当于学到的 beta
     print(f"ReLU after LN, beta {beta}: {(torch.relu(ln(z) + beta) == 0).float().mean():.0%} of values zeroed")
 
 # %% [markdown]
-# ### 交互演示 · 进入 tanh、ReLU 和 GELU 的值
+# ### 交互图 · 进入 tanh、ReLU 和 GELU 的值
 #
-# 两个滑块分别移动 Linear 层输出 `z` 的均值和标准差。下拉菜单用来切换激活函数。左图先做 LN 再激活，右图先激活再做 LN。蓝色曲线是进入激活函数的值，红色曲线是 LN 和激活函数合起来的输出。
+# 两个滑块分别移动 Linear 层输出 `z` 的均值和标准差。这里的 `z` 是 512 个宽度为 64 的 token，从正态分布中随机抽取，均值和标准差由滑块决定。下拉菜单用来切换激活函数。左图先做 LN 再激活，右图先激活再做 LN。蓝色曲线是进入激活函数的值，红色曲线是 LN 和激活函数合起来的输出。
 #
-# 请留意哪些东西不动。左图在任何设置下都一样，因为 LN 会去掉任何均值和尺度，`a * z + c` 经过 LN 与 `z` 经过 LN 的结果相同。右图中，激活函数看到的就是 `z` 本身。选 ReLU 时，先做 LN 在任何设置下都会把每个 token 大约一半的值置为零。后做 LN 时，被置零的比例从零到全部都有可能，取决于均值在哪里。
+# 不管滑块怎么拖，左图都不变。LN 会去掉输入的均值和尺度，所以 `a * z + c` 和 `z` 经过 LN 得到的结果相同。右图中，激活函数看到的就是 `z` 本身。选 ReLU 时，先做 LN 总会把每个 token 大约一半的值置为零。后做 LN 时，被置零的比例从零到全部都有可能，取决于均值在哪里。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-# 显示 widget：一个下拉菜单、两个滑块和随之重画的图
+# 显示交互图（widget）：一个下拉菜单、两个滑块和随之重画的图
 demo = activation_input_demo()
 demo
 
 # %% [markdown]
-# 下图选的是 tanh，`z` 的均值为 2，标准差为 3。左图是 LN 在前，tanh 的输出分布在 ±1 以内，落进饱和区的很少。右图中，`z` 的大部分落在 +1 一侧的饱和区，tanh 给它们的输出几乎一样，LN 再把这个几乎不变的值变成那根高高的红色尖峰。被 tanh 抹掉的差别，后面的 LN 无法恢复。
+# 下图选的是 tanh，`z` 的均值为 2，标准差为 3。左图是 LN 在前，tanh 的输出分布在 ±1 以内，落进饱和区的很少。右图中，`z` 将近一半落在 +1 一侧的饱和区，tanh 给它们的输出几乎一样，LN 再把这个几乎不变的值变成那根高高的红色尖峰。另有约一成落在另一侧的饱和区，标题里的百分比把两侧都算在内。被 tanh 抹掉的差别，后面的 LN 无法恢复。这根尖峰让右图的纵轴升到 0.3，约为左图的三倍。
 
 # %%
 demo.snapshot(activation="tanh", shift=2.0, scale=3.0)
 plt.show()
 
 # %% [markdown]
-# 那么在真正训练网络时，这个顺序重要吗？我们训练了一些小型 MLP（多层感知机），分别把 LN 放在 tanh 和 ReLU 之前或之后。实验结果在笔记本 02 末尾的证据表（下文称卡片）上，实验的做法见深入专题 [12](../12_where_the_norm_goes.ipynb)。
+# 那么在真正训练网络时，这个顺序重要吗？我们训练了 8 层、每层 16 个单元的 MLP（多层感知机），分别把 LN 放在 tanh 之前或之后，对 ReLU 也一样。实验分不出这两种顺序的高下，两者的最终损失最多相差约 2%，哪边高都有可能。笔记本 02 末尾的证据表（下文称卡片）给出的结论相同，实验的做法见深入专题 [12](../12_where_the_norm_goes.ipynb)。
 
 # %% [markdown] lesson_point=6
 # ## 6 · `normalized_shape` 决定了什么
 #
-# 一批句子的形状是 `(batch, seq_len, dim)`。`nn.LayerNorm(normalized_shape)` 的参数 `normalized_shape`，给出的是共用一组均值和方差的那些值的形状。LN 在**最后** `len(normalized_shape)` 个维度上求平均，前面那些维度的每一种下标组合构成一个组，每组有自己的均值和方差。$\gamma$ 和 $\beta$ 的形状就是 `normalized_shape`。
+# 一批句子的形状是 `(batch, seq_len, d_model)`，其中 `d_model` 是宽度。`nn.LayerNorm(normalized_shape)` 的参数 `normalized_shape` 指定哪些值共用一组均值和方差，它就是这些值的形状。LN 在**最后** `len(normalized_shape)` 个轴上求平均，前面那些轴的每一种下标组合构成一个组，每组有自己的均值和方差。$\gamma$ 和 $\beta$ 的形状就是 `normalized_shape`。
 #
 # 下面把原课程的那批数据按两种方式各归一化一次，同时把句子 0 中的 token 2 放大 100 倍。token 0 的输出会不会跟着变？
 
 # %%
 torch.manual_seed(42)
-batch, seq_len, dim = 2, 3, 4
-x = torch.rand(batch, seq_len, dim)  # 原课程的那批数据：2 个句子 × 3 个 token × 4 个特征
+batch, seq_len, d_model = 2, 3, 4
+x = torch.rand(batch, seq_len, d_model)  # 原课程的那批数据：2 个句子 × 3 个 token × 4 个特征
 loud = x.clone()
 loud[0, 2] *= 100  # 句子 0 中的 token 2，变成一个特别大的 token
-for shape in [(dim,), (seq_len, dim)]:
+for shape in [(d_model,), (seq_len, d_model)]:
     norm = nn.LayerNorm(shape)
     print(f"normalized_shape={shape}: {x.numel() // norm.weight.numel()} groups, gamma of shape",
           f"{tuple(norm.weight.shape)}, token 0 changed: {not torch.equal(norm(loud)[0, 0], norm(x)[0, 0])}")
@@ -124,27 +124,29 @@ for shape in [(dim,), (seq_len, dim)]:
 # - 因果模型根据前面的 token 预测下一个 token。以句子为单位时，每个 token 的均值和方差都包含了它后面的 token，等于泄露了未来的信息。
 # - 以句子为单位时，一个特别大的 token 会改变其他所有 token 的输出，上面的 token 0 就是例子。以 token 为单位时，每个 token 的输出只取决于它自己。
 #
-# 标准的 Transformer 没有以句子为单位做归一化的，GPT-2、BERT 和 LLaMA（LLaMA 用的是 RMSNorm）都是对每个 token 在它自己的特征上做归一化。对整个样本做归一化，适合形状固定的输入，比如图像。图像模型 PoolFormer（Yu 等人，2022）就是这样做的，它用只分一组的 `nn.GroupNorm`，在每张图像的所有通道和像素上做归一化。真实模型究竟在哪些维度上归一化，以及如何处理填充和掩码，见深入专题 [16](../16_sequences_padding_and_masks.ipynb)。
+# 标准的 Transformer 没有以句子为单位做归一化的，GPT-2、BERT 和 LLaMA（LLaMA 用的是 RMSNorm）都是对每个 token 在它自己的特征上做归一化。
+#
+# 只有前三条理由都不成立时，以句子为单位才合适，也就是每个输入长度相同，没有填充，也没有因果掩码。比如一个分类器一次读入长度固定的整句话，每句话给出一个标签，就属于这种情形。图像模型 PoolFormer（Yu 等人，2022）也是如此。它的 token 是图像块，只分一组的 `nn.GroupNorm` 在每张图像的所有图像块和通道上一起做归一化。代价就是第四条理由，一个特别大的 token 或图像块会改变其他所有 token 的输出。真实模型究竟在哪些维度上归一化，以及如何处理填充和掩码，见深入专题 [16](../16_sequences_padding_and_masks.ipynb)。
 
 # %% [markdown] lesson_point=7
 # ## 7 · 没有移动平均值
 #
-# 原课程指出，“LN 不需要像 BN 那样在训练时累计 running_mean 和 running_var 值”。这两个量是 BN 的移动平均值，也就是训练中见过的各批次均值和方差的平均，`num_batches_tracked` 则记录见过多少个批次。在测试时使用的评估模式 `eval()` 下，BN 用它们代替当前批次自己的均值和方差，调用 `.train()` 则切换回训练模式。这类张量叫作缓冲区（buffer），由模块自己更新而不经过梯度，并和权重一起保存。LN 一个缓冲区也没有。
+# 原课程指出，“LN 不需要像 BN 那样在训练时累计 running_mean 和 running_var 值”。这两个量是 BN 的移动平均值，即训练中各批次均值和**无偏**方差（分母是个数减一）的指数移动平均。`num_batches_tracked` 则记录见过多少个批次。在测试时使用的评估模式 `eval()` 下，BN 用它们代替当前批次自己的均值和方差，调用 `.train()` 则切换回训练模式。这类张量叫作缓冲区（buffer），由模块自己更新而不经过梯度，并和权重一起保存。LN 一个缓冲区也没有。
 
 # %%
-tokens = x.reshape(-1, dim)  # 把 6 个 token 当作形状为 (6, 4) 的一个批次
-for norm in (nn.BatchNorm1d(dim), nn.LayerNorm(dim)):
+tokens = x.reshape(-1, d_model)  # 把 6 个 token 当作形状为 (6, 4) 的一个批次
+for norm in (nn.BatchNorm1d(d_model), nn.LayerNorm(d_model)):
     train_out = norm.train()(tokens)
     same = torch.equal(train_out, norm.eval()(tokens))
     print(f"{type(norm).__name__}: buffers {[n for n, _ in norm.named_buffers()]}, train == eval: {same}")
 
 # %% [markdown]
-# 只见过一个批次时，BN 的移动平均值从初始值（0 和 1）出发，只朝这个批次的均值和方差走了十分之一，这个比例就是它的 `momentum`，即 0.1。所以切换到 `eval()` 后，BN 的输出变了。LN 的输出则不可能变。
+# 只见过一个批次时，BN 的移动平均值从初始值（0 和 1）出发，只朝这个批次的均值和无偏方差走了十分之一，这个比例就是它的 `momentum`，即 0.1。所以切换到 `eval()` 后，BN 的输出变了。LN 的输出则不可能变。
 
 # %% [markdown] lesson_point=8
 # ## 8 · 原课程的代码，原样照搬
 #
-# 下面是原课程的代码，连注释在内一字未改。`test01` 用 `nn.LayerNorm` 按两种方式各算一次，`test02` 手工计算，并打印均值和方差。注释里的“以句子为单词”是原课程的笔误，应为“以句子为单位”。`elementwise_affine=False` 关掉了 $\gamma$ 和 $\beta$，所以 `bias=False` 是多余的。在笔记本里，`if __name__ == '__main__':` 同样成立。
+# 下面是原课程的代码，连注释在内一字未改。`test01` 用 `nn.LayerNorm` 按两种方式各算一次，`test02` 手工计算，并打印均值和方差。注释里的“以句子为单词”是原课程的笔误，应为“以句子为单位”。原课程把宽度叫作 `dim`，而 `torch.mean` 里的 `dim=2` 指的是最后一个轴。`elementwise_affine=False` 关掉了 $\gamma$ 和 $\beta$，所以 `bias=False` 是多余的。在笔记本里，`if __name__ == '__main__':` 这个条件也成立，所以最后几行照样会运行。
 
 # %%
 import torch.nn as nn  # noqa: I001 (原课程先导入 torch.nn)
@@ -194,7 +196,7 @@ if __name__ == '__main__':
 # 以上输出与原课程“程序执行结果”下印出的内容逐位相同。`test01` 打印的张量与 `test02` 的相同，因为 `nn.LayerNorm` 算的就是手写的那个公式。与其用眼睛逐个比对 24 个数，不如让计算机来比。下面比较以 token 为单位的结果。
 
 # %%
-per_token = nn.LayerNorm(normalized_shape=dim, eps=1e-5, elementwise_affine=False)(batch_inputs)  # 即 test01 的做法
+per_token = nn.LayerNorm(normalized_shape=d_model, eps=1e-5, elementwise_affine=False)(batch_inputs)  # 即 test01 的做法
 by_hand = (batch_inputs - batch_inputs.mean(dim=2, keepdim=True)) / torch.sqrt(batch_inputs.var(dim=2, unbiased=False, keepdim=True) + 1e-5)
 print("per token, test01 equals test02:", torch.allclose(per_token, by_hand, atol=1e-6))
 
@@ -229,8 +231,8 @@ check_sentence_layer_norm(my_sentence_layer_norm)
 # %% [markdown]
 # ## 小结
 #
-# - 先做 LN，即使权重变大，tanh 的输入也不会大量落进饱和区。不过权重小的时候，它反而让更多的值落进去。真实训练的结果见笔记本 02 的卡片。
-# - `normalized_shape=dim` 以 token 为单位做归一化，Transformer 都这样做。`(seq_len, dim)` 则以句子为单位。
+# - 先做 LN，即使权重变大，tanh 的输入也不会大量落进饱和区。不过权重小的时候，它反而让更多的值落进去。在小型 MLP 的训练实验中，分不出这两种顺序有什么差别。
+# - `normalized_shape=d_model` 以 token 为单位做归一化，Transformer 都这样做。`(seq_len, d_model)` 则以句子为单位，只适合长度固定的输入。
 # - LN 没有移动平均值，所以训练时和 `eval()` 模式下的计算完全相同。
 #
 # 下一个笔记本是 [02 · Transformer 中的层归一化](02_layernorm_in_a_transformer.ipynb)。
