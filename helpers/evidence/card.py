@@ -153,13 +153,13 @@ CORE_ROWS = (
         Text("about {} fewer steps with Pre-LN than with Post-LN", "Pre-LN 的训练步数比 Post-LN 约少 {}"),
         Text("about {} more steps with Pre-LN than with Post-LN", "Pre-LN 的训练步数比 Post-LN 约多 {}")),
     # counted on 10 seeds at one rate: how many end below the threshold with Pre-LN and with no norm
-    Row(Claim(Text("With Pre-LN, a Transformer trains at larger learning rates",
+    Row(Claim(Text("With Pre-LN, a Transformer trains at larger learning rates than with no norm",
                    "用 Pre-LN 的 Transformer 比不加归一化时能承受更大的学习率"),
               "deep_transformer", "stable seeds at the largest rate both ran, Pre-LN vs no norm", "Pre-LN", _13),
         _DEEP,
-        Text("about {} percentage points fewer runs train",
+        Text("at the same rate, about {} percentage points fewer runs train",
              "同一学习率下，训练成功的运行比例约低 {} 个百分点"),
-        Text("about {} percentage points more runs train",
+        Text("at the same rate, about {} percentage points more runs train",
              "同一学习率下，训练成功的运行比例约高 {} 个百分点")),
 )
 
