@@ -94,7 +94,7 @@ other = x.clone()
 other[1] = torch.tensor([0.0, 50.0, 7.0])  # replace sample 1 only
 print("BN, sample 0's output changed:", not torch.equal(standardize(other, 0)[0], standardize(x, 0)[0]))
 print("LN, sample 0's output changed:", not torch.equal(standardize(other, -1)[0], standardize(x, -1)[0]))
-# PyTorch's BN and LN give the same. affine=False: no learned scale and shift (gamma and beta, below)
+# PyTorch's BN and LN agree. affine=False: no learned gamma and beta (below)
 assert torch.allclose(standardize(x, 0), nn.BatchNorm1d(3, affine=False)(x), atol=1e-4)
 assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=False)(x), atol=1e-4)
 
@@ -119,8 +119,9 @@ assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=Fal
 # section above treats a sample. $\mathrm{E}[x]$ and $\mathrm{Var}[x]$ are the mean and the
 # **biased** variance of its features. Biased means dividing by `d_model`, not `d_model - 1`
 # (`unbiased=False`). $\epsilon = 10^{-5}$ sits **inside** the root, "用于避免除以零的情况"
-# (to avoid dividing by zero), so equal features give 0, not 0 / 0. $\gamma$ and $\beta$, one per
-# feature, are learned by backpropagation, starting at 1 and 0.
+# (to avoid dividing by zero). When all features are equal, standardising gives 0, not 0 / 0, and
+# after the scale $\gamma$ and the shift $\beta$ the output is the shift. The two, one per feature,
+# are learned by backpropagation, starting at 1 and 0.
 #
 # In code, `x.mean(dim=-1, keepdim=True)` averages over the last axis and keeps that axis with
 # size 1. On a batch of shape `(batch, seq_len, d_model)` the mean then has shape `(batch, seq_len, 1)`, so `x - mean`
@@ -131,8 +132,8 @@ assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=Fal
 #
 # Write `my_layer_norm(x, gamma, beta, eps=1e-5)`: LN over the last axis of `x`, with `gamma` and
 # `beta` of shape `(d_model,)`. The function `standardize` in the section above is most of it. The
-# checker tries seven inputs, some chosen to catch the usual slips, and says what is still missing.
-# The last one passes `eps=0.1`, so use the argument `eps`, not the number 1e-5.
+# checker tries seven inputs and says what is still missing. The last one passes `eps=0.1`, so use
+# the argument `eps`, not the number 1e-5.
 
 # %%
 def my_layer_norm(x, gamma, beta, eps=1e-5):
@@ -179,8 +180,8 @@ class LayerNorm(nn.Module):
 # %% [markdown]
 # Now compare it with `nn.LayerNorm` on the lesson's shape `(batch, seq_len, d_model)`, with random
 # $\gamma$ and $\beta$ copied into both. A module's `state_dict` is the dictionary of its saved
-# tensors, by name. The two modules must have the same names, and give the same outputs and the
-# same gradients for `x`, $\gamma$ and $\beta$.
+# tensors, by name. Both must have the same names, outputs and gradients for `x`, $\gamma$ and
+# $\beta$.
 
 # %%
 torch.manual_seed(0)
@@ -201,9 +202,11 @@ print("same outputs:", torch.allclose(out1, out2, atol=1e-5), "| same gradients 
 # %% [markdown] lesson_point=4
 # ## 4 · Mean 0 and variance 1, then gamma and beta
 #
-# The lesson: "经过 LN 后，每个 Token 的分布被调整为均值为 0、方差为 1" (after LN, each token has mean 0
-# and variance 1). A fresh `LayerNorm(4)` starts with $\gamma = 1$ and $\beta = 0$, and its output
-# has mean 0 and variance 1 in every token, to 4 decimals.
+# LN's output has mean 0 and variance 1 only after standardising, before $\gamma$ scales it and
+# $\beta$ shifts it. So the lesson's "经过 LN 后，每个 Token 的分布被调整为均值为 0、方差为 1" (after LN,
+# each token has mean 0 and variance 1) holds while the two are at their start. A fresh
+# `LayerNorm(4)` starts with $\gamma = 1$ and $\beta = 0$, and its output shows it in every token,
+# to 4 decimals.
 
 # %%
 ln = LayerNorm(4)
@@ -212,24 +215,25 @@ print("mean of each token:\n", y.mean(dim=-1).abs().round(decimals=4))
 print("variance of each token:\n", y.var(dim=-1, unbiased=False).round(decimals=4))
 
 # %% [markdown]
-# Why standardise, then rescale? $\gamma$ and $\beta$, learned per feature, let the network give
-# each feature the scale and centre the next layer needs, such as how far into tanh's curve it goes.
-# Starting at 1 and 0, LN begins as pure standardisation. When every feature has the same $\gamma$
-# and $\beta$, each token's mean becomes $\beta$ and its spread $\gamma$, as the figure below shows.
-# After training, each feature has its own $\gamma$ and $\beta$, and a token's mean and spread are
+# Why standardise first, then scale? Standardising frees the next layer from the scale of the
+# weights before it. Then $\gamma$ and $\beta$, learned per feature, give each feature the scale and
+# centre the next layer needs, such as how far into tanh's curve it goes. When every feature has
+# the same $\gamma$ and $\beta$, each token's mean becomes $\beta$ and its spread $\gamma$, as the
+# figure below shows. After training, each feature has its own, and a token's mean and spread are
 # no longer simply $\beta$ and $\gamma$.
 
 # %% [markdown]
 # ### See it: a deep stack, with and without LN
 #
 # Eight layers `Linear → tanh`, without LN and with LN before each tanh. Each curve is what enters
-# one layer's tanh, coloured by layer as the bar on the right numbers them. One slider scales the
-# weights, as training might, and two set $\gamma$ and $\beta$ for every feature. The figure redraws
-# when you release a slider. The input is 512 tokens of width 64, drawn from a standard normal
-# distribution, and the layers' weights are random, fixed by a seed.
+# one layer's tanh, coloured by layer (the bar on the right). The y-axis, "fraction of values", is
+# the share of that layer's values in each bin of the x-axis. One slider scales the weights, as
+# training might, and two set $\gamma$ and $\beta$ for every feature. The figure redraws when you
+# release a slider. The input is 512 tokens of width 64, drawn from a standard normal, and the
+# weights are random, fixed by a seed.
 #
-# Watch what does not move. The weight scale changes the panel without LN, but not the panel with
-# LN, because LN divides out any scale of its input. There only $\gamma$ and $\beta$ move the values.
+# The weight scale changes the panel without LN, not the one with LN, because LN divides out any
+# scale of its input. There only $\gamma$ and $\beta$ move the values.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -238,12 +242,15 @@ demo = deep_stack_demo()
 demo
 
 # %% [markdown]
-# Weights scaled by 0.5, $\gamma = 2$, $\beta = 0.5$. Without LN, layer 8's values all but vanish.
-# With LN, every layer is centred at 0.5 with spread 2, and a few values lie beyond ±5. A $\gamma$
-# this large pushes many values onto tanh's flat tails, which notebook 01 explains.
+# Weights scaled by 0.5, $\gamma = 2$, $\beta = 0.5$. Without LN, the values crowd closer to zero at
+# each layer, and by layer 8 they all but vanish. 0 is the edge between two bins, so these values,
+# half positive and half negative, split evenly between the two bins beside it, and the later
+# layers peak at about 0.5. With LN, every layer is centred at 0.5 with spread 2, and a few values
+# lie beyond ±5. A $\gamma$ this large pushes many values onto tanh's flat tails, which notebook 01
+# explains.
 #
-# Mind the y-axes. Each panel fits its own curves. The left one peaks at 0.5 and the right one at
-# about 0.025, twenty times lower, because without LN the values crowd into a few bins near 0.
+# Mind the y-axes. Each panel fits its own curves, so the right one peaks at about 0.025, twenty
+# times lower than the left.
 
 # %%
 demo.snapshot(gain=0.5, gamma=2.0, beta=0.5)

@@ -44,14 +44,16 @@ from helpers.widgets.activation_input import activation_input_demo
 # ## 5 · The lesson: LN goes before the activation
 #
 # The lesson says: "LN 和 BN 一样，通常用在激活函数之前" (LN, like BN, usually sits before the
-# activation function). Its reason: after the activation, LN "会在已经非线性的输出上再做标准化，
+# activation function). Ioffe and Szegedy (2015) put BN there when they introduced it. The
+# lesson's reason: after the activation, LN "会在已经非线性的输出上再做标准化，
 # 这可能破坏网络的表达能力" (would standardise outputs that are already non-linear, which may damage
 # what the network can express).
 #
 # Here is one concrete reason, and its limit. tanh is almost flat where its output passes ±0.97,
-# for inputs beyond about ±2.1 (`atanh(0.97)` is 2.09). We call these its *flat tails*. Inputs that
-# differ there come out almost the same. `tanh(3)` is 0.995 and `tanh(6)` is 1.000, so a
-# difference of 3 is erased, and the gradient through either input is close to 0.
+# for inputs beyond about ±2.1 (`atanh(0.97)` is 2.09). We call these its *flat tails*. There
+# tanh's slope is under 1 − 0.97² = 0.059, less than 6% of its slope at the origin, so a gradient
+# through it keeps under 6% of its size. Inputs that differ there come out almost the same.
+# `tanh(3)` is 0.995 and `tanh(6)` is 1.000, so a difference of 3 is erased.
 #
 # When does that happen? When what enters tanh has a large spread, as when a layer's weights grow
 # during training. Below, the Linear's input is already on one scale. Its weights are first as
@@ -74,9 +76,8 @@ for growth in (1, 8):
 # stays small whatever the weights, because LN removes the input's scale.
 #
 # The limit: with the starting weights, LN first puts *more* values on the tails than no LN does.
-# And $\gamma$ can learn to push values back out. So this is a reason LN before tanh can help, not
-# a rule that it always does. LN after tanh would rescale what tanh left, but what the flat tails
-# erased does not come back.
+# And $\gamma$ can learn to push values back out. So LN before tanh can help, but need not. LN
+# after tanh would rescale what tanh left, but what the flat tails erased does not come back.
 #
 # ReLU has no flat tail on the positive side. LN first centres each token at 0, so ReLU zeroes
 # about half of each token's features. $\beta$ moves that share.
@@ -89,11 +90,11 @@ for beta in (0.0, 0.5):  # beta added after LN, as a learned beta would
 # ### See it: what enters tanh, ReLU and GELU
 #
 # Sliders move the centre and the spread of `z`, the Linear's output. Here `z` is 512 tokens of
-# width 64, drawn at random from a normal distribution with that centre and spread. The left panel
-# puts LN first, the right one LN last. Blue is what enters the activation. Red is what comes out of LN and the
-# activation together.
+# width 64, drawn from a normal distribution with that centre and spread. A dropdown picks the
+# activation. The left panel puts LN first, the right one LN last. Blue is what enters the
+# activation. Red is what comes out of LN and the activation together.
 #
-# Watch what does not move. The left panel stays the same at every setting. LN removes any centre
+# The left panel stays the same at every setting. LN removes any centre
 # and spread, so LN of `a * z + c` is LN of `z`. On the right, the activation sees `z` itself. With
 # ReLU, LN first zeroes about half of each token at every setting. LN last zeroes anywhere from
 # none to all of it, depending on the centre.
@@ -106,9 +107,10 @@ demo
 
 # %% [markdown]
 # tanh, with `z` centred at 2 and spread 3. On the left, LN first: tanh's output spreads within
-# ±1, little on the flat tails. On the right, most of `z` lands on the flat tail near +1, where tanh gives almost the same
-# output for all of it. LN then turns that one value into the tall red spike. What tanh erased, LN
-# after it cannot bring back. The spike is why the right panel's y-axis reaches 0.3, three times
+# ±1, little on the flat tails. On the right, about 48% of `z` lands on the flat tail near +1,
+# where tanh gives them all almost one output. LN then turns that one value into the tall red
+# spike. About 9% lands on the other tail, and the title's percentage counts both. What tanh erased,
+# LN after it cannot bring back. The spike is why the right panel's y-axis reaches 0.3, three times
 # the left one's.
 
 # %%
@@ -118,8 +120,8 @@ plt.show()
 # %% [markdown]
 # Does the order matter when a network trains? MLPs of 8 layers of 16 units were trained with LN
 # before and with LN after tanh, and the same with ReLU. The runs cannot tell the two orders apart.
-# Their final losses differ by about 2% at most, either way. The card at the end of notebook 02 says
-# the same, and deep dive [12](12_where_the_norm_goes.ipynb) shows how the runs were made.
+# Their final losses differ by about 2% at most, either way. The card at the end of notebook 02
+# agrees. Deep dive [12](12_where_the_norm_goes.ipynb) shows how the runs were made.
 
 # %% [markdown] lesson_point=6
 # ## 6 · What `normalized_shape` decides
@@ -158,26 +160,25 @@ for shape in [(d_model,), (seq_len, d_model)]:
 # - Per sentence, one loud token moves every other token, as token 0 shows above. Per token, each
 #   token's output depends on that token alone.
 #
-# No standard Transformer normalises per sentence. GPT-2, BERT and LLaMA (with RMSNorm) normalise each
-# token over its features.
+# GPT-2, BERT and LLaMA (with RMSNorm) normalise each token over its features.
 #
-# Per sentence fits only where the first three reasons do not apply. Every input then has the same
-# length, with no padding and no causal mask. A classifier that reads whole sentences of one fixed
-# length and gives one label per sentence is such a case. So is the image model PoolFormer (Yu et
-# al. 2022). Its tokens are image patches, and `nn.GroupNorm` with one group normalises each image
-# over all its patches and channels at once. The cost is the fourth reason. One loud token, or
-# patch, moves every other one's output. What real models normalise over, with padding and masks,
-# is in deep dive [16](16_sequences_padding_and_masks.ipynb).
+# Per sentence fits only where the first three reasons do not apply: inputs of one length, with no
+# padding and no causal mask. A classifier that labels whole sentences of one fixed length is such
+# a case, and so is the image model PoolFormer (Yu et al. 2022). Its tokens are image patches, and
+# `nn.GroupNorm` with one group normalises each image over all its patches and channels at once.
+# The cost is the fourth reason: one loud patch moves every other one's output. What real models
+# normalise over, with padding and masks, is in deep dive [16](16_sequences_padding_and_masks.ipynb).
 
 # %% [markdown] lesson_point=7
 # ## 7 · No running statistics
 #
 # The lesson: "LN 不需要像 BN 那样在训练时累计 running_mean 和 running_var 值" (LN does not need to
 # accumulate running_mean and running_var in training, as BN does). These are BN's *running
-# statistics*, averages of the batch means and variances it saw in training, and
-# `num_batches_tracked` counts those batches. In `eval()` mode, for testing, BN uses them instead
-# of the batch's own. `.train()` switches back to training mode. They are *buffers*, tensors a
-# module updates itself, not by gradients, and saves with its weights. LN has none.
+# statistics*, exponential moving averages of the batch means and of the **unbiased** batch
+# variances it saw in training, and `num_batches_tracked` counts those batches. In `eval()` mode,
+# for testing, BN uses them instead of the batch's own. `.train()` switches back to training mode.
+# They are *buffers*, tensors a module updates itself, not by gradients, and saves with its
+# weights. LN has none.
 
 # %%
 tokens = x.reshape(-1, d_model)  # the 6 tokens as a (6, 4) batch
@@ -188,8 +189,8 @@ for norm in (nn.BatchNorm1d(d_model), nn.LayerNorm(d_model)):
 
 # %% [markdown]
 # After one batch, BN's running statistics have moved from their start (0 and 1) only a tenth of
-# the way toward the batch's (its `momentum`, 0.1), so `eval()` changes its output. LN's output
-# cannot change.
+# the way toward the batch's mean and unbiased variance (its `momentum`, 0.1), so `eval()` changes
+# its output. LN's output cannot change.
 
 # %% [markdown] lesson_point=8
 # ## 8 · The lesson's code, exactly
@@ -198,7 +199,7 @@ for norm in (nn.BatchNorm1d(d_model), nn.LayerNorm(d_model)):
 # `nn.LayerNorm` both ways. `test02` does it by hand, printing means (均值) and variances (方差).
 # The lesson names the width `dim`, and `dim=2` in `torch.mean` is the last axis.
 # `elementwise_affine=False` switches $\gamma$ and $\beta$ off, so `bias=False` is redundant.
-# `if __name__ == '__main__':` is true in a notebook too.
+# In a notebook, `if __name__ == '__main__':` holds too, so the last lines run.
 
 # %%
 import torch.nn as nn  # noqa: I001 (the lesson imports torch.nn first)
@@ -246,8 +247,8 @@ if __name__ == '__main__':
 
 # %% [markdown]
 # This is what the lesson prints under 程序执行结果 (the program's output), digit for digit.
-# `test01`'s tensors equal `test02`'s, because `nn.LayerNorm` is the formula by hand. Rather than
-# compare 24 numbers by eye, let the computer compare them, per token.
+# `test01`'s tensors equal `test02`'s, because `nn.LayerNorm` is the formula by hand. The cell below
+# compares all 24 numbers, per token.
 
 # %%
 per_token = nn.LayerNorm(normalized_shape=d_model, eps=1e-5, elementwise_affine=False)(batch_inputs)  # test01's

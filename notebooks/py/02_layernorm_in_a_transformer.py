@@ -70,8 +70,8 @@ class LayerNorm(nn.Module):
 # A *Transformer* is a stack of blocks. Each block has two sub-layers. *Attention* lets each token
 # gather information from the other tokens. A *causal mask* limits it to the tokens before it, so a model
 # that predicts the next token cannot peek at it. The *MLP* works on each token alone, as
-# `Linear → GELU → Linear`, where GELU is a smooth ReLU. You need not know attention's inside here,
-# only where LN sits.
+# `Linear → GELU → Linear`, where GELU is a smooth ReLU. What matters here is where LN sits, not
+# how attention works inside.
 #
 # Each sub-layer's output is added to its input, which is called a *residual connection*. The
 # running sum that flows from block to block is the *residual stream*. LN can sit in two places.
@@ -113,11 +113,11 @@ class PostLN(PreLN):  # the same parts, LN in other places
         return self.ln_2(x + self.mlp(x))
 
 # %% [markdown]
-# The two blocks, drawn from their own `forward` (traced with `torch.fx`, which records each step
-# the code takes). Each arrow passes a value to the next step. An orange box is an LN. A blue arc
-# is a residual connection. It carries a value past the boxes under it to a `+`, where it is added
-# to their output. In Pre-LN the arcs join into one path from `x` to `out` that no LN touches. In
-# Post-LN every path passes through an LN.
+# The two blocks, drawn from their own `forward` (traced with `torch.fx`, which records the code's
+# steps). Each arrow passes a value to the next step. An orange box is an LN. A blue arc is a
+# residual connection. It carries a sub-layer's input past the sub-layer to a `+`, where it is
+# added to the sub-layer's output. In Pre-LN the arcs join into one path from `x` to `out` that no
+# LN touches. In Post-LN every path passes through an LN.
 
 # %%
 torch.manual_seed(0)
@@ -141,20 +141,19 @@ plt.show()
 # Post-LN has merits of its own. The original Transformer (Vaswani et al. 2017) is Post-LN, and so
 # is BERT (Devlin et al. 2019), which keeps its layout. Both train with a warm-up, over 4000 and
 # 10000 steps, at depths of 6 to 24 blocks. Liu et al. (2020) report that Post-LN, when it trains,
-# often ends better than Pre-LN. Pre-LN, used from GPT-2 on, trains stably without a careful
-# warm-up (Xiong et al.).
+# often ends better than Pre-LN. Pre-LN, used from GPT-2 on, trains without a careful warm-up.
 
 # %% [markdown]
 # ### See it: the residual stream and what attention sees
 #
 # Eight Pre-LN blocks, each with one attention head, with random, untrained weights. Their input is
-# 16 sequences of 16 tokens of width 64, drawn from a standard normal distribution. The left panel
+# 16 sequences of 16 tokens of width 64, drawn from a standard normal. The left panel
 # shows the residual stream `x` entering each block, the right one what the norm hands to attention,
 # coloured by block. The slider scales what each sub-layer adds to the stream. The dropdown picks
 # the norm. RMSNorm, which LLaMA uses, is LN without subtracting the mean (deep dive
 # [15](15_the_normalization_family.ipynb)). Each panel says how many values lie beyond its axis.
 #
-# Watch what does not move. The slider moves the stream, but attention's input keeps spread 1 at
+# The slider moves the stream, but attention's input keeps spread 1 at
 # every setting, because the norm divides out the stream's scale. With "no norm", attention sees the
 # stream itself. It grows by orders of magnitude, so the axis turns logarithmic beyond ±1 (symlog).
 # It grows because this widget draws weights with three times PyTorch's default variance, so each
@@ -178,8 +177,8 @@ plt.show()
 # %% [markdown]
 # ### The final LN
 #
-# So a Pre-LN model ends with one more LN. Its stream is never normalised. It is the input plus
-# every sub-layer's output, and it grows with depth, as the widget shows. The final LN (GPT-2's
+# So a Pre-LN model ends with one more LN. Its stream, the input plus every sub-layer's output, is
+# never normalised, and it grows with depth, as the widget shows. The final LN (GPT-2's
 # `ln_f`) puts it back on one scale before the layer that predicts the next token. In Xiong et al.'s
 # analysis this final LN, dividing by a stream that grows with depth, is also why Pre-LN's
 # gradients near the output shrink. Post-LN needs no final LN, because its last step already is
@@ -218,26 +217,26 @@ check_final_ln(model_forward)
 # %% [markdown]
 # ## What the evidence says
 #
-# The lesson's claims, and two on Pre-LN, were each tested in small experiments, each variant (with LN
-# or without, say) from 10 random starts. Each row names its model and task. An *MLP* is a stack of `Linear` layers and
-# activations. An *LSTM* is an RNN whose gates decide what its state keeps, the kind of RNN Ba et al.
-# tested LN on. *Steps* count training steps until the loss reaches a target fixed in advance.
+# The lesson's claims, and three more on Pre-LN and Post-LN (the last three rows), were each tested
+# in small experiments, each variant (with LN or without, say) from 10 random starts. An *MLP* is a
+# stack of `Linear` layers and activations. An *LSTM* is an RNN whose gates decide what its state
+# keeps, the kind of RNN Ba et al. tested LN on. *Steps* count training steps until the loss reaches a target fixed in advance.
 
 # %%
 HTML(evidence_card())
 
 # %% [markdown]
 # The Pre-LN against Post-LN row runs each form at its own best rate. "Cannot tell" means the runs
-# could not tell the two apart. Where a line says that, or the opposite, the lesson's reason is a
-# motivation, not a guarantee.
+# could not tell the two apart. Where a row says that, the lesson's reason is a motivation, not a
+# guarantee.
 #
-# The warm-up row tried one warm-up, only 20 steps long, in runs of at most 600 steps. It shows
-# that this short warm-up did not measurably change the steps Post-LN needed. It does not test the
-# warm-ups of thousands of steps that the original Transformer and BERT used.
+# The warm-up row tried one warm-up, only 20 steps long, in runs of at most 600 steps. This short
+# warm-up did not measurably change the steps Post-LN needed. It does not test the far longer
+# warm-ups of the original Transformer and BERT.
 #
 # The two RNN rows differ in two ways. The LSTM read sequences of 100 and needed fewer steps with
-# LN. The tanh RNN read sequences of 10, and there the runs cannot tell. So the model or the
-# sequence length, or both, made the difference, and these runs do not say which. How the runs
+# LN. The tanh RNN read sequences of 10, and there the runs cannot tell. The model, the sequence
+# length or both made the difference, and these runs do not say which. How the runs
 # decide is in deep dive [10](10_how_a_claim_is_tested.ipynb).
 
 # %% [markdown]
@@ -249,9 +248,9 @@ HTML(evidence_card())
 # - Pre-LN is `x + attn(LN(x))`, and its model ends with a final LN, because the stream is never
 #   normalised. Post-LN is `LN(x + attn(x))`.
 # - Pre-LN won because at initialisation its gradients near the output shrink with depth, while
-#   Post-LN's stay large at any depth, so Post-LN needs a warm-up (Xiong et al. 2020). The original
-#   Transformer and BERT, both Post-LN, used warm-ups of thousands of steps. The card's warm-up of
-#   20 steps was too short to test this.
+#   Post-LN's stay large at any depth, so Post-LN needs a warm-up (Xiong et al. 2020). The card's
+#   warm-up, 20 steps against the thousands the original Transformer and BERT used, was too short
+#   to test this.
 # - On the card, LN cut the LSTM's steps on sequences of 100. For the tanh RNN on sequences of 10,
 #   the runs cannot tell.
 
