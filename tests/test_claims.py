@@ -81,8 +81,7 @@ def test_the_cards_model_sizes_are_the_experiments_own():
     warm_up = {row.claim.experiment: row.setting for row in CORE_ROWS if "warm-up" in row.claim.key}
     assert (f"a warm-up of only {deep_transformer.WARMUP} steps, in runs of at most {deep_transformer.STEPS}"
             in warm_up["deep_transformer"])
-    assert (f"{text_transformer.BLOCKS} blocks × width {text_transformer.WIDTH}; predict the next character of English "
-            f"text; a warm-up of {text_transformer.WARMUP} steps, in runs of {text_transformer.STEPS}"
+    assert (f"{text_transformer.BLOCKS} blocks × width {text_transformer.WIDTH}; the next character; a warm-up of {text_transformer.WARMUP} steps, in runs of {text_transformer.STEPS}"
             in warm_up["text_transformer"])
 
 

@@ -96,19 +96,19 @@ _RNN = Text("a tanh RNN, 1 layer × 64 units; the same task, on sequences of 10,
             "tanh RNN，1 层 × 64 个单元；同一个任务，但序列长度是 10，不是 100")
 _DEEP = Text("a Transformer, 6 blocks × width 32, copying 8 tokens",
              "Transformer，6 个块 × 宽度 32，复制 8 个 token")
-_TEXT = Text("a Transformer, 12 blocks × width 64, 60 steps; predict the next character of English text",
-             "Transformer，12 个块 × 宽度 64，训练 60 步；预测英文文本的下一个字符")
+_TEXT = Text("12 blocks × width 64, 60 steps; the next character",
+             "12 个块 × 宽度 64，训练 60 步；预测下一个字符")
 # The warm-up row says how short its warm-up was (deep_transformer.WARMUP of at most STEPS steps):
 # it tests this warm-up, not the thousands of steps of the warm-ups that Post-LN models train with.
 _WARMUP = Text("a Transformer, 6 blocks × width 32, copying 8 tokens; a warm-up of only 20 steps, "
                "in runs of at most 600",
                "Transformer，6 个块 × 宽度 32，复制 8 个 token；预热只有 20 步，每次训练最多 600 步")
-_TEXT_WARMUP = Text("a Transformer, 12 blocks × width 64; predict the next character of English text; a warm-up of 12 "
-                    "steps, in runs of 60", "Transformer，12 个块 × 宽度 64；预测英文文本的下一个字符；预热 12 步，每次训练 60 步")
+_TEXT_WARMUP = Text("12 blocks × width 64; the next character; a warm-up of 12 steps, in runs of 60",
+                    "12 个块 × 宽度 64；预测下一个字符；预热 12 步，每次训练 60 步")
 _DRIFT = Text("an MLP, 8 layers × 32 units, 3 rates; fit a smooth function",
               "MLP，8 层 × 32 个单元，3 种学习率；拟合一个固定的光滑函数")
-_BATCH = Text("an MLP, 2 layers × 32 units, batches of 2; sort points into two classes by a fixed rule",
-              "MLP，2 层 × 32 个单元，每批 2 个样本；按固定规则把点分成两类")
+_BATCH = Text("an MLP, 2 layers × 32 units, batches of 2; sort points into two classes",
+              "MLP，2 层 × 32 个单元，每批 2 个样本；把点分成两类")
 _PLACE = Text("an MLP, 8 layers × 16 units; fit a fixed random network",
               "MLP，8 层 × 16 个单元；拟合一个固定的随机网络")
 
@@ -117,6 +117,12 @@ def _steps(arm: str, arm_zh: str) -> tuple[Text, Text]:
     return (Text(f"about {{}} fewer steps with {arm}", f"用 {arm_zh} 时训练步数约少 {{}}"),
             Text(f"about {{}} more steps with {arm}", f"用 {arm_zh} 时训练步数约多 {{}}"))
 
+
+#: A stability row's effect: the difference in the share of runs that train, at one rate.
+_RUNS_TRAIN = (Text("at the same rate, about {} percentage points fewer runs train",
+                    "同一学习率下，训练成功的运行比例约低 {} 个百分点"),
+               Text("at the same rate, about {} percentage points more runs train",
+                    "同一学习率下，训练成功的运行比例约高 {} 个百分点"))
 
 _13, _12, _11 = ("13_does_it_speed_up_training.ipynb", "12_where_the_norm_goes.ipynb", "11_batchnorm_in_depth.ipynb")
 
@@ -131,7 +137,7 @@ CORE_ROWS = (
     Row(Claim(Text("With Pre-LN, a six-block Transformer needs fewer steps than with no norm",
                    "六个块的 Transformer 用 Pre-LN 时，比不加归一化需要的训练步数更少"),
               "deep_transformer", "steps, Pre-LN vs no norm", "Pre-LN", _13), _DEEP, *_steps("Pre-LN", "Pre-LN")),
-    Row(Claim(Text("The same claim, on English text", "同一说法，换成英文文本"),
+    Row(Claim(Text("… on English text", "……换成英文文本"),
               "text_transformer", "steps, Pre-LN vs no norm", "Pre-LN", _13), _TEXT, *_steps("Pre-LN", "Pre-LN")),
     # Per unit, each in its own spread: the spread of LN's whole output is fixed by LN itself, so a
     # measure of it would favour LN by construction.
@@ -153,7 +159,7 @@ CORE_ROWS = (
     Row(Claim(Text("A warm-up speeds up a Post-LN Transformer", "学习率预热（warm-up）能让 Post-LN Transformer 训练得更快"),
               "deep_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up", _13), _WARMUP,
         *_steps("a warm-up", "预热")),
-    Row(Claim(Text("The same claim, on English text", "同一说法，换成英文文本"),
+    Row(Claim(Text("… on English text", "……换成英文文本"),
               "text_transformer", "steps, Post-LN + warm-up vs Post-LN", "Post-LN + warm-up", _13), _TEXT_WARMUP,
         *_steps("a warm-up", "预热")),
     Row(Claim(Text("A Pre-LN Transformer needs fewer steps than a Post-LN one",
@@ -161,7 +167,7 @@ CORE_ROWS = (
               "deep_transformer", "steps, Pre-LN vs Post-LN", "Pre-LN", _13), _DEEP,
         Text("about {} fewer steps with Pre-LN than with Post-LN", "Pre-LN 的训练步数比 Post-LN 约少 {}"),
         Text("about {} more steps with Pre-LN than with Post-LN", "Pre-LN 的训练步数比 Post-LN 约多 {}")),
-    Row(Claim(Text("The same claim, on English text", "同一说法，换成英文文本"),
+    Row(Claim(Text("… on English text", "……换成英文文本"),
               "text_transformer", "steps, Pre-LN vs Post-LN", "Pre-LN", _13), _TEXT,
         Text("about {} fewer steps with Pre-LN than with Post-LN", "Pre-LN 的训练步数比 Post-LN 约少 {}"),
         Text("about {} more steps with Pre-LN than with Post-LN", "Pre-LN 的训练步数比 Post-LN 约多 {}")),
@@ -169,26 +175,18 @@ CORE_ROWS = (
     Row(Claim(Text("With Pre-LN, a Transformer trains at larger learning rates than with no norm",
                    "用 Pre-LN 的 Transformer 比不加归一化时能承受更大的学习率"),
               "deep_transformer", "stable seeds at the largest rate both ran, Pre-LN vs no norm", "Pre-LN", _13),
-        _DEEP,
-        Text("at the same rate, about {} percentage points fewer runs train",
-             "同一学习率下，训练成功的运行比例约低 {} 个百分点"),
-        Text("at the same rate, about {} percentage points more runs train",
-             "同一学习率下，训练成功的运行比例约高 {} 个百分点")),
-    Row(Claim(Text("The same claim, on English text", "同一说法，换成英文文本"),
+        _DEEP, *_RUNS_TRAIN),
+    Row(Claim(Text("… on English text", "……换成英文文本"),
               "text_transformer", "stable seeds at the largest rate both ran, Pre-LN vs no norm", "Pre-LN", _13),
-        _TEXT,
-        Text("about {} percentage points fewer runs train",
-             "同一学习率下，训练成功的运行比例约低 {} 个百分点"),
-        Text("about {} percentage points more runs train",
-             "同一学习率下，训练成功的运行比例约高 {} 个百分点")),
+        _TEXT, *_RUNS_TRAIN),
 )
 
 #: The card's claims, in its order.
 CORE_CLAIMS = tuple(row.claim for row in CORE_ROWS)
 
-_SCOPE = Text("Scope: tiny models on small synthetic tasks and on a little English text, trained on a CPU. In a large "
+_SCOPE = Text("Scope: tiny models, trained on a CPU, on small synthetic tasks and a little English text. In a large "
               "model the effects may differ.",
-              "适用范围：微型模型，小型人工任务和一小段英文文本，在 CPU 上训练。放到大模型上，效果可能不同。")
+              "适用范围：微型模型，在 CPU 上训练，任务是小型人工任务和一小段英文文本。放到大模型上，效果可能不同。")
 _HEADER = (Text("claim", "说法"), Text("model and task", "模型与任务"), Text("what the runs found", "实验结果"),
            Text("deep dive", "深入专题"))
 

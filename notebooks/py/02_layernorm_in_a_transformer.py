@@ -134,13 +134,11 @@ plt.show()
 # model is. In Pre-LN they shrink as the model gets deeper. So, Xiong et al. find, Post-LN needs a
 # *warm-up* (a learning rate that starts small and grows) or small rates, and Pre-LN trains without.
 #
-# Deep dive [12](12_where_the_norm_goes.ipynb) measures these gradients in a small Transformer, 2
-# to 24 blocks deep. Pre-LN's shrink with depth, as Xiong et al. predict, but far more slowly.
-# Post-LN's grow a little.
+# Deep dive [12](12_where_the_norm_goes.ipynb) measures these gradients, 2 to 24 blocks deep:
+# Pre-LN's shrink far more slowly than predicted, and Post-LN's grow a little.
 #
-# Post-LN has merits of its own. The original Transformer (Vaswani et al. 2017) is Post-LN, and so
-# is BERT (Devlin et al. 2019), which keeps its layout. Both train with a warm-up, over 4000 and
-# 10000 steps, at depths of 6 to 24 blocks. Liu et al. (2020) report that Post-LN, when it trains,
+# Post-LN has merits of its own. The original Transformer (Vaswani et al. 2017) and BERT (Devlin
+# et al. 2019) are Post-LN, trained with warm-ups of 4000 and 10000 steps at 6 to 24 blocks. Liu et al. (2020) report that Post-LN, when it trains,
 # often ends better than Pre-LN. Pre-LN, used from GPT-2 on, trains without a careful warm-up.
 
 # %% [markdown]
@@ -217,8 +215,8 @@ check_final_ln(model_forward)
 # %% [markdown]
 # ## What the evidence says
 #
-# The lesson's claims, and three more on Pre-LN and Post-LN (the last three rows), were each tested
-# in small experiments, each variant (with LN or without, say) from 10 random starts. An *MLP* is a
+# The lesson's claims, and three more on Pre-LN and Post-LN (the last rows), were each tested in
+# small experiments, each variant (with LN or without, say) from 10 random starts. An *MLP* is a
 # stack of `Linear` layers and activations. An *LSTM* is an RNN whose gates decide what its state
 # keeps, the kind of RNN Ba et al. tested LN on. *Steps* count training steps until the loss reaches a target fixed in advance.
 
@@ -230,27 +228,23 @@ HTML(evidence_card())
 # could not tell the two apart. Where a row says that, the lesson's reason is a motivation, not a
 # guarantee.
 #
-# The warm-up row tried one warm-up, only 20 steps long, in runs of at most 600 steps. This short
-# warm-up did not measurably change the steps Post-LN needed. It does not test the far longer
-# warm-ups of the original Transformer and BERT.
+# The warm-up rows test short warm-ups. One over the first fifth of a run costs steps by
+# construction: the rate stays small meanwhile. Neither tests the thousands of warm-up steps of the
+# original Transformer and BERT.
 #
-# The two RNN rows differ in two ways. The LSTM read sequences of 100 and needed fewer steps with
-# LN. The tanh RNN read sequences of 10, and there the runs cannot tell. The model, the sequence
-# length or both made the difference, and these runs do not say which. How the runs
-# decide is in deep dive [10](10_how_a_claim_is_tested.ipynb).
+# The two RNN rows differ in the model and in the sequence length, and these runs do not say which
+# made the difference. How the runs decide is in deep dive [10](10_how_a_claim_is_tested.ipynb).
 
 # %% [markdown]
 # ## Summary
 #
-# - You built Pre-LN and Post-LN blocks with your own `LayerNorm`. Deep dive
-#   [17](17_layernorm_in_your_training_code.ipynb) checks them against PyTorch's
-#   `nn.TransformerEncoderLayer`, where `norm_first=True` is Pre-LN.
+# - You built Pre-LN and Post-LN blocks with your own `LayerNorm` (deep dive
+#   [17](17_layernorm_in_your_training_code.ipynb) checks them against `nn.TransformerEncoderLayer`).
 # - Pre-LN is `x + attn(LN(x))`, and its model ends with a final LN, because the stream is never
 #   normalised. Post-LN is `LN(x + attn(x))`.
 # - Pre-LN won because at initialisation its gradients near the output shrink with depth, while
 #   Post-LN's stay large at any depth, so Post-LN needs a warm-up (Xiong et al. 2020). The card's
-#   warm-up, 20 steps against the thousands the original Transformer and BERT used, was too short
-#   to test this.
+#   short warm-ups do not test this.
 # - On the card, LN cut the LSTM's steps on sequences of 100. For the tanh RNN on sequences of 10,
 #   the runs cannot tell.
 

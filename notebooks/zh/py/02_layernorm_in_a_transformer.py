@@ -172,7 +172,7 @@ check_final_ln(model_forward)
 # %% [markdown]
 # ## 实验结果怎么说
 #
-# 原课程的各个说法，以及最后三行关于 Pre-LN 和 Post-LN 的说法，都在小实验里检验过，每种配置都从 10 个不同的随机起点开始训练。卡片的每一行都写明了所用的模型和任务。MLP 是由 `Linear` 层和激活函数堆叠成的网络。LSTM 是一种 RNN，它用门控决定状态里保留什么，Ba 等人当年就是在这类 RNN 上检验 LN 的。训练步数指损失降到事先定好的目标值所需的步数。
+# 原课程的各个说法，以及最后几行关于 Pre-LN 和 Post-LN 的说法，都在小实验里检验过，每种配置都从 10 个不同的随机起点开始训练。卡片的每一行都写明了所用的模型和任务。MLP 是由 `Linear` 层和激活函数堆叠成的网络。LSTM 是一种 RNN，它用门控决定状态里保留什么，Ba 等人当年就是在这类 RNN 上检验 LN 的。训练步数指损失降到事先定好的目标值所需的步数。
 
 # %%
 HTML(evidence_card())
@@ -180,16 +180,16 @@ HTML(evidence_card())
 # %% [markdown]
 # Pre-LN 与 Post-LN 对比的那一行，两种形式各用自己最合适的学习率，模型也很小。写着“分不出”的行，只说明这个小实验看不出差别，并不等于 LN 没有用。不过这些行也提醒我们，原课程给出的理由只是引入 LN 的动机，而不是保证。
 #
-# 预热那一行只试了一种预热，只有 20 步，每次训练最多 600 步。它说明这么短的预热没有明显改变 Post-LN 需要的步数。它并没有检验原始 Transformer 和 BERT 用的那种长达数千步的预热。
+# 预热那两行试的都是很短的预热。预热占了训练的前五分之一，这段时间里学习率一直很小，所以必然多用步数。原始 Transformer 和 BERT 用的是长达数千步的预热，这两行都没有检验它。
 #
-# 两行 RNN 的结果有两处不同。LSTM 读的是长度为 100 的序列，加了 LN 后需要的步数更少。tanh RNN 读的是长度为 10 的序列，实验分不出差别。所以造成差别的可能是模型，也可能是序列长度，或者两者都有，这些实验说不清是哪一个。实验如何得出结论，见深入专题 [10](../10_how_a_claim_is_tested.ipynb)。
+# 两行 RNN 的模型不同，序列长度也不同，这些实验说不清是哪一点造成了结果的差别。实验如何得出结论，见深入专题 [10](../10_how_a_claim_is_tested.ipynb)。
 
 # %% [markdown]
 # ## 小结
 #
-# - 你用自己的 `LayerNorm` 搭出了 Pre-LN 和 Post-LN 两种块。深入专题 [17](../17_layernorm_in_your_training_code.ipynb) 把它们与 PyTorch 的 `nn.TransformerEncoderLayer` 做了对照，其中 `norm_first=True` 就是 Pre-LN。
+# - 你用自己的 `LayerNorm` 搭出了 Pre-LN 和 Post-LN 两种块，深入专题 [17](../17_layernorm_in_your_training_code.ipynb) 把它们与 `nn.TransformerEncoderLayer` 做了对照。
 # - Pre-LN 是 `x + attn(LN(x))`，它的残差流从不做归一化，所以模型末尾还要加一个 LN。Post-LN 是 `LN(x + attn(x))`。
-# - Pre-LN 胜出，是因为它靠近输出的梯度在初始化时随深度变小，而 Post-LN 的这些梯度不论模型多深都很大，所以 Post-LN 需要学习率预热（Xiong 等人，2020）。原始 Transformer 和 BERT 都是 Post-LN，都用了数千步的预热。卡片里 20 步的预热太短，检验不了这一点。
+# - Pre-LN 胜出，是因为它靠近输出的梯度在初始化时随深度变小，而 Post-LN 的这些梯度不论模型多深都很大，所以 Post-LN 需要学习率预热（Xiong 等人，2020）。卡片里的预热都很短，检验不了这一点。
 # - 在卡片上，LN 让读长度 100 序列的 LSTM 少用了训练步数。对读长度 10 序列的 tanh RNN，实验分不出差别。
 
 # %% [markdown]
