@@ -66,7 +66,13 @@ def test_the_card_opens_with_its_scope_and_keeps_every_row_whatever_its_outcome(
 
 
 def test_the_cards_model_sizes_are_the_experiments_own():
-    from helpers.experiments import deep_transformer, drift, placement_tuned, rnn_regimes, text_transformer
+    from helpers.experiments import (
+        deep_transformer,
+        drift,
+        placement_tuned,
+        rnn_regimes,
+        text_transformer,
+    )
 
     settings = {row.claim.experiment: row.setting for row in CORE_ROWS}
     assert (f"{text_transformer.BLOCKS} blocks × width {text_transformer.WIDTH}, {text_transformer.STEPS} steps"
@@ -410,7 +416,13 @@ def test_every_card_row_is_decided_as_its_deep_dives_ledger_decides_it():
 
 
 def test_the_ledgers_run_over_the_experiments_own_grids():
-    from helpers.experiments import batch_size, placement_tuned, rnn_regimes, small_transformer, text_transformer
+    from helpers.experiments import (
+        batch_size,
+        placement_tuned,
+        rnn_regimes,
+        small_transformer,
+        text_transformer,
+    )
 
     assert ledgers._ACTIVATIONS == placement_tuned.ACTIVATIONS
     assert (ledgers._SEQ_LENS, ledgers._HIDDEN) == (rnn_regimes.SEQ_LENS, rnn_regimes.HIDDEN)
