@@ -114,8 +114,9 @@ _PLACE = Text("an MLP, 8 layers × 16 units; fit a fixed random network",
 
 
 def _steps(arm: str, arm_zh: str) -> tuple[Text, Text]:
-    return (Text(f"about {{}} fewer steps with {arm}", f"用 {arm_zh} 时训练步数约少 {{}}"),
-            Text(f"about {{}} more steps with {arm}", f"用 {arm_zh} 时训练步数约多 {{}}"))
+    with_arm = f"用 {arm_zh} 时" if arm_zh.isascii() else f"用{arm_zh}时"  # a space only beside Latin letters
+    return (Text(f"about {{}} fewer steps with {arm}", f"{with_arm}训练步数约少 {{}}"),
+            Text(f"about {{}} more steps with {arm}", f"{with_arm}训练步数约多 {{}}"))
 
 
 #: A stability row's effect: the difference in the share of runs that train, at one rate.
