@@ -56,7 +56,7 @@ from helpers.widgets.deep_stack import deep_stack_demo
 #
 # LN *standardises* each layer's output. It subtracts the mean and divides by the standard
 # deviation, so the next layer gets values on one scale, as the widget at the end of this notebook
-# shows. Notebook 02's closing table of results tests whether that speeds training up. It also tests the
+# shows. Notebook 02's closing card of results tests whether that speeds training up. It also tests the
 # lesson's reason, per unit, in the row "With LN, each unit entering an activation moves
 # less, in its own spread". There the runs cannot tell (deep dive [13](13_does_it_speed_up_training.ipynb)).
 
