@@ -43,7 +43,7 @@ def test_every_card_row_classifies_from_a_stored_verdict_and_says_its_model_and_
     assert re.search(r"\d+ (?:layers?|blocks) × (?:width )?\d+", setting), setting  # the model's size
     if card_outcome(claim) in ("supported", "refuted"):  # the outcome, then the effect's size, from the record
         assert re.fullmatch(r"(?:yes|the opposite), (?:about \d+% \w+ .+|LN's accuracy about \d+ points \w+|"
-                            r"at the same rate, about \d+ percentage points \w+ runs train)", verdict), verdict
+                            r"at the largest rate both ran, about \d+ percentage points \w+ runs train)", verdict), verdict
     else:
         assert verdict == "cannot tell"
     for text in (said, setting, verdict):

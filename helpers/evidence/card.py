@@ -119,11 +119,11 @@ def _steps(arm: str, arm_zh: str) -> tuple[Text, Text]:
             Text(f"about {{}} more steps with {arm}", f"{with_arm}训练步数约多 {{}}"))
 
 
-#: A stability row's effect: the difference in the share of runs that train, at one rate.
-_RUNS_TRAIN = (Text("at the same rate, about {} percentage points fewer runs train",
-                    "同一学习率下，训练成功的运行比例约低 {} 个百分点"),
-               Text("at the same rate, about {} percentage points more runs train",
-                    "同一学习率下，训练成功的运行比例约高 {} 个百分点"))
+#: A stability row's effect: the difference in the share of runs that train, at the largest rate both arms ran.
+_RUNS_TRAIN = (Text("at the largest rate both ran, about {} percentage points fewer runs train",
+                    "在两者都试过的最大学习率下，训练成功的运行比例约低 {} 个百分点"),
+               Text("at the largest rate both ran, about {} percentage points more runs train",
+                    "在两者都试过的最大学习率下，训练成功的运行比例约高 {} 个百分点"))
 
 _13, _12, _11 = ("13_does_it_speed_up_training.ipynb", "12_where_the_norm_goes.ipynb", "11_batchnorm_in_depth.ipynb")
 

@@ -92,8 +92,8 @@ register(Exercise(
             lambda x: (x - x.mean(dim=(1, 2), keepdim=True)) / torch.sqrt(_one_pass_var(x, (1, 2)) + 1e-5),
     },
     hint=Text("per sentence: the mean and the biased variance over dims (1, 2) with `keepdim=True`, "
-              "then (x - mean) / sqrt(var + 1e-5).",
-              "以句子为单位：在第 (1, 2) 维上求均值和有偏方差，并加上 `keepdim=True`，然后算 (x - mean) / sqrt(var + 1e-5)。"),
+              "then (x - mean) / sqrt(var + eps), with the argument `eps`.",
+              "以句子为单位：在第 (1, 2) 维上求均值和有偏方差，并加上 `keepdim=True`，然后用参数 `eps` 算 (x - mean) / sqrt(var + eps)。"),
     example="torch.rand(3, 5, 4)",
 ))
 

@@ -56,7 +56,9 @@ from helpers.widgets.deep_stack import deep_stack_demo
 #
 # LN *standardises* each layer's output. It subtracts the mean and divides by the standard
 # deviation, so the next layer gets values on one scale, as the widget at the end of this notebook
-# shows. Whether that speeds training up is a claim that notebook 02's last section tests.
+# shows. Notebook 02's closing card of results tests whether that speeds training up. It also tests the
+# lesson's reason, per unit, in the row "With LN, each unit entering an activation moves
+# less, in its own spread". There the runs cannot tell (deep dive [13](13_does_it_speed_up_training.ipynb)).
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN vs LN: the same code over a different axis
@@ -105,9 +107,8 @@ assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=Fal
 #
 # BN is still the better choice in convolutional networks for images trained with large batches,
 # such as ResNets. Each BN statistic there pools a channel over every pixel of every image,
-# thousands of values, so it is stable. On ImageNet, Wu and He (2018) report 23.6% error for a
-# ResNet-50 with BN and 25.3% with LN. How BN works at test time, and why it then costs nothing, is
-# in deep dive [11](11_batchnorm_in_depth.ipynb).
+# thousands of values, so it is stable. How BN compares with LN on ImageNet, how it works at test
+# time, and why it then costs nothing, is in deep dive [11](11_batchnorm_in_depth.ipynb).
 
 # %% [markdown] lesson_point=3
 # ## 3 · The formula
@@ -288,5 +289,3 @@ plt.show()
 #
 # - J. L. Ba, J. R. Kiros, G. E. Hinton, *Layer Normalization*, 2016,
 #   [arXiv:1607.06450](https://arxiv.org/abs/1607.06450).
-# - Y. Wu, K. He, *Group Normalization*, ECCV 2018, Table 1 (ResNet-50 on ImageNet, 32 images per
-#   GPU), [arXiv:1803.08494](https://arxiv.org/abs/1803.08494).

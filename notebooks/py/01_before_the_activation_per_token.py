@@ -91,13 +91,14 @@ for beta in (0.0, 0.5):  # beta added after LN, as a learned beta would
 #
 # Sliders move the centre and the spread of `z`, the Linear's output. Here `z` is 512 tokens of
 # width 64, drawn from a normal distribution with that centre and spread. A dropdown picks the
-# activation. The left panel puts LN first, the right one LN last. Blue is what enters the
+# activation. GELU is a smooth ReLU that Transformers use. The left panel puts LN first, the right one LN last. Blue is what enters the
 # activation. Red is what comes out of LN and the activation together.
 #
 # The left panel stays the same at every setting. LN removes any centre
-# and spread, so LN of `a * z + c` is LN of `z`. On the right, the activation sees `z` itself. With
-# ReLU, LN first zeroes about half of each token at every setting. LN last zeroes anywhere from
-# none to all of it, depending on the centre.
+# and spread, so LN of `a * z + c` is LN of `z` for any a > 0. On the right, the activation sees `z`
+# itself. With ReLU, LN first zeroes about half of each token at every setting. LN last zeroes
+# anywhere from none to all of it, depending on the centre. GELU is almost 0 below −3, and LN first
+# puts almost no value there.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -106,8 +107,8 @@ demo = activation_input_demo()
 demo
 
 # %% [markdown]
-# tanh, with `z` centred at 2 and spread 3. On the left, LN first: tanh's output spreads within
-# ±1, little on the flat tails. On the right, about 48% of `z` lands on the flat tail near +1,
+# tanh, with `z` centred at 2 and spread 3. On the left, LN first: tanh's output piles up near
+# ±0.9, because LN's output reaches about ±2, but only 4% passes ±0.97. On the right, about 48% of `z` lands on the flat tail near +1,
 # where tanh gives them all almost one output. LN then turns that one value into the tall red
 # spike. About 9% lands on the other tail, and the title's percentage counts both. What tanh erased,
 # LN after it cannot bring back. The spike is why the right panel's y-axis reaches 0.3, three times
@@ -119,9 +120,9 @@ plt.show()
 
 # %% [markdown]
 # Does the order matter when a network trains? MLPs of 8 layers of 16 units were trained with LN
-# before and with LN after tanh, and the same with ReLU. The runs cannot tell the two orders apart.
-# Their final losses differ by about 2% at most, either way. The card at the end of notebook 02
-# agrees. Deep dive [12](12_where_the_norm_goes.ipynb) shows how the runs were made.
+# before and with LN after tanh, and the same with ReLU, each from 10 random starts. The runs cannot
+# tell the two orders apart. Their final losses differ by about 2% at most, either way. Deep dive
+# [12](12_where_the_norm_goes.ipynb) shows how the runs were made.
 
 # %% [markdown] lesson_point=6
 # ## 6 · What `normalized_shape` decides
@@ -151,8 +152,9 @@ for shape in [(d_model,), (seq_len, d_model)]:
 #
 # Which one, and when? Transformers normalise per token, for four reasons.
 #
-# - Sentences differ in length. `nn.LayerNorm((3, 4))` keeps one γ and β per position of its
-#   `normalized_shape`, so it refuses a `(2, 5, 4)` batch.
+# - Sentences differ in length. A per-sentence `nn.LayerNorm` is built for one length, its
+#   `normalized_shape`: `nn.LayerNorm((3, 4))` refuses a `(2, 5, 4)` batch. Its γ and β are tied
+#   to positions.
 # - A batch pads short sentences to one length. Per sentence, the padding enters every real
 #   token's mean and variance.
 # - A causal model predicts each token from the tokens before it. Per sentence, each token's mean
@@ -164,10 +166,8 @@ for shape in [(d_model,), (seq_len, d_model)]:
 #
 # Per sentence fits only where the first three reasons do not apply: inputs of one length, with no
 # padding and no causal mask. A classifier that labels whole sentences of one fixed length is such
-# a case, and so is the image model PoolFormer (Yu et al. 2022). Its tokens are image patches, and
-# `nn.GroupNorm` with one group normalises each image over all its patches and channels at once.
-# The cost is the fourth reason: one loud patch moves every other one's output. What real models
-# normalise over, with padding and masks, is in deep dive [16](16_sequences_padding_and_masks.ipynb).
+# a case. The cost is the fourth reason: one loud token moves every other one's output. What real
+# models normalise over, with padding, masks and images, is in deep dive [16](16_sequences_padding_and_masks.ipynb).
 
 # %% [markdown] lesson_point=7
 # ## 7 · No running statistics
@@ -301,7 +301,5 @@ check_sentence_layer_norm(my_sentence_layer_norm)
 #
 # - S. Ioffe, C. Szegedy, *Batch Normalization*, 2015, section 3.2 (the norm before the
 #   non-linearity), [arXiv:1502.03167](https://arxiv.org/abs/1502.03167).
-# - W. Yu et al., *MetaFormer Is Actually What You Need for Vision*, CVPR 2022 (PoolFormer),
-#   [arXiv:2111.11418](https://arxiv.org/abs/2111.11418).
 # - PyTorch, [`torch.nn.LayerNorm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.LayerNorm.html)
 #   and [`torch.nn.BatchNorm1d`](https://docs.pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html).

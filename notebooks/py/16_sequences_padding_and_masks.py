@@ -424,7 +424,10 @@ below(model_norms, bound=1e-5)
 # their preliminary experiments). Its statistics are those of GroupNorm with one group,
 # `nn.GroupNorm(1, C)` (Wu & He 2018 describe LN as that special case), but the learned
 # parameters differ: GroupNorm's $\gamma$ and $\beta$ have one entry per channel, `(C,)`, LN's one
-# per element, `(C, H, W)`:
+# per element, `(C, H, W)` (compared below). The image model PoolFormer (Yu et al. 2022) uses
+# `nn.GroupNorm` with one group: its tokens are image patches, and each image is normalised over all
+# its patches and channels at once. The cost is the one per-sentence LN pays: one loud patch moves
+# every other patch's output.
 
 # %%
 images = torch.randn(2, 3, 4, 4, generator=torch.Generator().manual_seed(0)) * 3 + 1  # (N, C, H, W)
@@ -584,6 +587,8 @@ assert len(ledger) == len(LEDGER) and ledger["outcome"].isin(claims.OUTCOMES).al
 #   [arXiv:1910.07467](https://arxiv.org/abs/1910.07467).
 # - Y. Wu, K. He, *Group Normalization*, ECCV 2018, [arXiv:1803.08494](https://arxiv.org/abs/1803.08494):
 #   LayerNorm and InstanceNorm as GroupNorm with one group and with one channel per group.
+# - W. Yu et al., *MetaFormer Is Actually What You Need for Vision*, CVPR 2022 (PoolFormer),
+#   [arXiv:2111.11418](https://arxiv.org/abs/2111.11418).
 # - PyTorch, [`torch.nn.LayerNorm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.LayerNorm.html)
 #   (the mean and variance over the last `len(normalized_shape)` dims; `weight` and `bias` of
 #   shape `normalized_shape`) and [`torch.nn.RMSNorm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.RMSNorm.html).

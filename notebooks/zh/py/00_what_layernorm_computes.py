@@ -48,7 +48,7 @@ from helpers.widgets.deep_stack import deep_stack_demo
 #
 # 原课程从深层序列模型讲起。RNN（循环神经网络）按顺序逐个读入句子中的 token（词或词的一部分），每读一个就把状态往下传一步。Transformer 则一次读入所有 token，由许多个块堆叠而成，笔记本 02 会搭一个出来。原课程指出，在这类模型中“随着训练推进，各层的输入分布不断变化，训练会变慢，甚至无法收敛”。
 #
-# LN 的办法是对每一层的输出做标准化，也就是减去均值、再除以标准差，让下一层拿到的值处在同一个尺度上。本笔记本末尾的交互图会展示这一点。至于这样做能不能加快训练，笔记本 02 的最后一节会用实验来检验。
+# LN 的办法是对每一层的输出做标准化，也就是减去均值、再除以标准差，让下一层拿到的值处在同一个尺度上。本笔记本末尾的交互图会展示这一点。至于这样做能不能加快训练，笔记本 02 末尾的实验结果表（下文称卡片）做了检验。原课程给出的理由本身也在卡片上按单个单元测量过，见“加了层归一化，进入激活函数的每个单元在训练中移动得更少（以该单元自身的标准差为单位）”这一行。实验分不出差别，详见深入专题 [13](../13_does_it_speed_up_training.ipynb)。
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN 和 LN 是同一段代码，只是换了维度
@@ -88,7 +88,7 @@ assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=Fal
 # %% [markdown]
 # 上面的输出说明，BN 的结果变了，LN 的没变。LN 只需要眼前这一个样本，所以批量大小可以随意，训练和测试时的计算也完全一样。Ba、Kiros 和 Hinton（2016）设计 LN，就是为了 RNN。RNN 每读一个 token 走一步，如果用 BN，每一步都得单独统计一套批次的均值和方差。
 #
-# 不过在用大批量训练的图像卷积网络（例如 ResNet）中，BN 仍然是更好的选择。在那里，BN 的每个统计量都汇集了一个通道在所有图像、所有像素上的值，数以千计，因此很稳定。在 ImageNet 上，Wu 和 He（2018）报告的 ResNet-50 错误率，用 BN 时为 23.6%，用 LN 时为 25.3%。BN 在测试时怎样计算，为什么那时它不增加任何计算，见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
+# 不过在用大批量训练的图像卷积网络（例如 ResNet）中，BN 仍然是更好的选择。在那里，BN 的每个统计量都汇集了一个通道在所有图像、所有像素上的值，数以千计，因此很稳定。BN 和 LN 在 ImageNet 上孰优孰劣，BN 在测试时怎样计算，以及为什么那时它不增加任何计算，见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
 
 # %% [markdown] lesson_point=3
 # ## 3 · 公式
@@ -249,4 +249,3 @@ plt.show()
 # ## 参考文献
 #
 # - J. L. Ba, J. R. Kiros, G. E. Hinton, *Layer Normalization*, 2016, [arXiv:1607.06450](https://arxiv.org/abs/1607.06450).
-# - Y. Wu, K. He, *Group Normalization*, ECCV 2018, 表 1（ImageNet 上的 ResNet-50，每个 GPU 32 张图像）, [arXiv:1803.08494](https://arxiv.org/abs/1803.08494).

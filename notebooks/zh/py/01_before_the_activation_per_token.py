@@ -76,9 +76,9 @@ for beta in (0.0, 0.5):  # 在 LN 之后加上 beta，相当于学到的 beta
 # %% [markdown]
 # ### 交互图 · 进入 tanh、ReLU 和 GELU 的值
 #
-# 两个滑块分别移动 Linear 层输出 `z` 的均值和标准差。这里的 `z` 是 512 个宽度为 64 的 token，从正态分布中随机抽取，均值和标准差由滑块决定。下拉菜单用来切换激活函数。左图先做 LN 再激活，右图先激活再做 LN。蓝色曲线是进入激活函数的值，红色曲线是 LN 和激活函数合起来的输出。
+# 两个滑块分别移动 Linear 层输出 `z` 的均值和标准差。这里的 `z` 是 512 个宽度为 64 的 token，从正态分布中随机抽取，均值和标准差由滑块决定。下拉菜单用来切换激活函数，其中 GELU 是平滑版的 ReLU，Transformer 中常用。左图先做 LN 再激活，右图先激活再做 LN。蓝色曲线是进入激活函数的值，红色曲线是 LN 和激活函数合起来的输出。
 #
-# 不管滑块怎么拖，左图都不变。LN 会去掉输入的均值和尺度，所以 `a * z + c` 和 `z` 经过 LN 得到的结果相同。右图中，激活函数看到的就是 `z` 本身。选 ReLU 时，先做 LN 总会把每个 token 大约一半的值置为零。后做 LN 时，被置零的比例从零到全部都有可能，取决于均值在哪里。
+# 不管滑块怎么拖，左图都不变。LN 会去掉输入的均值和尺度，所以对任意 a > 0，`a * z + c` 和 `z` 经过 LN 得到的结果相同。右图中，激活函数看到的就是 `z` 本身。选 ReLU 时，先做 LN 总会把每个 token 大约一半的值置为零。后做 LN 时，被置零的比例从零到全部都有可能，取决于均值在哪里。GELU 在 −3 以下几乎为 0，而先做 LN 时几乎没有值落到那里。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -87,14 +87,14 @@ demo = activation_input_demo()
 demo
 
 # %% [markdown]
-# 下图选的是 tanh，`z` 的均值为 2，标准差为 3。左图是 LN 在前，tanh 的输出分布在 ±1 以内，落进饱和区的很少。右图中，`z` 约有 48% 落在 +1 一侧的饱和区，tanh 给它们的输出几乎一样，LN 再把这个几乎不变的值变成那根高高的红色尖峰。另有约 9% 落在另一侧的饱和区，标题里的百分比把两侧都算在内。被 tanh 抹掉的差别，后面的 LN 无法恢复。这根尖峰让右图的纵轴升到 0.3，约为左图的三倍。
+# 下图选的是 tanh，`z` 的均值为 2，标准差为 3。左图是 LN 在前。LN 的输出大约到 ±2，所以 tanh 的输出堆积在 ±0.9 附近，但超过 ±0.97 的只有 4%。右图中，`z` 约有 48% 落在 +1 一侧的饱和区，tanh 给它们的输出几乎一样，LN 再把这个几乎不变的值变成那根高高的红色尖峰。另有约 9% 落在另一侧的饱和区，标题里的百分比把两侧都算在内。被 tanh 抹掉的差别，后面的 LN 无法恢复。这根尖峰让右图的纵轴升到 0.3，约为左图的三倍。
 
 # %%
 demo.snapshot(activation="tanh", shift=2.0, scale=3.0)
 plt.show()
 
 # %% [markdown]
-# 那么在真正训练网络时，这个顺序重要吗？我们训练了 8 层、每层 16 个单元的 MLP（多层感知机），分别把 LN 放在 tanh 之前或之后，对 ReLU 也一样。实验分不出这两种顺序的高下，两者的最终损失最多相差约 2%，哪边高都有可能。笔记本 02 末尾的证据表（下文称卡片）给出的结论相同，实验的做法见深入专题 [12](../12_where_the_norm_goes.ipynb)。
+# 那么在真正训练网络时，这个顺序重要吗？我们训练了 8 层、每层 16 个单元的 MLP（多层感知机），分别把 LN 放在 tanh 之前或之后，对 ReLU 也一样，每种做法都从 10 个随机起点开始训练。实验分不出这两种顺序的高下，两者的最终损失最多相差约 2%，哪边高都有可能。实验的做法见深入专题 [12](../12_where_the_norm_goes.ipynb)。
 
 # %% [markdown] lesson_point=6
 # ## 6 · `normalized_shape` 决定了什么
@@ -119,14 +119,14 @@ for shape in [(d_model,), (seq_len, d_model)]:
 #
 # 那么实际该选哪一种？Transformer 都以 token 为单位做归一化，理由有四条。
 #
-# - 句子长短不一。以句子为单位时，`normalized_shape` 把句子长度也固定了，所以 `nn.LayerNorm((3, 4))` 不接受形状为 `(2, 5, 4)` 的批次。
+# - 句子长短不一。以句子为单位的 `nn.LayerNorm` 只适用于一种长度，也就是它的 `normalized_shape` 定下的长度，所以 `nn.LayerNorm((3, 4))` 不接受形状为 `(2, 5, 4)` 的批次。它的 γ 和 β 也和位置一一绑定。
 # - 一个批次要把短句子填充到同一长度。以句子为单位时，填充的值会混进每个真实 token 的均值和方差。
 # - 因果模型根据前面的 token 预测下一个 token。以句子为单位时，每个 token 的均值和方差都包含了它后面的 token，等于泄露了未来的信息。
 # - 以句子为单位时，一个特别大的 token 会改变其他所有 token 的输出，上面的 token 0 就是例子。以 token 为单位时，每个 token 的输出只取决于它自己。
 #
 # 标准的 Transformer 没有以句子为单位做归一化的，GPT-2、BERT 和 LLaMA（LLaMA 用的是 RMSNorm）都是对每个 token 在它自己的特征上做归一化。
 #
-# 只有前三条理由都不成立时，以句子为单位才合适，也就是每个输入长度相同，没有填充，也没有因果掩码。比如一个分类器一次读入长度固定的整句话，每句话给出一个标签，就属于这种情形。图像模型 PoolFormer（Yu 等人，2022）也是如此。它的 token 是图像块，只分一组的 `nn.GroupNorm` 在每张图像的所有图像块和通道上一起做归一化。代价就是第四条理由，一个特别大的 token 或图像块会改变其他所有 token 的输出。真实模型究竟在哪些维度上归一化，以及如何处理填充和掩码，见深入专题 [16](../16_sequences_padding_and_masks.ipynb)。
+# 只有前三条理由都不成立时，以句子为单位才合适，也就是每个输入长度相同，没有填充，也没有因果掩码。比如一个分类器一次读入长度固定的整句话，每句话给出一个标签，就属于这种情形。代价就是第四条理由，一个特别大的 token 会改变其他所有 token 的输出。真实模型究竟在哪些维度上归一化，如何处理填充和掩码，图像又该怎么做，见深入专题 [16](../16_sequences_padding_and_masks.ipynb)。
 
 # %% [markdown] lesson_point=7
 # ## 7 · 没有移动平均值
@@ -241,5 +241,4 @@ check_sentence_layer_norm(my_sentence_layer_norm)
 # ## 参考文献
 #
 # - S. Ioffe, C. Szegedy, *Batch Normalization*, 2015, 第 3.2 节（归一化放在非线性之前）, [arXiv:1502.03167](https://arxiv.org/abs/1502.03167).
-# - W. Yu et al., *MetaFormer Is Actually What You Need for Vision*, CVPR 2022 (PoolFormer), [arXiv:2111.11418](https://arxiv.org/abs/2111.11418).
 # - PyTorch, [`torch.nn.LayerNorm`](https://docs.pytorch.org/docs/stable/generated/torch.nn.LayerNorm.html), [`torch.nn.BatchNorm1d`](https://docs.pytorch.org/docs/stable/generated/torch.nn.BatchNorm1d.html).
