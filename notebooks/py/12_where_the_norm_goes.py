@@ -347,7 +347,8 @@ print(deepest.pivot_table(index="form", columns="block", values="grad_norm", agg
 # decided by the residual connection, and the field has tried every place:
 #
 # - **Pre-LN** (GPT-2; Xiong et al. 2020): LN before each sublayer, the residual stream never
-#   normalised, a final LN; trains without warm-up and at larger rates (Xiong et al.). Its BN analogue is
+#   normalised, a final LN; trained without warm-up and at larger rates in Xiong et al.'s experiments,
+#   though large Pre-LN models such as GPT-3 and LLaMA still use a warm-up. Its BN analogue is
 #   the pre-activation ResNet (He et al. 2016), which GPT-2 cites.
 # - **Post-LN** (the 2017 Transformer, BERT): LN after the residual add; needs warm-up, and when it
 #   does train it often ends at better quality than Pre-LN (Liu et al. 2020). **Admin** (Liu et al. 2020) and **DeepNet**
