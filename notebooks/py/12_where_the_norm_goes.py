@@ -551,6 +551,10 @@ assert ledger["outcome"].isin(claims.OUTCOMES).all()
 # - OLMo et al. (2024). 2 OLMo 2 Furious. arXiv:2501.00656.
 # - I. Loshchilov, F. Hutter (2017). SGDR: Stochastic Gradient Descent with Warm Restarts.
 #   arXiv:1608.03983 (the cosine schedule).
+# - T. Brown et al. (2020). Language Models are Few-Shot Learners (GPT-3). arXiv:2005.14165,
+#   appendix B (a linear warm-up over the first 375 million tokens).
+# - H. Touvron et al. (2023). LLaMA: Open and Efficient Foundation Language Models. arXiv:2302.13971,
+#   section 2.3 (2,000 warm-up steps).
 
 # %% [markdown]
 # ## Tuning: each arm's learning rate
