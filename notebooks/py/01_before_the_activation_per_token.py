@@ -95,8 +95,8 @@ for beta in (0.0, 0.5):  # beta added after LN, as a learned beta would
 # activation. GELU is a smooth ReLU that Transformers use. The left panel puts LN first, the right one LN last. Blue is what enters the
 # activation. Red is what comes out of LN and the activation together.
 #
-# The left panel stays the same at every setting. [LN removes any centre
-# and spread](00_what_layernorm_computes.ipynb), so LN of `a * z + c` is LN of `z` for any a > 0. On the right, the activation sees `z`
+# The left panel stays the same at every setting. LN removes any centre
+# and spread, so LN of `a * z + c` is LN of `z` for any a > 0. On the right, the activation sees `z`
 # itself. With ReLU, LN first zeroes about half of each token at every setting. LN last zeroes
 # anywhere from none to all of it, depending on the centre. GELU is almost 0 below −3, and LN first
 # puts almost no value there.

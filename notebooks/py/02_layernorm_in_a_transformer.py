@@ -152,7 +152,7 @@ plt.show()
 # [15](15_the_normalization_family.ipynb)). A panel with values beyond its axis says how many.
 #
 # The slider moves the stream, but attention's input keeps spread 1 at
-# every setting, because the [norm divides out](00_what_layernorm_computes.ipynb) the stream's scale. With "no norm", attention sees the
+# every setting, because the norm divides out the stream's scale. With "no norm", attention sees the
 # stream itself. It grows by orders of magnitude, so the axis turns logarithmic beyond ±1 (symlog).
 # This widget draws weights with three times PyTorch's default variance, to make that growth
 # visible. With PyTorch's default weights, as in the card's Transformer, the stream
