@@ -75,7 +75,7 @@ def test_the_cards_model_sizes_are_the_experiments_own():
     )
 
     settings = {row.claim.experiment: row.setting for row in CORE_ROWS}
-    assert (f"{text_transformer.BLOCKS} blocks × width {text_transformer.WIDTH}, {text_transformer.STEPS} steps"
+    assert (f"{text_transformer.BLOCKS} blocks × width {text_transformer.WIDTH}, runs of {text_transformer.STEPS}; "
             in settings["text_transformer"])
     assert f"{deep_transformer.BLOCKS} blocks × width {deep_transformer.WIDTH}" in settings["deep_transformer"]
     assert f"copying {deep_transformer.N_COPY} tokens" in settings["deep_transformer"]

@@ -208,6 +208,11 @@ def test_stored_outputs_are_equal_but_for_what_speaks_the_language(name):
     assert spoken["checker"] >= 1, f"{name}: no checker's message (every core notebook has an exercise)"
 
 
+#: A link from the Chinese edition back to 00's glossary, which glosses the figures' English labels: an
+#: English reader needs none, so it is not compared (its words stay, the link goes).
+GLOSSARY_LINK = re.compile(r"\[([^\]]*)\]\(00_what_layernorm_computes\.ipynb\)")
+
+
 def sections(nb: nbformat.NotebookNode, *, chinese: bool = False) -> list[dict]:
     """The notebook cut at its Markdown headings: each section's heading level and lesson point, the
     number of code cells in it, and what its Markdown holds (:func:`markdown_parts`, links as the
@@ -226,7 +231,7 @@ def sections(nb: nbformat.NotebookNode, *, chinese: bool = False) -> list[dict]:
                 found.append({"heading": len(heading.group(1)), "code cells": 0,
                               "lesson_point": cell.metadata.get("lesson_point") if cell.source.startswith(chunk) else None,
                               **{part: [] for part in ("numbers", "formulas", "code", "links")}})
-            parts = markdown_parts(chunk)
+            parts = markdown_parts(GLOSSARY_LINK.sub(r"\1", chunk) if chinese else chunk)
             if not chinese:
                 parts["links"] = [zh_link(t) for t in parts["links"]]
             for part in ("numbers", "formulas", "code", "links"):

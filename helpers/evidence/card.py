@@ -95,14 +95,14 @@ _LSTM = Text("an LSTM, 1 layer × 64 units; add two marked numbers in a sequence
 _RNN = Text("a tanh RNN, 1 layer × 64 units; the same task, on sequences of 10, not 100",
             "tanh RNN，1 层 × 64 个单元；同一个任务，但序列长度是 10，不是 100")
 _DEEP = Text("a Transformer, 6 blocks × width 32, copying 8 tokens",
-             "Transformer，6 个块 × 宽度 32，复制 8 个 token")
-_TEXT = Text("12 blocks × width 64, 60 steps; the next character",
-             "12 个块 × 宽度 64，训练 60 步；预测下一个字符")
+             "Transformer（6 个块，宽度 32），任务：原样复制 8 个 token")
+_TEXT = Text("12 blocks × width 64, runs of 60; the next character",
+             "12 个块 × 宽度 64，每次训练 60 步；预测下一个字符")
 # The warm-up row says how short its warm-up was (deep_transformer.WARMUP of at most STEPS steps):
 # it tests this warm-up, not the thousands of steps of the warm-ups that Post-LN models train with.
 _WARMUP = Text("a Transformer, 6 blocks × width 32, copying 8 tokens; a warm-up of only 20 steps, "
                "in runs of at most 600",
-               "Transformer，6 个块 × 宽度 32，复制 8 个 token；预热只有 20 步，每次训练最多 600 步")
+               "Transformer（6 个块，宽度 32），任务：原样复制 8 个 token；预热只有 20 步，每次训练最多 600 步")
 _TEXT_WARMUP = Text("12 blocks × width 64; the next character; a warm-up of 12 steps, in runs of 60",
                     "12 个块 × 宽度 64；预测下一个字符；预热 12 步，每次训练 60 步")
 _DRIFT = Text("an MLP, 8 layers × 32 units, 3 rates; fit a smooth function",
@@ -121,9 +121,9 @@ def _steps(arm: str, arm_zh: str) -> tuple[Text, Text]:
 
 #: A stability row's effect: the difference in the share of runs that train, at the largest rate both arms ran.
 _RUNS_TRAIN = (Text("at the largest rate both ran, about {} percentage points fewer runs train",
-                    "在两者都试过的最大学习率下，训练成功的运行比例约低 {} 个百分点"),
+                    "在两者都试过的最大学习率下，训练成功的次数占比约低 {} 个百分点"),
                Text("at the largest rate both ran, about {} percentage points more runs train",
-                    "在两者都试过的最大学习率下，训练成功的运行比例约高 {} 个百分点"))
+                    "在两者都试过的最大学习率下，训练成功的次数占比约高 {} 个百分点"))
 
 _13, _12, _11 = ("13_does_it_speed_up_training.ipynb", "12_where_the_norm_goes.ipynb", "11_batchnorm_in_depth.ipynb")
 
@@ -143,11 +143,11 @@ CORE_ROWS = (
     # Per unit, each in its own spread: the spread of LN's whole output is fixed by LN itself, so a
     # measure of it would favour LN by construction.
     Row(Claim(Text("With LN, each unit entering an activation moves less, in its own spread",
-                   "加了层归一化，进入激活函数的每个单元在训练中移动得更少（以该单元自身的标准差为单位）"),
+                   "加了 LN 后，训练中每个单元激活前的值漂移得更少（以该单元自身的标准差衡量）"),
               "drift", "activation input: largest unit mean drift, every rate", "LayerNorm's activation input", _13),
         _DRIFT,
-        Text("about {} less movement with LN", "加了 LN，移动约少 {}"),
-        Text("about {} more movement with LN", "加了 LN，移动约多 {}")),
+        Text("about {} less movement with LN", "加了 LN，漂移约少 {}"),
+        Text("about {} more movement with LN", "加了 LN，漂移约多 {}")),
     Row(Claim(Text("At tiny batches, LN does better than BN", "批量极小时，层归一化比批量归一化效果更好"),
               "batch_size", "batch 2: BatchNorm vs LayerNorm", "LayerNorm", _11), _BATCH,
         Text("LN's accuracy about {} points higher", "LN 的准确率约高 {} 个百分点"),

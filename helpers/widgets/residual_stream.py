@@ -102,7 +102,7 @@ def residual_stream_state(norm: str, branch_scale: float, seed: int = 0) -> dict
 
 
 _TITLE = Text("<b>Eight Pre-LN blocks: the residual stream and what attention sees.</b>",
-              "<b>八个 Pre-LN 块里的残差流，以及注意力看到的输入。</b>")
+              "<b>八个 Pre-LN 块里的残差流，以及注意力层的输入。</b>")
 #: The dropdown's label of a norm where it is not the norm's own name.
 _NORM_LABELS = {"no norm": Text("no norm", "不加归一化")}
 

@@ -75,7 +75,8 @@ for growth in (1, 8):
 # With the larger weights and no LN, most values land on the flat tails. With LN first, the share
 # stays small whatever the weights, because LN removes the input's scale.
 #
-# The limit: with the starting weights, LN first puts *more* values on the tails than no LN does.
+# The limit: with the starting weights, the Linear's output has spread about 0.6, and LN scales it
+# up to 1, so LN first puts *more* values on the tails than no LN does.
 # And $\gamma$ can learn to push values back out. So LN before tanh can help, but need not. LN
 # after tanh would rescale what tanh left, but what the flat tails erased does not come back.
 #
@@ -110,8 +111,8 @@ demo
 # tanh, with `z` centred at 2 and spread 3. On the left, LN first: tanh's output piles up near
 # ±0.9, because LN's output reaches about ±2, but only 4% passes ±0.97. On the right, about 48% of `z` lands on the flat tail near +1,
 # where tanh gives them all almost one output. LN then turns that one value into the tall red
-# spike. About 9% lands on the other tail, and the title's percentage counts both. What tanh erased,
-# LN after it cannot bring back. The spike is why the right panel's y-axis reaches 0.3, three times
+# spike. About 9% lands on the other tail, and the title's percentage counts both.
+# The spike is why the right panel's y-axis reaches 0.3, three times
 # the left one's.
 
 # %%
@@ -120,7 +121,7 @@ plt.show()
 
 # %% [markdown]
 # Does the order matter when a network trains? MLPs of 8 layers of 16 units were trained with LN
-# before and with LN after tanh, and the same with ReLU, each from 10 random starts. The runs cannot
+# before and after tanh, and the same with ReLU, each from 10 random starts. The runs cannot
 # tell the two orders apart. Their final losses differ by about 2% at most, either way. Deep dive
 # [12](12_where_the_norm_goes.ipynb) shows how the runs were made.
 
@@ -132,7 +133,7 @@ plt.show()
 # share one mean and variance. LN averages over the **last** `len(normalized_shape)` axes. Each index
 # of the axes before them is a *group* with its own mean and variance. $\gamma$ and $\beta$ have the shape `normalized_shape`.
 #
-# Below, the lesson's batch is normalised both ways. Token 2 of sentence 0 is also made 100 times
+# Below, the batch of the lesson's code (section 8) is normalised both ways. Token 2 of sentence 0 is also made 100 times
 # larger. Does token 0's output move?
 
 # %%
@@ -162,11 +163,11 @@ for shape in [(d_model,), (seq_len, d_model)]:
 # - Per sentence, one loud token moves every other token, as token 0 shows above. Per token, each
 #   token's output depends on that token alone.
 #
-# GPT-2, BERT and LLaMA (with RMSNorm) normalise each token over its features.
+# GPT-2, BERT and LLaMA normalise each token over its features.
 #
 # Per sentence fits only where the first three reasons do not apply: inputs of one length, with no
-# padding and no causal mask. A classifier that labels whole sentences of one fixed length is such
-# a case. The cost is the fourth reason: one loud token moves every other one's output. What real
+# padding, in a model that is not causal. A classifier that labels whole sentences of one fixed length is such
+# a case. The cost is the fourth reason. What real
 # models normalise over, with padding, masks and images, is in deep dive [16](16_sequences_padding_and_masks.ipynb).
 
 # %% [markdown] lesson_point=7
@@ -253,7 +254,7 @@ if __name__ == '__main__':
 # %%
 per_token = nn.LayerNorm(normalized_shape=d_model, eps=1e-5, elementwise_affine=False)(batch_inputs)  # test01's
 by_hand = (batch_inputs - batch_inputs.mean(dim=2, keepdim=True)) / torch.sqrt(batch_inputs.var(dim=2, unbiased=False, keepdim=True) + 1e-5)
-print("per token, test01 equals test02:", torch.allclose(per_token, by_hand, atol=1e-6))
+print("per token, nn.LayerNorm equals the formula:", torch.allclose(per_token, by_hand, atol=1e-6))
 
 # %% [markdown]
 # ## Your turn: per sentence, any batch size

@@ -48,7 +48,7 @@ from helpers.widgets.deep_stack import deep_stack_demo
 #
 # 原课程从深层序列模型讲起。RNN（循环神经网络）按顺序逐个读入句子中的 token（词或词的一部分），每读一个就把状态往下传一步。Transformer 则一次读入所有 token，由许多个块堆叠而成，笔记本 02 会搭一个出来。原课程指出，在这类模型中“随着训练推进，各层的输入分布不断变化，训练会变慢，甚至无法收敛”。
 #
-# LN 的办法是对每一层的输出做标准化，也就是减去均值、再除以标准差，让下一层拿到的值处在同一个尺度上。本笔记本末尾的交互图会展示这一点。至于这样做能不能加快训练，笔记本 02 末尾的实验结果表（下文称卡片）做了检验。原课程给出的理由本身也在卡片上按单个单元测量过，见“加了层归一化，进入激活函数的每个单元在训练中移动得更少（以该单元自身的标准差为单位）”这一行。实验分不出差别，详见深入专题 [13](../13_does_it_speed_up_training.ipynb)。
+# LN 的办法是对每一层的输出做标准化，也就是减去均值、再除以标准差，让下一层拿到的值处在同一个尺度上。本笔记本末尾的交互图会展示这一点。至于这样做能不能加快训练，笔记本 02 末尾的实验结果表（下文称卡片）做了检验。原课程给出的理由本身也在卡片上按单个单元测量过，见“加了 LN 后，训练中每个单元激活前的值漂移得更少（以该单元自身的标准差衡量）”这一行。实验分不出差别，详见深入专题 [13](../13_does_it_speed_up_training.ipynb)。
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN 和 LN 是同一段代码，只是换了维度
@@ -74,7 +74,7 @@ print("LN, each row:\n", standardize(x, axis=-1))
 #
 # LN 保留了每个样本内部各特征的大小顺序，却丢掉了样本本身的均值和尺度。`[1, 2, 3]` 和 `[30, 10, 20]` 都变成了 −1.22、0 和 1.22，只是排列顺序不同。样本 1 比样本 0 大十倍，这一点经过 LN 就看不出来了。
 #
-# 此外，BN 给样本 0 的输出还取决于样本 1。把后者换掉试试。
+# 此外，样本 0 经过 BN 的结果还取决于批次里的另一个样本。把样本 1 换掉试试。
 
 # %%
 other = x.clone()
@@ -86,9 +86,9 @@ assert torch.allclose(standardize(x, 0), nn.BatchNorm1d(3, affine=False)(x), ato
 assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=False)(x), atol=1e-4)
 
 # %% [markdown]
-# 上面的输出说明，BN 的结果变了，LN 的没变。LN 只需要眼前这一个样本，所以批量大小可以随意，训练和测试时的计算也完全一样。Ba、Kiros 和 Hinton（2016）设计 LN，就是为了 RNN。RNN 每读一个 token 走一步，如果用 BN，每一步都得单独统计一套批次的均值和方差。
+# 上面的输出说明，BN 的结果变了，LN 的没变。LN 只需要眼前这一个样本，所以批量大小可以随意，训练和测试时的计算也完全一样。Ba、Kiros 和 Hinton（2016）提出 LN，正是为了用在 RNN 上。RNN 每读一个 token 走一步，如果用 BN，每一步都得单独统计一套批次的均值和方差。
 #
-# 不过在用大批量训练的图像卷积网络（例如 ResNet）中，BN 仍然是更好的选择。在那里，BN 的每个统计量都汇集了一个通道在所有图像、所有像素上的值，数以千计，因此很稳定。BN 和 LN 在 ImageNet 上孰优孰劣，BN 在测试时怎样计算，以及为什么那时它不增加任何计算，见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
+# 不过在用大批量训练的图像卷积网络（例如 ResNet）中，BN 仍然是更好的选择。在这类网络中，BN 的每个统计量都来自同一通道在所有图像、所有像素上的值，数以千计，因此很稳定。BN 和 LN 在 ImageNet 上孰优孰劣，BN 在测试时如何计算，以及为什么推理时它可以不增加任何计算量，见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
 
 # %% [markdown] lesson_point=3
 # ## 3 · 公式
@@ -174,7 +174,7 @@ print("mean of each token:\n", y.mean(dim=-1).abs().round(decimals=4))
 print("variance of each token:\n", y.var(dim=-1, unbiased=False).round(decimals=4))
 
 # %% [markdown]
-# 为什么先标准化，再缩放？标准化让下一层不受前面权重尺度的影响。$\gamma$ 和 $\beta$ 按特征学习，网络借助它们给每个特征设定下一层需要的尺度和中心，比如让这个特征深入 tanh 曲线多远。如果所有特征共用同一个 $\gamma$ 和 $\beta$，每个 token 的均值就变成 $\beta$，标准差变成 $\gamma$，下面的图就是这种情形。训练之后，每个特征有了各自的参数，一个 token 的均值和标准差也就不再简单地等于 $\beta$ 和 $\gamma$。
+# 为什么先标准化，再缩放？标准化让下一层不受前面权重尺度的影响。$\gamma$ 和 $\beta$ 按特征学习，网络借助它们给每个特征设定下一层需要的尺度和中心，比如这个特征有多少值落到 tanh 的弯曲段甚至饱和区。如果所有特征共用同一个 $\gamma$ 和 $\beta$，每个 token 的均值就变成 $\beta$，标准差变成 $\gamma$，下面的图就是这种情形。训练之后，每个特征有了各自的参数，一个 token 的均值和标准差也就不再简单地等于 $\beta$ 和 $\gamma$。
 
 # %% [markdown]
 # ### 交互图 · 深层网络里加不加 LN
@@ -192,7 +192,7 @@ demo
 # %% [markdown]
 # 下图的设置是权重缩放到 0.5 倍，$\gamma = 2$，$\beta = 0.5$。不加 LN 时，值一层比一层更挤向零，到第 8 层几乎全都缩到了零附近。0 正好是两个小段的分界，这些值正负各半，平分在它两侧的两个小段里，所以后面几层的峰值只有 0.5 左右。加了 LN 之后，每一层的值都以 0.5 为中心，标准差为 2，另有少数值落在 ±5 之外。$\gamma$ 这么大，会把许多值推进 tanh 两端平坦的饱和区，笔记本 01 会解释这为什么不好。
 #
-# 注意两幅图的纵轴刻度不同。每幅图按自己的曲线确定纵轴范围，所以右图的峰值约为 0.025，比左图低了二十倍。
+# 注意两幅图的纵轴刻度不同。每幅图按自己的曲线确定纵轴范围，所以右图的峰值约为 0.025，只有左图的二十分之一。
 
 # %%
 demo.snapshot(gain=0.5, gamma=2.0, beta=0.5)
@@ -234,7 +234,7 @@ plt.show()
 # | what enters tanh (ReLU, GELU) / what leaves the pair | 进入 tanh（ReLU、GELU）的值、LN 与激活函数合起来的输出 |
 # | on the flat tails / set to / below | 落在饱和区、被置为、低于 |
 # | beyond the axis | 超出坐标轴范围 |
-# | residual stream entering the block / what attention sees | 进入块的残差流、注意力看到的输入 |
+# | residual stream entering the block / what attention sees | 进入块的残差流、注意力层的输入 |
 # | branch outputs scaled by | 子层输出的缩放倍数 |
 
 # %% [markdown]

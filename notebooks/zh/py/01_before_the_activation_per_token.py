@@ -65,7 +65,7 @@ for growth in (1, 8):
 # %% [markdown]
 # 权重变大而又不加 LN 时，大部分值落进了饱和区。先做 LN 时，不论权重多大，这个比例都很小，因为 LN 去掉了输入的尺度。
 #
-# 这个理由也有局限。用初始权重时，先做 LN 落进饱和区的值，反而比不加 LN 时**更多**。而且 $\gamma$ 可以学着把值重新推向两端。所以 LN 放在 tanh 之前可能有帮助，但不是总有帮助。反过来，把 LN 放在 tanh 之后，只能重新缩放 tanh 留下的结果，被饱和区抹掉的差别再也找不回来。
+# 这个理由也有局限。用初始权重时，Linear 层输出的标准差约为 0.6，LN 会把它放大到 1，所以先做 LN 时落进饱和区的值，反而比不加 LN 时**更多**。而且 $\gamma$ 可以学着把值重新推向两端。所以 LN 放在 tanh 之前可能有帮助，但不是总有帮助。反过来，把 LN 放在 tanh 之后，只能重新缩放 tanh 留下的结果，被饱和区抹掉的差别再也找不回来。
 #
 # ReLU 在正半轴上没有饱和区。先做 LN 会把每个 token 的中心移到 0，于是 ReLU 会把每个 token 大约一半的特征置为零。$\beta$ 可以改变这个比例。
 
@@ -76,9 +76,9 @@ for beta in (0.0, 0.5):  # 在 LN 之后加上 beta，相当于学到的 beta
 # %% [markdown]
 # ### 交互图 · 进入 tanh、ReLU 和 GELU 的值
 #
-# 两个滑块分别移动 Linear 层输出 `z` 的均值和标准差。这里的 `z` 是 512 个宽度为 64 的 token，从正态分布中随机抽取，均值和标准差由滑块决定。下拉菜单用来切换激活函数，其中 GELU 是平滑版的 ReLU，Transformer 中常用。左图先做 LN 再激活，右图先激活再做 LN。蓝色曲线是进入激活函数的值，红色曲线是 LN 和激活函数合起来的输出。
+# 两个滑块分别调节 Linear 层输出 `z` 的均值和标准差。这里的 `z` 是 512 个宽度为 64 的 token，从正态分布中随机抽取，均值和标准差由滑块决定。下拉菜单用来切换激活函数，其中 GELU 是平滑版的 ReLU，Transformer 中常用。左图先做 LN 再激活，右图先激活再做 LN。蓝色曲线是进入激活函数的值，红色曲线是 LN 和激活函数合起来的输出。图中的标签是英文，中文对照见第一个笔记本末尾的[术语表](00_what_layernorm_computes.ipynb)。
 #
-# 不管滑块怎么拖，左图都不变。LN 会去掉输入的均值和尺度，所以对任意 a > 0，`a * z + c` 和 `z` 经过 LN 得到的结果相同。右图中，激活函数看到的就是 `z` 本身。选 ReLU 时，先做 LN 总会把每个 token 大约一半的值置为零。后做 LN 时，被置零的比例从零到全部都有可能，取决于均值在哪里。GELU 在 −3 以下几乎为 0，而先做 LN 时几乎没有值落到那里。
+# 不管滑块怎么拖，左图都不变。LN 会去掉输入的均值和尺度，所以对任意 a > 0，`a * z + c` 和 `z` 经过 LN 得到的结果相同。右图中，激活函数的输入就是 `z` 本身。选 ReLU 时，先做 LN 总会把每个 token 大约一半的值置为零。后做 LN 时，被置零的比例从零到全部都有可能，取决于均值在哪里。GELU 在 −3 以下几乎为 0，而先做 LN 时几乎没有值落到那里。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -87,21 +87,21 @@ demo = activation_input_demo()
 demo
 
 # %% [markdown]
-# 下图选的是 tanh，`z` 的均值为 2，标准差为 3。左图是 LN 在前。LN 的输出大约到 ±2，所以 tanh 的输出堆积在 ±0.9 附近，但超过 ±0.97 的只有 4%。右图中，`z` 约有 48% 落在 +1 一侧的饱和区，tanh 给它们的输出几乎一样，LN 再把这个几乎不变的值变成那根高高的红色尖峰。另有约 9% 落在另一侧的饱和区，标题里的百分比把两侧都算在内。被 tanh 抹掉的差别，后面的 LN 无法恢复。这根尖峰让右图的纵轴升到 0.3，约为左图的三倍。
+# 下图选的是 tanh，`z` 的均值为 2，标准差为 3。左图是 LN 在前。LN 的输出大约到 ±2，所以 tanh 的输出堆积在 ±0.9 附近，但超过 ±0.97 的只有 4%。右图中，`z` 约有 48% 落在 +1 一侧的饱和区，tanh 给它们的输出几乎一样，LN 再把这个几乎不变的值变成那根高高的红色尖峰。另有约 9% 落在另一侧的饱和区，标题里的百分比把两侧都算在内。这根尖峰让右图的纵轴升到 0.3，约为左图的三倍。
 
 # %%
 demo.snapshot(activation="tanh", shift=2.0, scale=3.0)
 plt.show()
 
 # %% [markdown]
-# 那么在真正训练网络时，这个顺序重要吗？我们训练了 8 层、每层 16 个单元的 MLP（多层感知机），分别把 LN 放在 tanh 之前或之后，对 ReLU 也一样，每种做法都从 10 个随机起点开始训练。实验分不出这两种顺序的高下，两者的最终损失最多相差约 2%，哪边高都有可能。实验的做法见深入专题 [12](../12_where_the_norm_goes.ipynb)。
+# 那么在真正训练网络时，这个顺序重要吗？我们训练了 8 层、每层 16 个单元的 MLP（多层感知机），分别把 LN 放在 tanh 之前或之后，对 ReLU 也一样，每种做法都用 10 个随机种子各训练一次。实验分不出这两种顺序的高下，两者的最终损失最多相差约 2%，哪边高都有可能。实验的做法见深入专题 [12](../12_where_the_norm_goes.ipynb)。
 
 # %% [markdown] lesson_point=6
 # ## 6 · `normalized_shape` 决定了什么
 #
 # 一批句子的形状是 `(batch, seq_len, d_model)`，其中 `d_model` 是宽度。`nn.LayerNorm(normalized_shape)` 的参数 `normalized_shape` 指定哪些值共用一组均值和方差，它就是这些值的形状。LN 在**最后** `len(normalized_shape)` 个轴上求平均，前面那些轴的每一种下标组合构成一个组，每组有自己的均值和方差。$\gamma$ 和 $\beta$ 的形状就是 `normalized_shape`。
 #
-# 下面把原课程的那批数据按两种方式各归一化一次，同时把句子 0 中的 token 2 放大 100 倍。token 0 的输出会不会跟着变？
+# 原课程的代码（见第 8 节）随机生成了一批数据。下面把这批数据按两种方式各归一化一次，同时把句子 0 中的 token 2 放大 100 倍。token 0 的输出会不会跟着变？
 
 # %%
 torch.manual_seed(42)
@@ -124,9 +124,9 @@ for shape in [(d_model,), (seq_len, d_model)]:
 # - 因果模型根据前面的 token 预测下一个 token。以句子为单位时，每个 token 的均值和方差都包含了它后面的 token，等于泄露了未来的信息。
 # - 以句子为单位时，一个特别大的 token 会改变其他所有 token 的输出，上面的 token 0 就是例子。以 token 为单位时，每个 token 的输出只取决于它自己。
 #
-# 标准的 Transformer 没有以句子为单位做归一化的，GPT-2、BERT 和 LLaMA（LLaMA 用的是 RMSNorm）都是对每个 token 在它自己的特征上做归一化。
+# 标准的 Transformer 没有以句子为单位做归一化的，GPT-2、BERT 和 LLaMA 都是对每个 token 在它自己的特征上做归一化。
 #
-# 只有前三条理由都不成立时，以句子为单位才合适，也就是每个输入长度相同，没有填充，也没有因果掩码。比如一个分类器一次读入长度固定的整句话，每句话给出一个标签，就属于这种情形。代价就是第四条理由，一个特别大的 token 会改变其他所有 token 的输出。真实模型究竟在哪些维度上归一化，如何处理填充和掩码，图像又该怎么做，见深入专题 [16](../16_sequences_padding_and_masks.ipynb)。
+# 只有前三条理由都不成立时，以句子为单位才合适，也就是每个输入长度相同，没有填充，模型也不是因果模型。比如一个分类器一次读入长度固定的整句话，每句话给出一个标签，就属于这种情形。代价就是第四条理由。真实模型究竟在哪些维度上归一化，如何处理填充和掩码，图像又该怎么做，见深入专题 [16](../16_sequences_padding_and_masks.ipynb)。
 
 # %% [markdown] lesson_point=7
 # ## 7 · 没有移动平均值
@@ -198,12 +198,12 @@ if __name__ == '__main__':
 # %%
 per_token = nn.LayerNorm(normalized_shape=d_model, eps=1e-5, elementwise_affine=False)(batch_inputs)  # 即 test01 的做法
 by_hand = (batch_inputs - batch_inputs.mean(dim=2, keepdim=True)) / torch.sqrt(batch_inputs.var(dim=2, unbiased=False, keepdim=True) + 1e-5)
-print("per token, test01 equals test02:", torch.allclose(per_token, by_hand, atol=1e-6))
+print("per token, nn.LayerNorm equals the formula:", torch.allclose(per_token, by_hand, atol=1e-6))
 
 # %% [markdown]
 # ## 动手练习 · 以句子为单位，批量大小任意
 #
-# `test02` 里的 `.view(2, 1, 1)` 只适用于批量大小为 2 的情况。请改写 `my_sentence_layer_norm(x)`，让它适用于**任意**批量大小，不需要 $\gamma$ 和 $\beta$。初始代码照搬了 `test02` 的写法，检查不会通过，这是有意的。
+# `test02` 里的 `.view(2, 1, 1)` 只适用于批量大小为 2 的情况。请改写 `my_sentence_layer_norm(x)`，让它适用于**任意**批量大小，不需要 $\gamma$ 和 $\beta$。初始代码照搬了 `test02` 的写法，故意让检查通不过。
 
 # %%
 def my_sentence_layer_norm(x, eps=1e-5):
