@@ -139,7 +139,7 @@ plt.show()
 #
 # Post-LN has merits of its own. The original Transformer (Vaswani et al. 2017) and BERT (Devlin
 # et al. 2019) are Post-LN, trained with warm-ups of 4000 and 10000 steps at 6 to 24 blocks. Liu et al. (2020) report that Post-LN, when it trains,
-# often ends better than Pre-LN. Large Pre-LN models, such as GPT-3 and LLaMA, still use a warm-up.
+# often ends better than Pre-LN. Large Pre-LN models, such as GPT-3 and LLaMA, still use a warm-up ([12](12_where_the_norm_goes.ipynb)).
 
 # %% [markdown]
 # ### See it: the residual stream and what attention sees

@@ -114,7 +114,7 @@ plt.show()
 #
 # Xiong 等人（2020）给出了原因。在 Pre-LN 中，残差连接构成一条恒等通路，输入只经过加法就能到达输出，梯度也只经过加法就能传回来。在 Post-LN 中，每条通路都要经过 LN。初始化时，Post-LN 靠近输出的几层，其权重的梯度很大，而且不论模型多深都一样大。Pre-LN 的这些梯度则随着模型加深而变小。因此 Xiong 等人发现，Post-LN 需要学习率预热（warm-up，让学习率从很小开始逐渐增大），或者只能用较小的学习率，而 Pre-LN 对预热远没有那么敏感。深入专题 [12](../12_where_the_norm_goes.ipynb) 在一个小型 Transformer 上测量了这些梯度，深度从 2 个块到 24 个块。Pre-LN 的梯度确实像 Xiong 等人预言的那样随深度变小，但比他们预言的慢得多。Post-LN 的梯度则略有增大。
 #
-# Post-LN 也有它自己的长处。原始的 Transformer（Vaswani 等人，2017）就是 Post-LN，沿用其结构的 BERT（Devlin 等人，2019）也是。两者训练时都用了学习率预热，分别预热 4000 步和 10000 步，深度在 6 到 24 个块之间。Liu 等人（2020）报告，Post-LN 一旦训练得起来，最终效果往往比 Pre-LN 更好。不过，GPT-3 和 LLaMA 这样的大型 Pre-LN 模型仍然使用预热。
+# Post-LN 也有它自己的长处。原始的 Transformer（Vaswani 等人，2017）就是 Post-LN，沿用其结构的 BERT（Devlin 等人，2019）也是。两者训练时都用了学习率预热，分别预热 4000 步和 10000 步，深度在 6 到 24 个块之间。Liu 等人（2020）报告，Post-LN 一旦训练得起来，最终效果往往比 Pre-LN 更好。不过，GPT-3 和 LLaMA 这样的大型 Pre-LN 模型仍然使用预热（见深入专题 [12](../12_where_the_norm_goes.ipynb)）。
 
 # %% [markdown]
 # ### 交互图 · 残差流和注意力层的输入
