@@ -42,7 +42,7 @@ def test_every_card_row_classifies_from_a_stored_verdict_and_says_its_model_and_
     assert said == claim.text and not any(ch.isdigit() for ch in said)
     assert re.search(r"\d+ (?:layers?|blocks) × (?:width )?\d+", setting), setting  # the model's size
     if card_outcome(claim) in ("supported", "refuted"):  # the outcome, then the effect's size, from the record
-        assert re.fullmatch(r"(?:yes|the opposite), (?:about \d+% \w+ .+|LN's accuracy about \d+ points \w+|"
+        assert re.fullmatch(r"(?:yes|the opposite), (?:about \d+% \w+ .+|LN's accuracy about \d+ percentage points \w+|"
                             r"at the largest rate both ran, about \d+ percentage points \w+ runs train)", verdict), verdict
     else:
         assert verdict == "cannot tell"
@@ -75,7 +75,7 @@ def test_the_cards_model_sizes_are_the_experiments_own():
     )
 
     settings = {row.claim.experiment: row.setting for row in CORE_ROWS}
-    assert (f"{text_transformer.BLOCKS} blocks × width {text_transformer.WIDTH}, runs of {text_transformer.STEPS}; "
+    assert (f"{text_transformer.BLOCKS} blocks × width {text_transformer.WIDTH}, runs of {text_transformer.STEPS} steps; "
             in settings["text_transformer"])
     assert f"{deep_transformer.BLOCKS} blocks × width {deep_transformer.WIDTH}" in settings["deep_transformer"]
     assert f"copying {deep_transformer.N_COPY} tokens" in settings["deep_transformer"]

@@ -96,14 +96,14 @@ _RNN = Text("a tanh RNN, 1 layer × 64 units; the same task, on sequences of 10,
             "tanh RNN，1 层 × 64 个单元；同一个任务，但序列长度是 10，不是 100")
 _DEEP = Text("a Transformer, 6 blocks × width 32, copying 8 tokens",
              "Transformer（6 个块，宽度 32），任务：原样复制 8 个 token")
-_TEXT = Text("12 blocks × width 64, runs of 60; the next character",
+_TEXT = Text("12 blocks × width 64, runs of 60 steps; the next character",
              "12 个块 × 宽度 64，每次训练 60 步；预测下一个字符")
 # The warm-up row says how short its warm-up was (deep_transformer.WARMUP of at most STEPS steps):
 # it tests this warm-up, not the thousands of steps of the warm-ups that Post-LN models train with.
 _WARMUP = Text("a Transformer, 6 blocks × width 32, copying 8 tokens; a warm-up of only 20 steps, "
                "in runs of at most 600",
                "Transformer（6 个块，宽度 32），任务：原样复制 8 个 token；预热只有 20 步，每次训练最多 600 步")
-_TEXT_WARMUP = Text("12 blocks × width 64; the next character; a warm-up of 12 steps, in runs of 60",
+_TEXT_WARMUP = Text("12 blocks × width 64; the next character; a warm-up of 12 steps, in runs of 60 steps",
                     "12 个块 × 宽度 64；预测下一个字符；预热 12 步，每次训练 60 步")
 _DRIFT = Text("an MLP, 8 layers × 32 units, 3 rates; fit a smooth function",
               "MLP，8 层 × 32 个单元，3 种学习率；拟合一个固定的光滑函数")
@@ -150,8 +150,8 @@ CORE_ROWS = (
         Text("about {} more movement with LN", "加了 LN，漂移约多 {}")),
     Row(Claim(Text("At tiny batches, LN does better than BN", "批量极小时，层归一化比批量归一化效果更好"),
               "batch_size", "batch 2: BatchNorm vs LayerNorm", "LayerNorm", _11), _BATCH,
-        Text("LN's accuracy about {} points higher", "LN 的准确率约高 {} 个百分点"),
-        Text("LN's accuracy about {} points lower", "LN 的准确率约低 {} 个百分点")),
+        Text("LN's accuracy about {} percentage points higher", "LN 的准确率约高 {} 个百分点"),
+        Text("LN's accuracy about {} percentage points lower", "LN 的准确率约低 {} 个百分点")),
     *(Row(Claim(Text(f"LN before {act} ends lower than LN after it", f"LN 放在 {act} 之前，最终损失比放在之后更低"),
                 "placement_tuned", f"final loss, {key}, LN -> act vs act -> LN", "LN -> act", _12), _PLACE,
           Text("about {} lower final loss with LN first", "LN 在前时最终损失约低 {}"),

@@ -30,7 +30,7 @@ import helpers  # noqa: E402,F401
 # # 02 · LayerNorm in a Transformer
 #
 # **What you will learn.** A Transformer block in its two forms, Pre-LN and Post-LN, built with your
-# own `LayerNorm`. Why Pre-LN won, and where the final LN goes. What
+# own `LayerNorm`. Why Pre-LN became the default, and where the final LN goes. What
 # experiments found about the lesson's claims.
 # [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/02_layernorm_in_a_transformer.ipynb)
 
@@ -49,7 +49,6 @@ from helpers.widgets.residual_stream import residual_stream_demo
 # ## 9 · Your LayerNorm, again
 #
 # This is the module from notebook 00, typed again so that this notebook runs on its own.
-# The blocks below are built with it.
 
 # %%
 class LayerNorm(nn.Module):
@@ -68,10 +67,9 @@ class LayerNorm(nn.Module):
 # ## 10 · A Transformer block, in two forms
 #
 # A *Transformer* is a stack of blocks. Each block has two sub-layers. *Attention* lets each token
-# gather information from the other tokens. It runs as `n_heads` *heads*, each on a slice of the width. A *causal mask* limits it to the tokens before it, so a model
+# gather information from the other tokens. It runs as `n_heads` *heads*, each on a slice of the width. A *causal mask* limits it to the token itself and those before it, so a model
 # that predicts the next token cannot peek at it. The *MLP* works on each token alone, as
-# `Linear → GELU → Linear`. What matters here is where LN sits, not
-# how attention works inside.
+# `Linear → GELU → Linear`. Here only where LN sits matters.
 #
 # Each sub-layer's output is added to its input, which is called a *residual connection*. The
 # running sum that flows from block to block is the *residual stream*. LN can sit in two places.
@@ -124,15 +122,14 @@ fig = block_diagrams_figure({"Pre-LN": PreLN(32, 4), "Post-LN": PostLN(32, 4)})
 plt.show()
 
 # %% [markdown]
-# ## 11 · Why Pre-LN won
+# ## 11 · Why Pre-LN became the default
 #
-# Xiong et al. (2020) give the reason. In Pre-LN, the residual connections form an identity path.
-# The input reaches the output, and the gradient flows back, through additions only. In Post-LN,
-# every path goes through an LN. At initialisation, the
+# Xiong et al. (2020) give the reason. In Pre-LN, the input reaches the output, and the gradient
+# flows back, through additions only (an identity path). At initialisation, the
 # gradients of Post-LN's weights near the output are large, and they stay large however deep the
-# model is. In Pre-LN they shrink as the model gets deeper. So, Xiong et al. find, Post-LN needs a
-# *warm-up* (a learning rate that starts small and grows) or small rates, and Pre-LN is far less
-# sensitive to it.
+# model is. In Pre-LN they shrink as the model gets deeper. Large gradients at a full rate make the
+# first steps unstable. So, Xiong et al. find, Post-LN needs a *warm-up* (a rate that starts small
+# and grows) or small rates. Pre-LN trains stably without a careful warm-up, and so became the default.
 #
 # Deep dive [12](12_where_the_norm_goes.ipynb) measures these gradients, 2 to 24 blocks deep:
 # Pre-LN's shrink far more slowly than predicted, and Post-LN's grow a little.
@@ -149,13 +146,13 @@ plt.show()
 # shows the residual stream `x` entering each block, the right one what the norm hands to attention,
 # coloured by block. The slider scales what each sub-layer adds to the stream. The dropdown picks
 # the norm. RMSNorm, which LLaMA uses, is LN without subtracting the mean (deep dive
-# [15](15_the_normalization_family.ipynb)). A panel with values beyond its axis says how many.
+# [15](15_the_normalization_family.ipynb)).
 #
 # The slider moves the stream, but attention's input keeps spread 1 at
 # every setting, because the norm divides out the stream's scale. With "no norm", attention sees the
 # stream itself. It grows by orders of magnitude, so the axis turns logarithmic beyond ±1 (symlog).
 # This widget draws weights with three times PyTorch's default variance, to make that growth
-# visible. With PyTorch's default weights, as in the card's Transformer, the stream
+# visible. With "no norm" and PyTorch's default weights, as in the card's Transformer, the stream
 # entering block 8 has spread about 1.4, against 37 here at slider 1.
 
 # %%
@@ -176,7 +173,7 @@ plt.show()
 # ### The final LN
 #
 # So a Pre-LN model ends with one more LN. Its stream is
-# never normalised, and it grows with depth, as the widget shows. The final LN (GPT-2's
+# never normalised, and it grows with depth, slowly with default weights. The final LN (GPT-2's
 # `ln_f`) puts it back on one scale before the layer that predicts the next token. Post-LN needs no final LN, because its last step already is
 # one.
 
@@ -185,7 +182,7 @@ plt.show()
 #
 # Write `model_forward(x, blocks, ln_f, head, norm_first)`. It runs the blocks in order, then the
 # final LN `ln_f` where the model needs one, then the output layer `head`.
-# `norm_first` is `True` for Pre-LN blocks, as in `nn.TransformerEncoderLayer`. The stub never applies `ln_f`.
+# `norm_first` is `True` for Pre-LN blocks, as in `nn.TransformerEncoderLayer`.
 
 # %%
 def model_forward(x, blocks, ln_f, head, norm_first):
@@ -203,9 +200,9 @@ check_final_ln(model_forward)
 # def model_forward(x, blocks, ln_f, head, norm_first):
 #     for block in blocks:
 #         x = block(x)
-#     if norm_first:  # Pre-LN: the stream was never normalised
+#     if norm_first:  # Pre-LN only
 #         x = ln_f(x)
-#     return head(x)  # Post-LN: the last block already ended with an LN
+#     return head(x)
 # ```
 #
 # </details>
@@ -213,7 +210,7 @@ check_final_ln(model_forward)
 # %% [markdown]
 # ## What the evidence says
 #
-# The lesson's claims, and three more on Pre-LN and Post-LN (the last rows), were each tested in
+# The lesson's claims, and three more on Pre-LN and Post-LN (the last six rows), were each tested in
 # small experiments, each variant from 10 random starts. An *MLP* is a
 # stack of `Linear` layers and activations. An *LSTM* is an RNN whose gates decide what its state
 # keeps, the kind of RNN Ba et al. tested LN on. *Steps* count training steps until the loss reaches a target fixed in advance.
@@ -226,9 +223,9 @@ HTML(evidence_card())
 # The two Pre-LN against Post-LN rows run each form at its own best rate. "Cannot tell" means the runs
 # could not tell the two apart, so there the lesson's reason is a motivation, not a guarantee.
 #
-# On English text, a warm-up over the first 12 of 60 steps costs steps by construction.
-# Neither warm-up row tests the thousands of warm-up steps of the original
-# Transformer and BERT.
+# On English text, a warm-up over 12 of 60 steps costs steps by construction.
+# The warm-up rows test speed, not Xiong et al.'s claim that Post-LN without one is
+# unstable or fails at larger rates, nor the thousands of warm-up steps of the original Transformer and BERT.
 #
 # The two RNN rows differ in model and in sequence length, and these runs do not say which
 # mattered. How the runs decide is in deep dive [10](10_how_a_claim_is_tested.ipynb).
@@ -240,11 +237,12 @@ HTML(evidence_card())
 #   [17](17_layernorm_in_your_training_code.ipynb) checks them against `nn.TransformerEncoderLayer`).
 # - Pre-LN is `x + attn(LN(x))`, and its model ends with a final LN, because the stream is never
 #   normalised. Post-LN is `LN(x + attn(x))`.
-# - Pre-LN won because at initialisation its gradients near the output shrink with depth, while
+# - Pre-LN became the default because at initialisation its gradients near the output shrink with depth, while
 #   Post-LN's stay large at any depth, so Post-LN needs a warm-up (Xiong et al. 2020). Deep dive 12
 #   found this depth trend weaker than predicted.
-# - On the card, LN cut the LSTM's steps, and at batches of 2 beat BN's accuracy by about 36 points.
-#   Pre-LN needed about 61% (copy task) and 45% (English text) fewer steps than Post-LN. On the copy
+# - On the card, LN cut the LSTM's steps, and at batches of 2 beat BN's accuracy by about 36 percentage points.
+#   Pre-LN needed about 61% (copy task) and 45% (English text) fewer steps than Post-LN, which
+#   needed more than no norm. On the copy
 #   task, at the largest rate both ran, about 90 percentage points more of its runs trained than with
 #   no norm. The runs cannot tell for the tanh RNN, nor for Pre-LN's steps against no norm.
 
