@@ -54,11 +54,10 @@ from helpers.widgets.deep_stack import deep_stack_demo
 # "随着训练推进，各层的输入分布不断变化，训练会变慢，甚至无法收敛" (as training goes on, each layer's
 # input distribution keeps changing, and training slows down or even fails to converge).
 #
-# LN *standardises* each layer's output. It subtracts the mean and divides by the standard
-# deviation, so the next layer gets values on one scale, as the widget at the end of this notebook
-# shows. Notebook 02's closing card of results tests whether that speeds training up. It also tests the
+# LN *standardises* the values passing through it. It subtracts their mean and divides by their standard
+# deviation, so what follows gets values on one scale. Notebook 02's closing card of results finds that whether this speeds training up depends on the model. It also tests the
 # lesson's reason, per unit, in the row "With LN, each unit entering an activation moves
-# less, in its own spread". There the runs cannot tell (deep dive [13](13_does_it_speed_up_training.ipynb)).
+# less, in its own spread". For that row the runs cannot tell (deep dive [13](13_does_it_speed_up_training.ipynb)).
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN vs LN: the same code over a different axis
@@ -86,8 +85,8 @@ print("LN, each row:\n", standardize(x, axis=-1))
 # the pair's mean, so only *which sample is larger* survives.
 #
 # LN keeps each sample's order of features, but loses the sample's mean and scale. `[1, 2, 3]` and
-# `[30, 10, 20]` both become −1.22, 0 and 1.22, each in its own order. That sample 1 is ten times
-# larger than sample 0 is gone.
+# `[30, 10, 20]` both become −1.22, 0 and 1.22, each in its own order. Their means, 2 and 20, one
+# ten times the other, are gone.
 #
 # And BN's output for sample 0 depends on sample 1:
 
@@ -219,9 +218,8 @@ print("variance of each token:\n", y.var(dim=-1, unbiased=False).round(decimals=
 # Why standardise first, then scale? Standardising frees the next layer from the scale of the
 # weights before it. Then $\gamma$ and $\beta$, learned per feature, give each feature the scale and
 # centre the next layer needs, such as how far into tanh's curve it goes. When every feature has
-# the same $\gamma$ and $\beta$, each token's mean becomes $\beta$ and its spread $\gamma$, as the
-# figure below shows. After training, each feature has its own, and a token's mean and spread are
-# no longer simply $\beta$ and $\gamma$.
+# the same $\gamma$ and $\beta$, each token's mean becomes $\beta$ and its spread $|\gamma|$.
+# After training, each feature has its own, and this no longer holds.
 
 # %% [markdown]
 # ### See it: a deep stack, with and without LN
@@ -246,8 +244,8 @@ demo
 # Weights scaled by 0.5, $\gamma = 2$, $\beta = 0.5$. Without LN, the values crowd closer to zero at
 # each layer, and by layer 8 they all but vanish. 0 is the edge between two bins, so these values,
 # half positive and half negative, split evenly between the two bins beside it, and the later
-# layers peak at about 0.5. With LN, every layer is centred at 0.5 with spread 2, and a few values
-# lie beyond ±5. A $\gamma$ this large pushes many values onto tanh's flat tails, which notebook 01
+# layers peak at about 0.5. With LN, each layer's values, pooled, are centred at 0.5 with spread 2. The red note says
+# 2% of layer 3's values, the most of any layer, lie beyond ±5. A $\gamma$ this large pushes many values onto tanh's flat tails, which notebook 01
 # explains.
 #
 # Mind the y-axes. Each panel fits its own curves, so the right one peaks at about 0.025, twenty

@@ -57,11 +57,11 @@ from helpers.widgets.activation_input import activation_input_demo
 #
 # When does that happen? When what enters tanh has a large spread, as when a layer's weights grow
 # during training. Below, the Linear's input is already on one scale. Its weights are first as
-# PyTorch starts them, then 8 times larger.
+# PyTorch starts them, then a fresh draw 8 times larger.
 
 # %%
 torch.manual_seed(0)
-h = torch.randn(256, 16)  # the previous layer's output: 256 tokens of 16 features, on one scale
+h = torch.randn(256, 16)  # the Linear's input: 256 tokens of 16 features
 ln = nn.LayerNorm(16)
 for growth in (1, 8):
     linear = nn.Linear(16, 16)
@@ -120,10 +120,10 @@ demo.snapshot(activation="tanh", shift=2.0, scale=3.0)
 plt.show()
 
 # %% [markdown]
-# Does the order matter when a network trains? MLPs of 8 layers of 16 units were trained with LN
+# Does the order matter when a network trains? MLPs of 8 layers of 16 units were trained to fit a fixed random network, with LN
 # before and after tanh, and the same with ReLU, each from 10 random starts. The runs cannot
 # tell the two orders apart. Their final losses differ by about 2% at most, either way. Deep dive
-# [12](12_where_the_norm_goes.ipynb) shows how the runs were made.
+# [12](12_where_the_norm_goes.ipynb) describes the runs.
 
 # %% [markdown] lesson_point=6
 # ## 6 · What `normalized_shape` decides
@@ -141,7 +141,7 @@ torch.manual_seed(42)
 batch, seq_len, d_model = 2, 3, 4
 x = torch.rand(batch, seq_len, d_model)  # the lesson's batch: 2 sentences x 3 tokens x 4 features
 loud = x.clone()
-loud[0, 2] *= 100  # sentence 0, token 2: a loud token
+loud[0, 2] *= 100  # a loud token
 for shape in [(d_model,), (seq_len, d_model)]:
     norm = nn.LayerNorm(shape)
     print(f"normalized_shape={shape}: {x.numel() // norm.weight.numel()} groups, gamma of shape",
@@ -166,7 +166,7 @@ for shape in [(d_model,), (seq_len, d_model)]:
 # GPT-2, BERT and LLaMA normalise each token over its features.
 #
 # Per sentence fits only where the first three reasons do not apply: inputs of one length, with no
-# padding, in a model that is not causal. A classifier that labels whole sentences of one fixed length is such
+# padding, in a model that is not causal. A classifier of whole sentences of one fixed length is such
 # a case. The cost is the fourth reason. What real
 # models normalise over, with padding, masks and images, is in deep dive [16](16_sequences_padding_and_masks.ipynb).
 
@@ -289,10 +289,10 @@ check_sentence_layer_norm(my_sentence_layer_norm)
 # ## Summary
 #
 # - LN first keeps tanh's input off the flat tails even when the weights grow, though with small
-#   weights it puts more values there. In training runs of small MLPs, the order made no difference
-#   that the runs could tell.
+#   weights it puts more values there. In training runs of small MLPs, the runs could not tell the
+#   orders apart.
 # - `normalized_shape=d_model` normalises per token, as Transformers do. `(seq_len, d_model)`
-#   normalises per sentence, which fits only inputs of one fixed length.
+#   normalises per sentence, which fits only inputs of one fixed length, with no padding and no causal mask.
 # - LN keeps no running statistics, so it computes the same in training and in `eval()` mode.
 #
 # Next: [02 · LayerNorm in a Transformer](02_layernorm_in_a_transformer.ipynb).
