@@ -12,7 +12,7 @@ Chinese sentences. What must stay equal, and nothing more:
 - The same sections: the same headings, at the same levels, in the same order, with the same
   lesson-point tags, and the same code cells in each. Inside a section the Markdown may be cut into
   cells as Chinese sentences need; the section holds the same numbers, formulas, code (spans and
-  fenced blocks) and links as the English one. A link to a deep dive leads one folder up
+  fenced blocks, their comments aside) and links as the English one. A link to a deep dive leads one folder up
   (``../1N_*.ipynb``), an "Open in Colab" link to ``notebooks/zh/``.
 
 A change to an English core notebook that its twin does not follow fails here. To follow it: make
@@ -63,7 +63,7 @@ def markdown_parts(source: str) -> dict[str, list]:
     """What must be the same in a Markdown cell and its translation: heading levels in order, and
     the numbers, formulas, code and link targets it holds (as sorted lists: a translation may
     reorder them)."""
-    fences = FENCE.findall(source)
+    fences = [_fence_code(fence) for fence in FENCE.findall(source)]  # a solution's comments may be Chinese
     prose = FENCE.sub(" ", source)
     headings = [len(m) for m in HEADING.findall(prose)]
     code = CODE_SPAN.findall(prose)
@@ -74,6 +74,12 @@ def markdown_parts(source: str) -> dict[str, list]:
     prose = TAG.sub(" ", LINK_TARGET.sub("] ", prose))
     return {"headings": headings, "numbers": sorted(NUMBER.findall(prose)), "formulas": sorted(formulas),
             "code": sorted(fences + code), "links": sorted(links)}
+
+
+def _fence_code(fence: str) -> str:
+    """A fenced code block with its code's comments cut (:func:`without_comments`), fences kept."""
+    first, *body, last = fence.split("\n")
+    return "\n".join((first, without_comments("\n".join(body)), last))
 
 
 def zh_link(target: str) -> str:

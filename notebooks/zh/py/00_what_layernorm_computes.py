@@ -116,8 +116,8 @@ check_layer_norm_last_dim(my_layer_norm)
 #
 # ```python
 # def my_layer_norm(x, gamma, beta, eps=1e-5):
-#     mean = x.mean(dim=-1, keepdim=True)  # E[x]: one per token
-#     var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # Var[x], biased: divide by d_model
+#     mean = x.mean(dim=-1, keepdim=True)  # E[x]，每个 token 一个
+#     var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # 有偏的 Var[x]，除以 d_model
 #     return (x - mean) / torch.sqrt(var + eps) * gamma + beta
 # ```
 #

@@ -219,7 +219,7 @@ check_sentence_layer_norm(my_sentence_layer_norm)
 #
 # ```python
 # def my_sentence_layer_norm(x, eps=1e-5):
-#     mean = x.mean(dim=(1, 2), keepdim=True)  # (batch, 1, 1): lines up with x
+#     mean = x.mean(dim=(1, 2), keepdim=True)  # 形状 (batch, 1, 1)，能与 x 对齐
 #     var = ((x - mean) ** 2).mean(dim=(1, 2), keepdim=True)
 #     return (x - mean) / torch.sqrt(var + eps)
 # ```

@@ -164,7 +164,7 @@ check_final_ln(model_forward)
 # def model_forward(x, blocks, ln_f, head, norm_first):
 #     for block in blocks:
 #         x = block(x)
-#     if norm_first:  # Pre-LN only
+#     if norm_first:  # 只有 Pre-LN 需要
 #         x = ln_f(x)
 #     return head(x)
 # ```
