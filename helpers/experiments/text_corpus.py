@@ -44,9 +44,6 @@ import torch
 
 from helpers.experiments.small_transformer import Task
 
-__all__ = ["CORPUS_FILE", "CORPUS_SHA256", "HELDOUT_EVERY", "HELDOUT_FIRST", "UNKNOWN", "documents", "encode",
-           "heldout_topics", "text_source", "unigram_level", "vocabulary"]
-
 #: The shipped corpus (package data of ``helpers``) and the SHA-256 of its uncompressed bytes.
 CORPUS_FILE = "pydoc_topics.json.gz"
 CORPUS_SHA256 = "4717ccc51e2e7bd1eed2feddb0bcb5a7da19a1a923fd2f258cf81e4285e31683"

@@ -92,43 +92,6 @@ from helpers.experiments.threshold_runs import (
 from helpers.experiments.training import keep_rows
 from helpers.experiments.tuning_words import best_rate_words
 
-__all__ = [
-    "ARMS",
-    "BATCH",
-    "BLOCKS",
-    "BLOCK_STEPS",
-    "COMPARISONS",
-    "CONTEXT",
-    "EVAL_EVERY",
-    "FIXED",
-    "HEADS",
-    "HELDOUT_SIZE",
-    "MATCH_MARGIN",
-    "PILOT_SEEDS",
-    "PROBE_ARMS",
-    "PROBE_BLOCKS",
-    "PROBE_FILE",
-    "PROBE_RATES",
-    "PROBE_SEED",
-    "RATES",
-    "SEEDS",
-    "STABILITY_PAIRS",
-    "STEPS",
-    "THRESHOLD",
-    "UNIGRAM",
-    "WARMUP",
-    "WIDTH",
-    "chosen_blocks",
-    "probe",
-    "probe_levels",
-    "probe_table",
-    "sized",
-    "text_check_rates",
-    "text_pilot_scores",
-    "text_runs",
-    "text_transformer_verdicts",
-]
-
 #: The model and its data: width, heads (the MLP has 4 width units), characters read, contexts per
 #: minibatch, held-out windows.
 WIDTH, HEADS, CONTEXT, BATCH, HELDOUT_SIZE = 64, 4, 64, 16, 64
