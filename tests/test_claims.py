@@ -60,7 +60,6 @@ def test_the_card_opens_with_its_scope_and_keeps_every_row_whatever_its_outcome(
                  ("batch_size", "batch 2: BatchNorm vs LayerNorm"),
                  ("placement_tuned", "final loss, tanh, LN -> act vs act -> LN"),
                  ("placement_tuned", "final loss, relu, LN -> act vs act -> LN"),
-                 ("deep_transformer", "steps, Post-LN + warm-up vs Post-LN"),
                  ("deep_transformer", "steps, Pre-LN vs Post-LN"), ("deep_transformer", "stable seeds at the largest rate both ran, Pre-LN vs no norm")]:
         assert kept in keys, kept
 
@@ -84,11 +83,8 @@ def test_the_cards_model_sizes_are_the_experiments_own():
     assert f"{placement_tuned.DEPTH} layers × {placement_tuned.WIDTH} units" in settings["placement_tuned"]
     assert "64 units" in settings["rnn_regimes"] and 64 in rnn_regimes.HIDDEN and 10 in rnn_regimes.SEQ_LENS
     assert "sequence of 100" in settings["lstm_adding"]
-    warm_up = {row.claim.experiment: row.setting for row in CORE_ROWS if "warm-up" in row.claim.key}
-    assert (f"a warm-up of only {deep_transformer.WARMUP} steps, in runs of at most {deep_transformer.STEPS}"
-            in warm_up["deep_transformer"])
-    assert (f"{text_transformer.BLOCKS} blocks × width {text_transformer.WIDTH}; the next character; a warm-up of {text_transformer.WARMUP} steps, in runs of {text_transformer.STEPS}"
-            in warm_up["text_transformer"])
+    # the warm-up claims are deep dive 13's: the short warm-ups these runs afford test speed only
+    assert not any("warm-up" in row.claim.key for row in CORE_ROWS)
 
 
 def test_an_unreadable_verdict_or_an_unnamed_arm_raises(monkeypatch):

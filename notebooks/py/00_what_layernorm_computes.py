@@ -46,7 +46,7 @@ from helpers.exercises.layer_norm import check_layer_norm_last_dim
 from helpers.widgets.deep_stack import deep_stack_demo
 
 # %% [markdown] lesson_point=1
-# ## 1 · Why deep networks need it
+# ## 1 · The lesson: deep networks need it
 #
 # The lesson starts from deep sequence models. An *RNN* (recurrent network) reads a sentence one
 # token (word) at a time, carrying a state from step to step. A *Transformer* reads all the tokens at once,
@@ -55,14 +55,18 @@ from helpers.widgets.deep_stack import deep_stack_demo
 # input distribution keeps changing, and training slows down or even fails to converge).
 #
 # LN *standardises* the values passing through it. It subtracts their mean and divides by their standard
-# deviation, so what follows gets values on one scale. Notebook 02's closing card of results finds that whether this speeds training up depends on the model. It also tests the
-# lesson's reason, per unit, in the row "With LN, each unit entering an activation moves
-# less, in its own spread". For that row the runs cannot tell (deep dive [13](13_does_it_speed_up_training.ipynb)).
+# deviation, so what follows gets values on one scale.
+#
+# The card of results at the end of notebook 02 tests the claim on small models. LN cut an LSTM's
+# steps by about 45%. For a small RNN, for small Transformers, and for the lesson's reason itself,
+# the runs cannot tell (deep dive [13](13_does_it_speed_up_training.ipynb)).
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN vs LN: the same code over a different axis
 #
-# **BN** standardises each *feature* over the batch (a column). **LN** standardises each *sample*
+# Think of a batch as a table: one row per *sample* (one input), one column per *feature* (one
+# number that describes it). *Spread* below means standard deviation.
+# **BN** standardises each feature over the batch (a column). **LN** standardises each sample
 # over its own features (a row). The lesson announces an example, "假设我们有以下两个样本组成一个批次"
 # (suppose a batch made of the following two samples), and never shows it. Here it is.
 
@@ -86,7 +90,8 @@ print("LN, each row:\n", standardize(x, axis=-1))
 #
 # LN keeps each sample's order of features, but loses the sample's mean and scale. `[1, 2, 3]` and
 # `[30, 10, 20]` both become −1.22, 0 and 1.22, each in its own order. Their means, 2 and 20, one
-# ten times the other, are gone.
+# ten times the other, are gone, and $\gamma$ and $\beta$ cannot bring them back: they are the same
+# for every sample.
 #
 # And BN's output for sample 0 depends on sample 1:
 
@@ -101,13 +106,13 @@ assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=Fal
 
 # %% [markdown]
 # LN needs only the sample in front of it. It works at any batch size, and it computes the same in
-# training and at test time. That is why Ba, Kiros and Hinton (2016) made LN for RNNs. An RNN takes
-# one step per token, and BN would need separate batch statistics at every step.
+# training and at test time. Ba, Kiros and Hinton (2016) made LN for both reasons, and for RNNs. An
+# RNN takes one step per token, and BN would need separate statistics for every step.
 #
-# BN is still the better choice in convolutional networks for images trained with large batches,
-# such as ResNets. Each BN statistic there pools a channel over every pixel of every image,
-# thousands of values, so it is stable. How BN compares with LN on ImageNet, how it works at test
-# time, and why it then costs nothing, is in deep dive [11](11_batchnorm_in_depth.ipynb).
+# BN is usually still the first choice in convolutional networks for images trained with large
+# batches, such as ResNets. There a feature is a *channel*, and each BN statistic pools one channel
+# over every pixel of every image, thousands of values, so it is stable. Deep dive
+# [11](11_batchnorm_in_depth.ipynb) shows BN at test time and on ImageNet.
 
 # %% [markdown] lesson_point=3
 # ## 3 · The formula
@@ -124,8 +129,9 @@ assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=Fal
 # are learned by backpropagation, starting at 1 and 0.
 #
 # In code, `x.mean(dim=-1, keepdim=True)` averages over the last axis and keeps that axis with
-# size 1. On a batch of shape `(batch, seq_len, d_model)` the mean then has shape `(batch, seq_len, 1)`, so `x - mean`
-# subtracts each token's own mean from its features.
+# size 1. On a batch of shape `(batch, seq_len, d_model)` the mean then has shape `(batch, seq_len, 1)`.
+# In `x - mean`, PyTorch *broadcasts* that axis of size 1 across the features, so each token's own
+# mean is subtracted from each of its features.
 
 # %% [markdown]
 # ### Your turn: write it
@@ -203,7 +209,7 @@ print("same outputs:", torch.allclose(out1, out2, atol=1e-5), "| same gradients 
 # ## 4 · Mean 0 and variance 1, then gamma and beta
 #
 # LN's output has mean 0 and variance 1 only after standardising, before $\gamma$ scales it and
-# $\beta$ shifts it. So the lesson's "经过 LN 后，每个 Token 的分布被调整为均值为 0、方差为 1" (after LN,
+# $\beta$ shifts it. (Exactly, the variance is $\mathrm{Var}[x] / (\mathrm{Var}[x] + \epsilon)$.) So the lesson's "经过 LN 后，每个 Token 的分布被调整为均值为 0、方差为 1" (after LN,
 # each token has mean 0 and variance 1) holds while the two are at their start. A fresh
 # `LayerNorm(4)` starts with $\gamma = 1$ and $\beta = 0$, and its output shows it in every token,
 # to 4 decimals.
@@ -228,8 +234,7 @@ print("variance of each token:\n", y.var(dim=-1, unbiased=False).round(decimals=
 # one layer's tanh, coloured by layer (the bar on the right). The y-axis, "fraction of values", is
 # the share of that layer's values in each bin of the x-axis. One slider scales the weights, as
 # training might, and two set $\gamma$ and $\beta$ for every feature. The figure redraws when you
-# release a slider. The input is 512 tokens of width 64, drawn from a standard normal, and the
-# weights are random, fixed by a seed.
+# release a slider. The input is 512 tokens of width 64, drawn from a standard normal.
 #
 # The weight scale changes the panel without LN, not the one with LN, because LN divides out any
 # scale of its input. There only $\gamma$ and $\beta$ move the values.
@@ -241,15 +246,15 @@ demo = deep_stack_demo()
 demo
 
 # %% [markdown]
-# Weights scaled by 0.5, $\gamma = 2$, $\beta = 0.5$. Without LN, the values crowd closer to zero at
-# each layer, and by layer 8 they all but vanish. 0 is the edge between two bins, so these values,
-# half positive and half negative, split evenly between the two bins beside it, and the later
-# layers peak at about 0.5. With LN, each layer's values, pooled, are centred at 0.5 with spread 2. The red note says
-# 2% of layer 3's values, the most of any layer, lie beyond ±5. A $\gamma$ this large pushes many values onto tanh's flat tails, which notebook 01
-# explains.
+# Weights scaled by 0.5, $\gamma = 2$, $\beta = 0.5$. Without LN, each layer about halves the spread
+# it passes on, and by layer 8 the values all but vanish. These tiny values, half positive and half
+# negative, fall into the two bins beside 0, so the later layers peak at about 0.5. With LN, each
+# layer's values, pooled, are centred at 0.5 with spread 2, whatever the weights. The red note counts
+# values off the axis, beyond ±5 (layer 3 has the most; every layer has about 1.5%). A $\gamma$ this
+# large puts about 31% of each layer's values on tanh's flat tails, which notebook 01 explains.
 #
-# Mind the y-axes. Each panel fits its own curves, so the right one peaks at about 0.025, twenty
-# times lower than the left.
+# Mind the y-axes: each panel fits its own. The right one peaks at about 0.025, twenty times lower
+# than the left, because its values spread widely.
 
 # %%
 demo.snapshot(gain=0.5, gamma=2.0, beta=0.5)
@@ -270,7 +275,7 @@ plt.show()
 # ## Summary
 #
 # - BN and LN are the same code over a different axis. LN standardises each sample on its own,
-#   and loses its mean and scale. BN still wins in CNNs trained with large batches.
+#   and loses its mean and scale. BN is usually still the first choice in CNNs trained with large batches.
 # - LN is a mean, a biased variance and $\epsilon$ inside the root. Then $\gamma$ rescales and
 #   $\beta$ shifts, one of each per feature.
 #

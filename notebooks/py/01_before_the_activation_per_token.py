@@ -49,10 +49,10 @@ from helpers.widgets.activation_input import activation_input_demo
 # 这可能破坏网络的表达能力" (would standardise outputs that are already non-linear, which may damage
 # what the network can express).
 #
-# Here is one concrete reason, and its limit. tanh is almost flat where its output passes ±0.97,
+# The lesson does not show this damage, and the training runs at the end of this section do not
+# find it. Here is a different, concrete reason to put LN before tanh, and its limit. tanh is almost flat where its output passes ±0.97,
 # for inputs beyond about ±2.1 (`atanh(0.97)` is 2.09). We call these its *flat tails*. There
-# tanh's slope is under 1 − 0.97² = 0.059, less than 6% of its slope at the origin, so a gradient
-# through it keeps under 6% of its size. Inputs that differ there come out almost the same.
+# tanh's slope is under 1 − 0.97² = 0.059, so a gradient through it keeps under 6% of its size. Inputs that differ there come out almost the same.
 # `tanh(3)` is 0.995 and `tanh(6)` is 1.000, so a difference of 3 is erased.
 #
 # When does that happen? When what enters tanh has a large spread, as when a layer's weights grow
@@ -81,25 +81,25 @@ for growth in (1, 8):
 # after tanh would rescale what tanh left, but what the flat tails erased does not come back.
 #
 # ReLU has no flat tail on the positive side. LN first centres each token at 0, so ReLU zeroes
-# about half of each token's features. $\beta$ moves that share.
+# about half of each token's features. $\beta$ moves that share. The cell below reuses the last `z`
+# above (the weights ×8) and adds one $\beta$ to every feature.
 
 # %%
-for beta in (0.0, 0.5):  # beta added after LN, as a learned beta would
+for beta in (0.0, 0.5):  # the same beta for every feature, added after LN as a learned beta is
     print(f"ReLU after LN, beta {beta}: {(torch.relu(ln(z) + beta) == 0).float().mean():.0%} of values zeroed")
 
 # %% [markdown]
 # ### See it: what enters tanh, ReLU and GELU
 #
-# Sliders move the centre and the spread of `z`, the Linear's output. Here `z` is 512 tokens of
-# width 64, drawn from a normal distribution with that centre and spread. A dropdown picks the
+# Sliders move the centre and the spread of `z`, the Linear's output: 512 tokens of width 64, drawn
+# from a normal distribution with that centre and spread. A dropdown picks the
 # activation. GELU is a smooth ReLU that Transformers use. The left panel puts LN first, the right one LN last. Blue is what enters the
 # activation. Red is what comes out of LN and the activation together.
 #
 # The left panel stays the same at every setting. LN removes any centre
 # and spread, so LN of `a * z + c` is LN of `z` for any a > 0. On the right, the activation sees `z`
-# itself. With ReLU, LN first zeroes about half of each token at every setting. LN last zeroes
-# anywhere from none to all of it, depending on the centre. GELU is almost 0 below −3, and LN first
-# puts almost no value there.
+# itself. With ReLU, the left panel (LN first) zeroes about half of each token at every setting.
+# The right panel (LN last) zeroes anywhere from none to all of it, depending on the centre.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -108,22 +108,25 @@ demo = activation_input_demo()
 demo
 
 # %% [markdown]
-# tanh, with `z` centred at 2 and spread 3. On the left, LN first: tanh's output piles up near
-# ±0.9, because LN's output reaches about ±2, but only 4% passes ±0.97. On the right, about 48% of `z` lands on the flat tail near +1,
-# where tanh gives them all almost one output. LN then turns that one value into the tall red
-# spike. About 9% lands on the other tail, and the title's percentage counts both.
-# The spike is why the right panel's y-axis reaches 0.3, three times
-# the left one's.
+# tanh, with `z` centred at 2 and spread 3. On the left, LN first: the red curve peaks near ±0.95,
+# just short of the flat tails, where tanh squeezes LN's larger outputs together. Only 4% passes
+# ±0.97. On the right, about 48% of `z` lands on the flat tail near +1, where tanh gives them all
+# almost one output. LN then turns that one value into the tall red spike. About 9% lands on the
+# other tail, and the title's percentage counts both. The spike is why the right panel's y-axis
+# reaches 0.3. The red note says that 17% of `z` lies beyond ±5, off
+# the axis.
 
 # %%
 demo.snapshot(activation="tanh", shift=2.0, scale=3.0)
 plt.show()
 
 # %% [markdown]
-# Does the order matter when a network trains? MLPs of 8 layers of 16 units were trained to fit a fixed random network, with LN
-# before and after tanh, and the same with ReLU, each from 10 random starts. The runs cannot
-# tell the two orders apart. Their final losses differ by about 2% at most, either way. Deep dive
-# [12](12_where_the_norm_goes.ipynb) describes the runs.
+# Does the order matter when a network trains? Small *MLPs* (stacks of `Linear` layers and
+# activations), 8 layers of 16 units, learned to imitate a network with fixed random weights. LN
+# sat before or after tanh, or before or after ReLU, and each setup trained from 10 random starts.
+# Their final losses differ by 1% or less, and the runs cannot tell the orders apart. So "usually
+# before" is a convention that these runs neither confirm nor refute (deep dive
+# [12](12_where_the_norm_goes.ipynb)).
 
 # %% [markdown] lesson_point=6
 # ## 6 · What `normalized_shape` decides
@@ -133,8 +136,8 @@ plt.show()
 # share one mean and variance. LN averages over the **last** `len(normalized_shape)` axes. Each index
 # of the axes before them is a *group* with its own mean and variance. $\gamma$ and $\beta$ have the shape `normalized_shape`.
 #
-# Below, the batch of the lesson's code (section 8) is normalised both ways. Token 2 of sentence 0 is also made 100 times
-# larger. Does token 0's output move?
+# Below, the batch of the lesson's code (section 8) is normalised both ways, once as it is and
+# once with token 2 of sentence 0 made 100 times larger. Does token 0 of the same sentence change?
 
 # %%
 torch.manual_seed(42)
@@ -148,59 +151,49 @@ for shape in [(d_model,), (seq_len, d_model)]:
           f"{tuple(norm.weight.shape)}, token 0 changed: {not torch.equal(norm(loud)[0, 0], norm(x)[0, 0])}")
 
 # %% [markdown]
-# Per token (以 token 为单位) makes 2 × 3 = 6 groups. Per sentence (以句子为单位) makes 2 groups of 12
-# values. The lesson leaves the choice to "任务需求和应用场景" (the task and where it is used).
+# Per token (以 token 为单位) makes 2 × 3 = 6 groups of 4 values, and the loud token leaves token 0
+# alone (False). Per sentence (以句子为单位) makes 2 groups of 12 values, and token 0 changes too (True). The lesson leaves the choice to "任务需求和应用场景" (the task and where it is used).
 #
 # Which one, and when? Transformers normalise per token, for four reasons.
 #
-# - Sentences differ in length. A per-sentence `nn.LayerNorm` is built for one length, its
-#   `normalized_shape`: `nn.LayerNorm((3, 4))` refuses a `(2, 5, 4)` batch. Its γ and β are tied
-#   to positions.
+# - Sentences differ in length. A per-sentence `nn.LayerNorm` is built for one length:
+#   `nn.LayerNorm((3, 4))` refuses a `(2, 5, 4)` batch, and its γ and β hold one value per position
+#   and feature. Without γ and β, per-sentence statistics work at any length (your exercise below).
 # - A batch pads short sentences to one length. Per sentence, the padding enters every real
 #   token's mean and variance.
 # - A causal model predicts each token from the tokens before it. Per sentence, each token's mean
-#   and variance include the later tokens, so the future leaks in.
+#   and variance include the later tokens (all but the last token's), so the future leaks in.
 # - Per sentence, one loud token moves every other token, as token 0 shows above. Per token, each
 #   token's output depends on that token alone.
 #
-# GPT-2, BERT and LLaMA normalise each token over its features.
+# GPT-2 and BERT normalise each token over its features with LN, LLaMA with RMSNorm (notebook 02).
 #
 # Per sentence fits only where the first three reasons do not apply: inputs of one length, with no
-# padding, in a model that is not causal. A classifier of whole sentences of one fixed length is such
-# a case. The cost is the fourth reason. What real
-# models normalise over, with padding, masks and images, is in deep dive [16](16_sequences_padding_and_masks.ipynb).
+# padding, in a model that is not causal, and language models rarely meet all three. Its cost is
+# the fourth reason. One mean and variance per sample is used for images, over all of a picture's
+# channels and pixels, as `nn.GroupNorm(1, C)` does. What real models normalise over, with padding,
+# masks and images, is in deep dive [16](16_sequences_padding_and_masks.ipynb).
 
 # %% [markdown] lesson_point=7
 # ## 7 · No running statistics
 #
 # The lesson: "LN 不需要像 BN 那样在训练时累计 running_mean 和 running_var 值" (LN does not need to
 # accumulate running_mean and running_var in training, as BN does). These are BN's *running
-# statistics*, exponential moving averages of the batch means and of the **unbiased** batch
-# variances it saw in training, and `num_batches_tracked` counts those batches. In `eval()` mode,
-# for testing, BN uses them instead of the batch's own. `.train()` switches back to training mode.
-# They are *buffers*, tensors a module updates itself, not by gradients, and saves with its
-# weights. LN has none.
-
-# %%
-tokens = x.reshape(-1, d_model)  # the 6 tokens as a (6, 4) batch
-for norm in (nn.BatchNorm1d(d_model), nn.LayerNorm(d_model)):
-    train_out = norm.train()(tokens)
-    same = torch.equal(train_out, norm.eval()(tokens))
-    print(f"{type(norm).__name__}: buffers {[n for n, _ in norm.named_buffers()]}, train == eval: {same}")
-
-# %% [markdown]
-# After one batch, BN's running statistics have moved from their start (0 and 1) only a tenth of
-# the way toward the batch's mean and unbiased variance (its `momentum`, 0.1), so `eval()` changes
-# its output. LN's output cannot change.
+# statistics*, two averages it keeps while training: after each batch, each moves a tenth of the way
+# (its `momentum`, 0.1) toward that batch's mean and **unbiased** variance. `num_batches_tracked`
+# counts those batches. In `eval()` mode, for testing, BN uses them instead of the batch's own, so
+# its output differs from training. They are *buffers*, tensors a module updates itself, not by
+# gradients, and saves with its weights. LN has none, so it computes the same in training and in
+# `eval()` mode. Deep dive [11](11_batchnorm_in_depth.ipynb) shows BN's running statistics at work.
 
 # %% [markdown] lesson_point=8
 # ## 8 · The lesson's code, exactly
 #
 # The lesson's code, unchanged but for English beside the Chinese comments. `test01` uses
 # `nn.LayerNorm` both ways. `test02` does it by hand, printing means (均值) and variances (方差).
-# The lesson names the width `dim`, and `dim=2` in `torch.mean` is the last axis.
-# `elementwise_affine=False` switches $\gamma$ and $\beta$ off, so `bias=False` is redundant.
-# In a notebook, `if __name__ == '__main__':` holds too, so the last lines run.
+# The lesson calls the width `dim` (here 4). Do not confuse it with the keyword `dim=` of
+# `torch.mean`, which names the axis to average over: `dim=2` is the last of the three, the features.
+# `elementwise_affine=False` switches $\gamma$ and $\beta$ off.
 
 # %%
 import torch.nn as nn  # noqa: I001 (the lesson imports torch.nn first)

@@ -74,14 +74,15 @@ class LayerNorm(nn.Module):
 # Each sub-layer's output is added to its input, which is called a *residual connection*. The
 # running sum that flows from block to block is the *residual stream*. LN can sit in two places.
 #
-# - **Pre-LN** (GPT-2) puts LN at each sub-layer's input, `x + attn(LN(x))`. The stream itself is
-#   never normalised.
-# - **Post-LN** (the original Transformer of 2017) puts LN after each addition, `LN(x + attn(x))`.
-#   The stream is normalised after every sub-layer.
+# - **Pre-LN** (GPT-2) puts LN at each sub-layer's input: `x = x + attn(LN(x))`, then
+#   `x = x + mlp(LN(x))`. The stream itself is never normalised.
+# - **Post-LN** (the original Transformer of 2017) puts LN after each addition:
+#   `x = LN(x + attn(x))`, then `x = LN(x + mlp(x))`. The stream is normalised after every sub-layer.
 #
 # In a Pre-LN MLP the order is `LN → Linear → GELU → Linear`. LN comes before the activation, as
-# the lesson's "通常用在激活函数之前" (usually before the activation) says, but a Linear sits between them. GELU sees a linear map of standardised values,
-# whose scale the Linear's weights set, not LN's output itself as in notebook 01.
+# the lesson's "通常用在激活函数之前" (usually before the activation) says, but a Linear sits
+# between them, and its weights set the scale of what GELU sees. So notebook 01's argument, that LN
+# keeps the activation's input on one scale whatever the weights, does not hold here.
 
 # %%
 def causal_mask(n):
@@ -124,25 +125,26 @@ plt.show()
 # %% [markdown]
 # ## 11 · Why Pre-LN became the default
 #
-# Xiong et al. (2020) give the reason. In Pre-LN, the input reaches the output, and the gradient
-# flows back, through additions only (an identity path). At initialisation, the
-# gradients of Post-LN's weights near the output are large, and they stay large however deep the
-# model is. In Pre-LN they shrink as the model gets deeper. Large gradients at a full rate make the
-# first steps unstable. So, Xiong et al. find, Post-LN needs a *warm-up* (a rate that starts small
-# and grows) or small rates. Pre-LN trains stably without a careful warm-up, and so became the default.
+# Pre-LN was adopted before it was explained. GPT-2 (2019) and Wang et al. (2019) used it because
+# deep Post-LN models were hard to train. Xiong et al. (2020) gave the explanation. In Pre-LN, the
+# input reaches the final LN through additions only (an identity path), and so does the gradient on
+# its way back. At initialisation, the gradients of Post-LN's weights near the output are large at
+# any depth, while Pre-LN's shrink as the model gets deeper. Large gradients at a full rate make the
+# first steps unstable. So Post-LN needs a *warm-up* (a rate that starts small and grows) or small
+# rates, while Pre-LN trains stably without a careful warm-up. Deep dive
+# [12](12_where_the_norm_goes.ipynb) measures these gradients: Pre-LN's shrink far more slowly than
+# predicted.
 #
-# Deep dive [12](12_where_the_norm_goes.ipynb) measures these gradients, 2 to 24 blocks deep:
-# Pre-LN's shrink far more slowly than predicted, and Post-LN's grow a little.
-#
-# Post-LN has merits of its own. The original Transformer (Vaswani et al. 2017) and BERT (Devlin
-# et al. 2019) are Post-LN, trained with warm-ups of 4000 and 10000 steps at 6 to 24 blocks. Liu et al. (2020) report that Post-LN, when it trains,
-# often ends better than Pre-LN. Large Pre-LN models, such as GPT-3 and LLaMA, still use a warm-up ([12](12_where_the_norm_goes.ipynb)).
+# Post-LN has merits of its own. Liu et al. (2020) report that Post-LN, when it trains, often ends
+# better than Pre-LN. The original Transformer and BERT are Post-LN, trained with warm-ups of 4000
+# and 10000 steps. Large models with the norm at each sub-layer's input, such as GPT-3 and LLaMA,
+# still use a warm-up.
 
 # %% [markdown]
 # ### See it: the residual stream and what attention sees
 #
-# Eight Pre-LN blocks, each with one attention head, with random weights. Their input is
-# 16 sequences of 16 tokens of width 64, drawn from a standard normal. The left panel
+# Eight Pre-LN blocks with random weights, fed 16 sequences of 16 tokens of width 64 drawn from a
+# standard normal. The left panel
 # shows the residual stream `x` entering each block, the right one what the norm hands to attention,
 # coloured by block. The slider scales what each sub-layer adds to the stream. The dropdown picks
 # the norm. RMSNorm, which LLaMA uses, is LN without subtracting the mean (deep dive
@@ -151,9 +153,9 @@ plt.show()
 # The slider moves the stream, but attention's input keeps spread 1 at
 # every setting, because the norm divides out the stream's scale. With "no norm", attention sees the
 # stream itself. It grows by orders of magnitude, so the axis turns logarithmic beyond ±1 (symlog).
-# This widget draws weights with three times PyTorch's default variance, to make that growth
-# visible. With "no norm" and PyTorch's default weights, as in the card's Transformer, the stream
-# entering block 8 has spread about 1.4, against 37 here at slider 1.
+# This widget draws larger weights than PyTorch's default, so that the growth shows within 8 blocks.
+# With "no norm" and PyTorch's default weights, as in the card's Transformer, the stream entering
+# block 8 has spread about 1.4, against 37 here at slider 1.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -163,7 +165,8 @@ demo
 
 # %% [markdown]
 # LayerNorm, with sub-layer outputs scaled by 2. The stream's spread grows about fivefold over
-# seven blocks, and attention's input stays at 1.
+# seven blocks, and attention's input stays at 1. The red note says that 27% of the stream entering
+# block 8 lies beyond ±6, off the axis.
 
 # %%
 demo.snapshot(norm="LayerNorm", branch_scale=2.0)
@@ -172,9 +175,9 @@ plt.show()
 # %% [markdown]
 # ### The final LN
 #
-# So a Pre-LN model ends with one more LN. Its stream is
-# never normalised, and it grows with depth, slowly with default weights. The final LN (GPT-2's
-# `ln_f`) puts it back on one scale before the layer that predicts the next token. Post-LN needs no final LN, because its last step already is
+# A Pre-LN model's stream is never normalised, and it grows with depth, slowly with default
+# weights. So a Pre-LN model ends with one more LN. This final LN (GPT-2's `ln_f`) puts the stream
+# back on one scale before the layer that predicts the next token. Post-LN needs no final LN, because its last step already is
 # one.
 
 # %% [markdown]
@@ -210,41 +213,36 @@ check_final_ln(model_forward)
 # %% [markdown]
 # ## What the evidence says
 #
-# The lesson's claims, and three more on Pre-LN and Post-LN (the last six rows), were each tested in
-# small experiments, each variant from 10 random starts. An *MLP* is a
-# stack of `Linear` layers and activations. An *LSTM* is an RNN whose gates decide what its state
-# keeps, the kind of RNN Ba et al. tested LN on. *Steps* count training steps until the loss reaches a target fixed in advance.
-# A run *trains* if its loss ends below it.
+# The lesson's claims come first. Then come two more, Pre-LN against Post-LN, and larger rates:
+# the last four rows. Each Transformer claim was tested on a copy task and on English text. Each variant ran from 10 random starts (20 for the drift row), at its own best
+# learning rate (the drift row at three rates). An *LSTM* is an RNN whose gates decide what its
+# state keeps, the kind of RNN Ba et al. tested LN on. *Steps* count training steps until the loss
+# reaches a target fixed in advance. A run *trains* if its loss ends below it.
 
 # %%
 HTML(evidence_card())
 
 # %% [markdown]
-# The two Pre-LN against Post-LN rows run each form at its own best rate. "Cannot tell" means the runs
-# could not tell the two apart, so there the lesson's reason is a motivation, not a guarantee.
+# "Cannot tell" means the runs do not decide the claim. Either no difference showed, or the one
+# that showed was smaller than what one step of the learning-rate grid changes, or it reversed
+# under a second measure. On the copy task, for instance, Pre-LN needed about 27% fewer steps than
+# no norm from every start, but one step of the grid moves no norm's steps by more. "Cannot tell"
+# does not mean that LN does nothing.
 #
-# On English text, a warm-up over 12 of 60 steps costs steps by construction.
-# The warm-up rows test speed, not Xiong et al.'s claim that Post-LN without one is
-# unstable or fails at larger rates, nor the thousands of warm-up steps of the original Transformer and BERT.
-#
-# The two RNN rows differ in model and in sequence length, and these runs do not say which
-# mattered. How the runs decide is in deep dive [10](10_how_a_claim_is_tested.ipynb).
+# How the runs decide is in deep dive [10](10_how_a_claim_is_tested.ipynb).
 
 # %% [markdown]
 # ## Summary
 #
 # - You built Pre-LN and Post-LN blocks with your own `LayerNorm` (deep dive
 #   [17](17_layernorm_in_your_training_code.ipynb) checks them against `nn.TransformerEncoderLayer`).
-# - Pre-LN is `x + attn(LN(x))`, and its model ends with a final LN, because the stream is never
-#   normalised. Post-LN is `LN(x + attn(x))`.
-# - Pre-LN became the default because at initialisation its gradients near the output shrink with depth, while
-#   Post-LN's stay large at any depth, so Post-LN needs a warm-up (Xiong et al. 2020). Deep dive 12
-#   found this depth trend weaker than predicted.
-# - On the card, LN cut the LSTM's steps, and at batches of 2 beat BN's accuracy by about 36 percentage points.
-#   Pre-LN needed about 61% (copy task) and 45% (English text) fewer steps than Post-LN, which
-#   needed more than no norm. On the copy
-#   task, at the largest rate both ran, about 90 percentage points more of its runs trained than with
-#   no norm. The runs cannot tell for the tanh RNN, nor for Pre-LN's steps against no norm.
+# - Pre-LN normalises each sub-layer's input, `x + attn(LN(x))`, and ends with a final LN, because
+#   its stream is never normalised. Post-LN normalises after each addition, `LN(x + attn(x))`.
+# - Pre-LN is the default because it trains stably with less tuning. Xiong et al. (2020) explain
+#   why: at initialisation, Post-LN's gradients near the output are large at any depth.
+# - On the card, Pre-LN needed about 61% (copy task) and 45% (English text) fewer steps than
+#   Post-LN, and at a rate of 0.03 on the copy task, 9 of 10 Pre-LN runs trained and none with no
+#   norm. LN also helped the LSTM and batches of 2. The other rows say "cannot tell".
 
 # %% [markdown]
 # ## References
@@ -255,6 +253,8 @@ HTML(evidence_card())
 #   appendix A.2 (a warm-up of 10000 steps), [arXiv:1810.04805](https://arxiv.org/abs/1810.04805).
 # - L. Liu et al., *Understanding the Difficulty of Training Transformers*, EMNLP 2020,
 #   [arXiv:2004.08249](https://arxiv.org/abs/2004.08249).
+# - Q. Wang et al., *Learning Deep Transformer Models for Machine Translation*, ACL 2019,
+#   [arXiv:1906.01787](https://arxiv.org/abs/1906.01787).
 # - R. Xiong et al., *On Layer Normalization in the Transformer Architecture*, ICML 2020,
 #   [arXiv:2002.04745](https://arxiv.org/abs/2002.04745).
 # - A. Radford et al., *Language Models are Unsupervised Multitask Learners*, OpenAI, 2019
