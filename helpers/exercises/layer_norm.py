@@ -72,7 +72,7 @@ register(Exercise(
     mistakes={
         Text("you normalized each token (statistics over the last dim only): a sentence's mean and "
              "variance are over its tokens AND features, `dim=(1, 2)`.",
-             "你是对每个 token 分别归一化的（只在最后一维上算统计量）：一个句子的均值和方差要把它的 token 和特征全部算在内，`dim=(1, 2)`。"):
+             "你是对每个 token 分别归一化的（只在最后一个轴上算统计量）：一个句子的均值和方差要把它的 token 和特征全部算在内，`dim=(1, 2)`。"):
             lambda x: _per_sentence(x, (2,)),
         Text("you took one mean and variance for the whole batch: each sentence needs its own, "
              "`dim=(1, 2)` with `keepdim=True`.",
@@ -93,7 +93,7 @@ register(Exercise(
     },
     hint=Text("per sentence: the mean and the biased variance over dims (1, 2) with `keepdim=True`, "
               "then (x - mean) / sqrt(var + eps), with the argument `eps`.",
-              "以句子为单位：在第 (1, 2) 维上求均值和有偏方差，并加上 `keepdim=True`，然后用参数 `eps` 算 (x - mean) / sqrt(var + eps)。"),
+              "以句子为单位：在轴 (1, 2) 上求均值和有偏方差，并加上 `keepdim=True`，然后用参数 `eps` 算 (x - mean) / sqrt(var + eps)。"),
     example="torch.rand(3, 5, 4)",
 ))
 
@@ -168,7 +168,7 @@ register(Exercise(
             lambda x, gamma, beta, eps=1e-5: _last_dim_reference(x, gamma, beta),
         Text("`x.mean(-1)` drops the last axis, so `x - mean` lines each token's mean up with the "
              "features, not with the token: pass `keepdim=True` to the mean and the variance.",
-             "`x.mean(-1)` 会去掉最后一维，于是 `x - mean` 把每个 token 的均值对齐到了特征上，而不是对齐到这个 token：求均值和方差时都要传 `keepdim=True`。"):
+             "`x.mean(-1)` 会去掉最后一个轴，于是 `x - mean` 把每个 token 的均值对齐到了特征上，而不是对齐到这个 token：求均值和方差时都要传 `keepdim=True`。"):
             _without_keepdim,
         Text("now divide the centred values by `sqrt(var + eps)`, then scale by gamma and shift by beta.",
              "接下来把减去均值后的值除以 `sqrt(var + eps)`，再乘以 gamma 缩放、加上 beta 平移。"):
@@ -204,7 +204,7 @@ register(Exercise(
             lambda x, gamma, beta, eps=1e-5: _affine_slip(x, gamma, beta, dims=tuple(range(x.ndim)), eps=eps),
         Text("you averaged over axis 0, across tokens (that is BatchNorm's direction): LayerNorm "
              "averages each token over its own features, the last axis.",
-             "你在第 0 维上、跨 token 求了平均（那是 BatchNorm 的方向）：LayerNorm 对每个 token 在它自己的特征上求平均，也就是最后一维。"):
+             "你在第 0 轴上、跨 token 求了平均（那是 BatchNorm 的方向）：LayerNorm 对每个 token 在它自己的特征上求平均，也就是最后一个轴。"):
             lambda x, gamma, beta, eps=1e-5: _affine_slip(x, gamma, beta, dims=(0,), eps=eps),
         _ONE_PASS_HINT:
             lambda x, gamma, beta, eps=1e-5: (x - x.mean(-1, keepdim=True))
@@ -212,7 +212,7 @@ register(Exercise(
     },
     hint=Text("per token: mean and biased variance over the last axis (keepdim=True), "
               "x_hat = (x - mean) / sqrt(var + eps), then x_hat * gamma + beta.",
-              "以 token 为单位：在最后一维上求均值和有偏方差（keepdim=True），x_hat = (x - mean) / sqrt(var + eps)，然后算 x_hat * gamma + beta。"),
+              "以 token 为单位：在最后一个轴上求均值和有偏方差（keepdim=True），x_hat = (x - mean) / sqrt(var + eps)，然后算 x_hat * gamma + beta。"),
     example="torch.randn(2, 3, 4), torch.ones(4), torch.zeros(4)",
 ))
 
@@ -252,7 +252,7 @@ register(Exercise(
     example="torch.rand(2, 3, 4)",
     shape_hint=Text("one variance per token: reduce the last dim and drop it, shape x.shape[:-1] "
                     "(`keepdim=False`).",
-                    "每个 token 一个方差：在最后一维上归约并去掉这一维，形状为 x.shape[:-1]（`keepdim=False`）。"),
+                    "每个 token 一个方差：在最后一个轴上归约并去掉这个轴，形状为 x.shape[:-1]（`keepdim=False`）。"),
     forbidden=("torch.var", "torch.Tensor.var", "torch.std", "torch.Tensor.std", "torch.var_mean",
                "torch.std_mean", "torch.ops.aten.var", "torch.ops.aten.std", "torch.ops.aten.var_mean",
                "torch.ops.aten.std_mean"),

@@ -79,7 +79,7 @@ register(Exercise(
     },
     hint=Text("z = x @ weight.T + bias; then LN over z's last dim (mean, biased variance, eps inside "
               "the root), times gamma plus beta; then torch.tanh.",
-              "z = x @ weight.T + bias；然后在 z 的最后一维上做 LN（均值、有偏方差、eps 在根号里），乘以 gamma 再加上 beta；最后过 torch.tanh。"),
+              "z = x @ weight.T + bias；然后在 z 的最后一个轴上做 LN（均值、有偏方差、eps 在根号里），乘以 gamma 再加上 beta；最后过 torch.tanh。"),
     example="torch.randn(4, 8), torch.randn(6, 8), torch.zeros(6), torch.ones(6), torch.zeros(6)",
     shape_hint=Text("one output per token and output feature: shape (..., weight.shape[0]).",
                     "每个 token 的每个输出特征一个值：形状为 (..., weight.shape[0])。"),
@@ -118,7 +118,7 @@ register(Exercise(
              "eps 应放在根号里面：`torch.rsqrt(ms + eps)`。"):
             lambda x, w: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + 1e-6) * w,
         Text("the root mean square is over each token's features, the last dim.",
-             "均方根是在每个 token 的特征上算的，也就是最后一维。"):
+             "均方根是在每个 token 的特征上算的，也就是最后一个轴。"):
             lambda x, w: x * torch.rsqrt(x.pow(2).mean(0, keepdim=True) + 1e-6) * w,
         Text("now multiply by weight (RMSNorm's gamma).",
              "接下来乘以 weight（RMSNorm 的 gamma）。"):

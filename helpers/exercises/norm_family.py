@@ -91,7 +91,7 @@ register(Exercise(
     },
     hint=Text("reshape to (N, groups, -1), take the mean and the biased variance over the last dim with "
               "keepdim=True, normalise, and reshape back to x.shape.",
-              "reshape 成 (N, groups, -1)，在最后一维上用 keepdim=True 求均值和有偏方差，做归一化，再 reshape 回 x.shape。"),
+              "reshape 成 (N, groups, -1)，在最后一个轴上用 keepdim=True 求均值和有偏方差，做归一化，再 reshape 回 x.shape。"),
     example="torch.randn(2, 4, 3, 3), 2, 1e-5",
 ))
 
@@ -131,7 +131,7 @@ register(Exercise(
     },
     hint=Text("centred = x - x.mean(-1, keepdim=True); then centred / its length (torch.linalg.vector_norm "
               "over the last dim, keepdim=True) times sqrt(n).",
-              "centred = x - x.mean(-1, keepdim=True)；然后用 centred 除以它的长度（在最后一维上用 torch.linalg.vector_norm，keepdim=True），再乘以 sqrt(n)。"),
+              "centred = x - x.mean(-1, keepdim=True)；然后用 centred 除以它的长度（在最后一个轴上用 torch.linalg.vector_norm，keepdim=True），再乘以 sqrt(n)。"),
     example="torch.tensor([1.0, 2.0, 6.0])",
     forbidden=("torch.Tensor.var", "torch.var", "torch.Tensor.std", "torch.std", "torch.var_mean",
                "torch.std_mean"),

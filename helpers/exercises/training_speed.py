@@ -94,7 +94,7 @@ register(Exercise(
             lambda a, shift, scale: (a - a.mean(-1, keepdim=True))
             / (a.var(-1, unbiased=False, keepdim=True).sqrt() + 1e-5) * scale + shift,
         Text("each row (sample) is normalized over its own units, the last dim, not over the batch (dim 0).",
-             "每一行（一个样本）在它自己的单元上归一化，也就是最后一维，而不是在批次上（第 0 维）。"):
+             "每一行（一个样本）在它自己的单元上归一化，也就是最后一个轴，而不是在批次上（第 0 轴）。"):
             lambda a, shift, scale: (a - a.mean(0, keepdim=True))
             / torch.sqrt(a.var(0, unbiased=False, keepdim=True) + 1e-5) * scale + shift,
     },

@@ -291,7 +291,7 @@ register(Exercise(
              "你对整个批次只算了一个均值和方差：BatchNorm 每个特征各算一组，`dim=0` 并加上 `keepdim=True`。"): lambda x: (x - x.mean()) / torch.sqrt(x.var(unbiased=False) + 1e-5),
     },
     hint=Text("per feature: mean and biased variance over dim 0 (keepdim=True), then (x - mean) / sqrt(var + 1e-5).",
-              "以特征为单位：在第 0 维上求均值和有偏方差（keepdim=True），然后算 (x - mean) / sqrt(var + 1e-5)。"),
+              "以特征为单位：在第 0 轴上求均值和有偏方差（keepdim=True），然后算 (x - mean) / sqrt(var + 1e-5)。"),
     example="torch.randn(8, 4)",
 ))
 

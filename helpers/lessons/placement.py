@@ -160,14 +160,14 @@ register(Exercise(
                      "relu，有些单元总是负的"),
                 lambda g: (torch.relu(torch.randn(32, 8, generator=g) - torch.arange(8.0)),))],
     mistakes={Text("a unit is dead when it is 0 on EVERY sample: reduce over the batch (dim 0) with .any().",
-                   "一个单元在每一个样本上都是 0 才算死亡：用 .any() 在批次上（第 0 维）归约。"):
+                   "一个单元在每一个样本上都是 0 才算死亡：用 .any() 在批次上（第 0 轴）归约。"):
               lambda a: (a == 0).float().mean(),
               Text("average over units (the last dim), after finding which are never positive.",
-                   "先找出哪些单元从不为正，再在单元上（最后一维）求平均。"):
+                   "先找出哪些单元从不为正，再在单元上（最后一个轴）求平均。"):
               lambda a: 1.0 - (a > 0).any(dim=1).float().mean()},
     hint=Text("a unit (a column of the last dim) is dead when it is 0 on every sample: find the units "
               "positive on at least one sample (`.any` over the samples), then average over the units.",
-              "一个单元（最后一维的一列）在每个样本上都是 0 才算死亡：先找出至少在一个样本上为正的单元（在样本上用 `.any`），再在单元上求平均。"),
+              "一个单元（最后一个轴上的一列）在每个样本上都是 0 才算死亡：先找出至少在一个样本上为正的单元（在样本上用 `.any`），再在单元上求平均。"),
     example="torch.relu(torch.randn(4, 3))", shape_hint=Text("return a 0-d tensor: one fraction.",
                                                              "返回一个 0 维张量：一个比例。"),
     forbidden=("helpers.lessons.placement.dead_fraction",),
@@ -202,7 +202,7 @@ register(Exercise(
               lambda x, w: x + x @ w},
     hint=Text("Pre-LN: x + f(LN(x)) with f(h) = h @ w and LN over the last dim written by hand "
               "(mean, biased variance, eps = 1e-5, no gamma or beta).",
-              "Pre-LN：x + f(LN(x))，其中 f(h) = h @ w，LN 在最后一维上手写（均值、有偏方差、eps = 1e-5，不带 gamma 和 beta）。"),
+              "Pre-LN：x + f(LN(x))，其中 f(h) = h @ w，LN 在最后一个轴上手写（均值、有偏方差、eps = 1e-5，不带 gamma 和 beta）。"),
     example="torch.randn(4, 8), torch.randn(8, 8)",
 ))
 

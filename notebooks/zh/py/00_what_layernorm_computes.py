@@ -31,9 +31,9 @@ helpers.set_language("zh")
 # %% [markdown]
 # # 00 · 层归一化算的是什么
 #
-# 本笔记本先说明深层网络为什么需要归一化，再用同一段代码分别写出批量归一化（BatchNorm，BN）和层归一化（LayerNorm，LN），两者只差在沿哪个维度计算。接着你会亲手写出 LN 的公式，最后看 `gamma` 和 `beta` 起什么作用。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/00_what_layernorm_computes.ipynb)
+# 本笔记本先说明深层网络为什么需要归一化，再用同一段代码写出批量归一化（BatchNorm，BN）和层归一化（LayerNorm，LN），两者只是沿不同的轴（axis，PyTorch 的参数名是 dim）计算。然后你会亲手写出 LN 的公式，再看 `gamma` 和 `beta` 的作用。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/00_what_layernorm_computes.ipynb)
 #
-# 这套笔记本围绕一篇讲 LN 的中文短教程展开（它没有标题，也没有署名），下文称为原课程，引用时给出原文。核心路线共三个笔记本，这是第一个。第 1 到 8 节在笔记本 00 和 01 中，依次对应原课程的八个要点。第 9 到 11 节在笔记本 02 中，讲的是原课程之外的内容。图中的文字和打印输出都是英文，末尾的术语表给出了中英对照。
+# 核心路线共三个笔记本，这是第一个。它们围绕一篇讲 LN 的中文短教程（无标题，无署名）展开，下文称原课程，引用时给出原文。第 1 到 8 节在笔记本 00 和 01 中，对应原课程的八个要点。第 9 到 11 节在笔记本 02 中，讲原课程之外的内容。图中文字和打印输出是英文，中英对照见末尾的术语表。检查器的反馈、交互图的标题和滑块，以及核心路线末尾的实验结果卡片是中文。
 
 # %%
 import matplotlib.pyplot as plt
@@ -46,14 +46,14 @@ from helpers.widgets.deep_stack import deep_stack_demo
 # %% [markdown] lesson_point=1
 # ## 1 · 深层网络为什么需要归一化
 #
-# 原课程从深层序列模型讲起。RNN（循环神经网络）按顺序逐个读入句子中的 token（词或词的一部分），每读一个就把状态往下传一步。Transformer 则一次读入所有 token，由许多个块堆叠而成，笔记本 02 会搭一个出来。原课程指出，在这类模型中“随着训练推进，各层的输入分布不断变化，训练会变慢，甚至无法收敛”。
+# 原课程从深层序列模型讲起。RNN（循环神经网络）逐个读入句子中的 token（词或词的一部分），每读一个就把状态往下传一步。Transformer 则一次读入所有 token，由许多块堆叠而成，笔记本 02 会搭一个出来。原课程指出，在这类模型中“随着训练推进，各层的输入分布不断变化，训练会变慢，甚至无法收敛”。
 #
-# LN 的办法是对流经它的值做标准化（这里的归一化就是标准化，即减去均值、再除以标准差，而不是压缩到零和一之间），让后面拿到的值处在同一个尺度上。这样做能不能加快训练，笔记本 02 末尾的实验结果表（下文称卡片）发现要看是什么模型。原课程给出的理由本身也在卡片上按单个单元测量过，见“加了 LN 后，训练中每个单元激活前的值漂移得更少（以该单元自身的标准差衡量）”这一行。对这一行，实验中看不出明显差别，详见深入专题 [13](../13_does_it_speed_up_training.ipynb)。
+# LN 把送进来的每一组值标准化，即减去均值、再除以标准差，让后面的层拿到的值始终在同一个尺度上。这里的归一化就是这种标准化，不是把值压缩到零和一之间。这能不能加快训练？笔记本 02 末尾的实验结果表（下文称卡片）表明这要看模型。原课程给出的理由也在卡片上检验过，按单元（unit，即一层里的一个神经元）逐个测量，见“加了 LN 后，训练中每个单元激活前的值漂移得更少（以该单元自身的标准差衡量）”这一行，结论是分不出（深入专题 [13](../13_does_it_speed_up_training.ipynb)）。
 
 # %% [markdown] lesson_point=2
-# ## 2 · BN 和 LN 是同一段代码，只是换了维度
+# ## 2 · BN 和 LN 是同一段代码，只是换了轴
 #
-# BN 对每个特征在整个批次上做标准化，处理的是矩阵的一列。LN 对每个样本在它自己的全部特征上做标准化，处理的是矩阵的一行。原课程说要举个例子，“假设我们有以下两个样本组成一个批次”，后面却没有给出这两个样本。下面把这个例子补上。
+# 把一个批次排成矩阵，每行是一个样本，每列是一个特征。BN 对每个特征在整个批次上做标准化，处理的是一列。LN 对每个样本在它自己的全部特征上做标准化，处理的是一行。原课程说要举个例子，“假设我们有以下两个样本组成一个批次”，后面却没有给出。下面补上。
 
 # %%
 x = torch.tensor([[1.0, 2.0, 3.0],  # 样本 0
@@ -61,7 +61,7 @@ x = torch.tensor([[1.0, 2.0, 3.0],  # 样本 0
 
 
 def standardize(x, axis):
-    mean = x.mean(dim=axis, keepdim=True)  # torch 把轴叫作 dim
+    mean = x.mean(dim=axis, keepdim=True)
     var = ((x - mean) ** 2).mean(dim=axis, keepdim=True)  # 除以 n，即参与平均的值的个数
     return (x - mean) / torch.sqrt(var + 1e-5)  # 1e-5 和 keepdim 的作用见下面“公式”一节
 
@@ -70,9 +70,9 @@ print("BN, each column:\n", standardize(x, axis=0))
 print("LN, each row:\n", standardize(x, axis=-1))
 
 # %% [markdown]
-# 批次里只有两个样本时，BN 把每一列都变成了 −1 和 +1。两个数到它们均值的距离恰好都是一个标准差，所以标准化之后，只剩下哪个样本更大这一点信息。
+# 批次里只有两个样本时，BN 把每一列都变成 −1 和 +1。两个数离均值都恰好是一个标准差，标准化之后只剩下哪个样本更大这一点信息。
 #
-# LN 保留了每个样本内部各特征的大小顺序，却丢掉了样本本身的均值和尺度。`[1, 2, 3]` 和 `[30, 10, 20]` 都变成了 −1.22、0 和 1.22，只是排列顺序不同。两个样本的均值 2 和 20 相差十倍，这一点经过 LN 就看不出来了。
+# LN 保留了每个样本内部各特征的大小顺序，却丢掉了样本本身的均值和尺度。`[1, 2, 3]` 和 `[30, 10, 20]` 都变成了 −1.22、0 和 1.22，只是顺序不同。两个样本的均值 2 和 20 相差十倍，经过 LN 就看不出来了。
 #
 # 此外，样本 0 经过 BN 的结果还取决于批次里的另一个样本。把样本 1 换掉试试。
 
@@ -81,28 +81,32 @@ other = x.clone()
 other[1] = torch.tensor([0.0, 50.0, 7.0])  # 只换掉样本 1
 print("BN, sample 0's output changed:", not torch.equal(standardize(other, 0)[0], standardize(x, 0)[0]))
 print("LN, sample 0's output changed:", not torch.equal(standardize(other, -1)[0], standardize(x, -1)[0]))
-# 结果与 PyTorch 的 BN 和 LN 相同。affine=False 表示不做可学习的缩放和平移（即下文的 gamma 和 beta）
+# 与 PyTorch 的 BN 和 LN 结果相同。affine=False 表示不带可学习的 gamma 和 beta（见下文）
 assert torch.allclose(standardize(x, 0), nn.BatchNorm1d(3, affine=False)(x), atol=1e-4)
 assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=False)(x), atol=1e-4)
 
 # %% [markdown]
-# 上面的输出说明，BN 的结果变了，LN 的没变。LN 只需要眼前这一个样本，所以批量大小可以随意，训练和测试时的计算也完全一样。Ba、Kiros 和 Hinton（2016）提出 LN，正是为了用在 RNN 上。RNN 每读一个 token 走一步，如果用 BN，每一步都得单独统计一套批次的均值和方差。
+# 可见 BN 的结果变了，LN 的没变。LN 只需要眼前这一个样本，所以批量大小随意，训练和测试时的计算也完全一样。Ba、Kiros 和 Hinton（2016）提出 LN，一是为了摆脱对批量大小的依赖，二是为了用在 RNN 上。RNN 每读一个 token 走一步，用 BN 就得每一步各统计一套均值和方差，而测试序列比训练序列长时，多出的步没有统计量可用。
 #
-# 不过在用大批量训练的图像卷积网络（例如 ResNet）中，BN 仍然是更好的选择。在这类网络中，BN 的每个统计量都来自同一通道在所有图像、所有像素上的值，数以千计，因此很稳定。BN 和 LN 在 ImageNet 上孰优孰劣，BN 在测试时如何计算，以及为什么推理时它可以不增加任何计算量，见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
+# 不过在用大批量训练的图像卷积网络（如 ResNet）中，BN 通常仍是首选。这时 BN 的每个统计量取自一个通道（即卷积网络里的特征）在所有图像、所有像素上的值，数以千计，所以很稳定。BN 和 LN 在 ImageNet 上孰优孰劣，BN 在测试时如何计算，以及推理时它为什么可以不增加计算量，见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
 
 # %% [markdown] lesson_point=3
 # ## 3 · 公式
 #
 # $$y = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}} \cdot \gamma + \beta$$
 #
-# token 在模型里用一组数来表示，这些数就是它的特征。特征的个数叫作模型的宽度，代码里写作 `d_model`。LN 对每个 token 的处理，和上一节对每个样本的处理相同。$\mathrm{E}[x]$ 和 $\mathrm{Var}[x]$ 是这些特征的均值和**有偏**方差。有偏是指除以 `d_model`，而不是除以 `d_model - 1`（`unbiased=False`）。$\epsilon = 10^{-5}$ 放在根号**里面**，原课程说它“用于避免除以零的情况”。有了它，特征全都相等时，标准化得到 0 而不是 0 / 0，再乘以缩放参数 $\gamma$、加上平移参数 $\beta$，输出就等于平移参数。这两个参数每个特征各有一个，通过反向传播学习，初始值分别是 1 和 0。
+# token 在模型里表示为一组数，即它的特征。特征的个数叫作模型的宽度，代码里写作 `d_model`。LN 处理每个 token 的方式，和上一节处理每个样本相同。$\mathrm{E}[x]$ 和 $\mathrm{Var}[x]$ 是这些特征的均值和**有偏**方差。有偏是指除以 `d_model`，而不是除以 `d_model - 1`（`unbiased=False`）。
 #
-# 写成代码时，`x.mean(dim=-1, keepdim=True)` 沿最后一个轴求平均，并把这个轴保留下来，长度变为 1。对于形状为 `(batch, seq_len, d_model)` 的一批数据，均值的形状就是 `(batch, seq_len, 1)`，因此 `x - mean` 从每个 token 的特征中减去这个 token 自己的均值。
+# 缩放参数 $\gamma$ 和平移参数 $\beta$ 每个特征各有一个，通过反向传播学习，初始值分别是 1 和 0。
+#
+# $\epsilon = 10^{-5}$ 放在根号**里面**，原课程说它“用于避免除以零的情况”。特征全都相等时方差为零，有了它，标准化的结果是 0 而不是 0 / 0，输出就等于平移参数。
+#
+# 写成代码时，`x.mean(dim=-1, keepdim=True)` 沿最后一个轴求平均，并保留这个轴，长度变为 1。对形状为 `(batch, seq_len, d_model)` 的一批数据，均值的形状就是 `(batch, seq_len, 1)`，`x - mean` 靠广播机制从每个 token 的特征中减去这个 token 自己的均值。
 
 # %% [markdown]
 # ### 动手练习 · 写出 LN
 #
-# 写一个函数 `my_layer_norm(x, gamma, beta, eps=1e-5)`，在 `x` 的最后一个轴上做 LN，其中 `gamma` 和 `beta` 的形状都是 `(d_model,)`。上一节的 `standardize` 函数已经完成了大部分工作。检查器会用七组输入来测试，其中几组专门用来发现常见的错误，并告诉你还差什么。最后一组传入 `eps=0.1`，所以要用参数 `eps`，不要直接写 1e-5 这个数。
+# 写一个函数 `my_layer_norm(x, gamma, beta, eps=1e-5)`，在 `x` 的最后一个轴上做 LN，其中 `gamma` 和 `beta` 的形状都是 `(d_model,)`。上一节的 `standardize` 函数已经做了大部分工作。检查器用七组输入测试，并告诉你还差什么。最后一组传入 `eps=0.1`，所以要用参数 `eps`，不要直接写 1e-5 这个数。
 
 # %%
 def my_layer_norm(x, gamma, beta, eps=1e-5):
@@ -126,7 +130,7 @@ check_layer_norm_last_dim(my_layer_norm)
 # %% [markdown]
 # ### 把 LayerNorm 写成模块
 #
-# 在模型里，LN 是一个模块。它把 $\gamma$ 和 $\beta$ 存为 `nn.Parameter`，这类张量在反向传播中会得到梯度，并由优化器更新。模块的 `forward` 就是你刚写的函数，所以请先做完上面的练习，再看下一个单元格。PyTorch 把 $\gamma$ 叫作 `weight`，把 $\beta$ 叫作 `bias`，这个模块也沿用这两个名字，这样就能载入从 `nn.LayerNorm` 保存下来的权重。
+# 在模型里，LN 是一个模块。它把 $\gamma$ 和 $\beta$ 存为 `nn.Parameter`，这类张量在反向传播中得到梯度，由优化器更新。模块的 `forward` 就是你刚写的函数，所以请先做完练习再往下看。PyTorch 把 $\gamma$ 叫作 `weight`，把 $\beta$ 叫作 `bias`，这个模块也沿用这两个名字，以便载入 `nn.LayerNorm` 保存的权重。
 
 # %%
 class LayerNorm(nn.Module):
@@ -144,7 +148,7 @@ class LayerNorm(nn.Module):
         return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
 
 # %% [markdown]
-# 现在以原课程的形状 `(batch, seq_len, d_model)` 为例，把它和 `nn.LayerNorm` 对比一下，两者装入同一组随机的 $\gamma$ 和 $\beta$。模块的 `state_dict`（状态字典）按名字存放模块要保存的全部张量。两者的键名、输出以及对 `x`、$\gamma$ 和 $\beta$ 的梯度都应当相同。
+# 下面在原课程的形状 `(batch, seq_len, d_model)` 上把它和 `nn.LayerNorm` 对比，两者装入同一组随机的 $\gamma$ 和 $\beta$。模块的 `state_dict`（状态字典）按名字存放它要保存的张量。两者的键名、输出以及对 `x`、$\gamma$ 和 $\beta$ 的梯度都应当相同。
 
 # %%
 torch.manual_seed(0)
@@ -155,7 +159,7 @@ with torch.no_grad():  # 两边用同一组随机的 gamma 和 beta
 torchs.load_state_dict(ours.state_dict())
 x = (torch.randn(2, 3, 4) * 3 + 5).requires_grad_()  # (batch, seq_len, d_model)
 out1, out2 = ours(x), torchs(x)
-upstream = torch.randn(2, 3, 4)  # 从上面各层传回来的梯度
+upstream = torch.randn(2, 3, 4)  # 假想的上游梯度（从后面各层反传回来）
 grads1 = torch.autograd.grad(out1, [x, ours.weight, ours.bias], upstream)
 grads2 = torch.autograd.grad(out2, [x, torchs.weight, torchs.bias], upstream)
 print("state_dict keys:", list(ours.state_dict()), list(torchs.state_dict()))
@@ -165,7 +169,7 @@ print("same outputs:", torch.allclose(out1, out2, atol=1e-5), "| same gradients 
 # %% [markdown] lesson_point=4
 # ## 4 · 均值 0、方差 1，然后是 gamma 和 beta
 #
-# LN 的输出是不是均值为 0、方差为 1，取决于 $\gamma$ 和 $\beta$。标准化之后是这样，缩放和平移之后就随这两个参数而变。原课程说“经过 LN 后，每个 Token 的分布被调整为均值为 0、方差为 1”，指的是这两个参数取初始值的情形。新建的 `LayerNorm(4)` 从 $\gamma = 1$、$\beta = 0$ 开始，所以它的输出保留 4 位小数后，每个 token 的均值为 0，方差为 1。
+# 严格地说，只有标准化这一步的结果才是均值为 0、方差为 1。再乘以 $\gamma$、加上 $\beta$ 之后，均值和方差就由这两个参数决定了。原课程说“经过 LN 后，每个 Token 的分布被调整为均值为 0、方差为 1”，指的是这两个参数取初始值的情形。新建的 `LayerNorm(4)` 从 $\gamma = 1$、$\beta = 0$ 开始，所以它的输出保留 4 位小数后，每个 token 的均值为 0，方差为 1。
 
 # %%
 ln = LayerNorm(4)
@@ -174,14 +178,14 @@ print("mean of each token:\n", y.mean(dim=-1).abs().round(decimals=4))
 print("variance of each token:\n", y.var(dim=-1, unbiased=False).round(decimals=4))
 
 # %% [markdown]
-# 为什么先标准化，再缩放？标准化让下一层不受前面权重尺度的影响。$\gamma$ 和 $\beta$ 按特征学习，网络靠它们为每个特征单独调整大小和位置（均值），使其适合下一层，比如这个特征有多少值落到 tanh 的弯曲段甚至饱和区。如果所有特征共用同一个 $\gamma$ 和 $\beta$，每个 token 的均值就变成 $\beta$，标准差变成 $|\gamma|$。训练之后，每个特征有了各自的参数，这就不再成立。
+# 为什么先标准化，再缩放？标准化让下一层不受前面权重尺度的影响。$\gamma$ 和 $\beta$ 每个特征各有一个，靠训练学出来。网络用它们给每个特征重新设定尺度和中心，使其适合下一层，比如这个特征有多少值落进 tanh 的弯曲段乃至饱和区（tanh 两端几乎平坦的部分）。如果所有特征共用同一个 $\gamma$ 和 $\beta$，每个 token 的均值就是 $\beta$，标准差就是 $|\gamma|$。训练之后各特征的参数不再相同，这就不成立了。
 
 # %% [markdown]
 # ### 交互图 · 深层网络里加不加 LN
 #
-# 这是一个八层的 `Linear → tanh` 网络，左图不加 LN，右图在每个 tanh 之前加 LN。每条曲线是进入某一层 tanh 的值的分布，颜色表示层号，与右侧色条上的编号对应。纵轴是这一层的值落进横轴上每一小段的比例。第一个滑块缩放权重，模拟训练中权重的变化，另外两个滑块给所有特征设定 $\gamma$ 和 $\beta$。松开滑块，图就会重画。输入是 512 个宽度为 64 的 token，从标准正态分布中随机抽取，各层的权重也是随机的，由固定的随机种子生成。
+# 这是八层的 `Linear → tanh` 网络，左图不加 LN，右图在每个 tanh 之前加 LN。每条曲线是进入某一层 tanh 的值的分布，颜色表示层号（见右侧色条）。纵轴是这一层的值落进横轴上每一小段的比例。第一个滑块缩放权重，模拟训练中权重的变化，另两个给所有特征设定 $\gamma$ 和 $\beta$。松开滑块，图就会重画。输入是 512 个宽度为 64 的 token，从标准正态分布中随机抽取，权重也是随机的，种子固定。
 #
-# 缩放权重会改变左图，右图却不变，因为不管输入整体有多大，LN 都会把这个整体大小除掉。在右图中，只有 $\gamma$ 和 $\beta$ 能让这些值移动。
+# 拖动权重滑块，左图会变，右图却不变。权重放大或缩小多少倍，进入 LN 的值也跟着变多少倍，LN 会把这个倍数除掉。右图中只有 $\gamma$ 和 $\beta$ 能让这些值移动。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -190,9 +194,9 @@ demo = deep_stack_demo()
 demo
 
 # %% [markdown]
-# 下图的设置是权重缩放到 0.5 倍，$\gamma = 2$，$\beta = 0.5$。不加 LN 时，值一层比一层更挤向零，到第 8 层几乎全都缩到了零附近。0 正好是两个小段的分界，这些值正负各半，平分在它两侧的两个小段里，所以后面几层的峰值只有 0.5 左右。加了 LN 之后，每一层的全部值都以 0.5 为中心，标准差为 2。红字说明，第 3 层有 2% 的值落在 ±5 之外，是各层中最多的。$\gamma$ 这么大，会把许多值推进 tanh 两端平坦的饱和区，笔记本 01 会解释这为什么不好。
+# 下图中权重缩放到 0.5 倍，$\gamma = 2$，$\beta = 0.5$。不加 LN 时，值一层比一层更挤向零，到第 8 层几乎全缩到了零附近。0 正好是两个小段的分界，这些值正负各半，平分到两侧的小段里，所以后面几层的峰值只有 0.5 左右。加了 LN 之后，每一层的全部值都以 0.5 为中心，标准差为 2。红字说明，第 3 层约有 2% 的值落在 ±5 之外，其他各层也相差不多。$\gamma$ 这么大，会把许多值推进 tanh 的饱和区，笔记本 01 会解释这为什么不好。
 #
-# 注意两幅图的纵轴刻度不同。每幅图按自己的曲线确定纵轴范围，所以右图的峰值约为 0.025，只有左图的二十分之一。
+# 注意两幅图的纵轴刻度不同，每幅图按自己的曲线确定纵轴范围。右图的值分散得宽，所以峰值低，约为 0.025，只有左图的二十分之一。
 
 # %%
 demo.snapshot(gain=0.5, gamma=2.0, beta=0.5)
@@ -201,7 +205,7 @@ plt.show()
 # %% [markdown]
 # ## 术语表
 #
-# 本套笔记本沿用原课程的术语。最后一列是 d2l-zh（《动手学深度学习》）的译法，“无”表示那里没有专门的译名。
+# 本套笔记本沿用原课程的术语。最后一列是 d2l-zh（《动手学深度学习》）的译法，“无”表示没有专门的译名。
 #
 # | 英文 | 本套笔记本 | d2l-zh |
 # |---|---|---|
@@ -209,6 +213,7 @@ plt.show()
 # | Batch Normalization (BN) | 批量归一化 | 批量规范化 |
 # | normalize / standardize | 归一化、标准化 | 规范化、标准化 |
 # | token / feature / sample | token、特征、样本 | 词元、特征、样本 |
+# | unit | 单元（神经元） | 隐藏单元 |
 # | batch / batch size | 批次、批量大小 | 小批量、批量大小 |
 # | biased variance | 有偏方差（除以 n） | 无 |
 # | scale, shift (gamma, beta) | 缩放、平移 | 拉伸参数、偏移参数 |
@@ -217,6 +222,7 @@ plt.show()
 # | train mode, eval mode | 训练模式、评估模式 | 训练模式、预测模式 |
 # | module (nn.Module) | 模块 | 块 |
 # | Transformer block / sub-layer | 块、子层 | 块、子层 |
+# | MLP sub-layer | MLP 子层 | 基于位置的前馈网络 |
 # | residual connection / residual stream | 残差连接、残差流 | 残差连接、无 |
 # | attention / causal mask / padding | 注意力、因果掩码、填充 | 注意力、掩蔽、填充 |
 # | learning rate / warm-up / dropout | 学习率、学习率预热、dropout | 学习率、预热、暂退法 |
@@ -240,10 +246,10 @@ plt.show()
 # %% [markdown]
 # ## 小结
 #
-# - BN 和 LN 是同一段代码，只是换了计算的维度。LN 对每个样本单独做标准化，因而丢掉了样本本身的均值和尺度。在用大批量训练的卷积网络中，BN 仍然更好。
+# - BN 和 LN 是同一段代码，只是沿不同的轴计算。LN 对每个样本单独做标准化，因而丢掉了样本本身的均值和尺度。在用大批量训练的卷积网络中，BN 通常仍是首选。
 # - LN 就是求均值、求有偏方差，并把 $\epsilon$ 放在根号里面。然后 $\gamma$ 负责缩放，$\beta$ 负责平移，每个特征各有一个。
 #
-# 接下来请读 [01](01_before_the_activation_per_token.ipynb)，然后是 [02](02_layernorm_in_a_transformer.ipynb)。之后是几个深入专题（英文）。[10](../10_how_a_claim_is_tested.ipynb) 讲一个说法如何检验，[11](../11_batchnorm_in_depth.ipynb) 讲 BN，[12](../12_where_the_norm_goes.ipynb) 讲归一化放在哪里，[13](../13_does_it_speed_up_training.ipynb) 讲能否加快训练，[14](../14_backward_numerics_speed.ipynb) 讲反向传播与数值计算，[15](../15_the_normalization_family.ipynb) 讲归一化家族，[16](../16_sequences_padding_and_masks.ipynb) 讲序列与掩码，[17](../17_layernorm_in_your_training_code.ipynb) 讲在你自己的训练代码里使用 LN。
+# 接下来读 [01](01_before_the_activation_per_token.ipynb) 和 [02](02_layernorm_in_a_transformer.ipynb)，然后是几个深入专题（英文）。[10](../10_how_a_claim_is_tested.ipynb) 讲一个说法如何检验，[11](../11_batchnorm_in_depth.ipynb) 讲 BN，[12](../12_where_the_norm_goes.ipynb) 讲归一化放在哪里，[13](../13_does_it_speed_up_training.ipynb) 讲能否加快训练，[14](../14_backward_numerics_speed.ipynb) 讲反向传播与数值计算，[15](../15_the_normalization_family.ipynb) 讲归一化家族，[16](../16_sequences_padding_and_masks.ipynb) 讲序列与掩码，[17](../17_layernorm_in_your_training_code.ipynb) 讲在自己的训练代码里用 LN。
 
 # %% [markdown]
 # ## 参考文献

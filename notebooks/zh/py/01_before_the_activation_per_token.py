@@ -31,7 +31,7 @@ helpers.set_language("zh")
 # %% [markdown]
 # # 01 · 放在激活函数之前，以 token 为单位
 #
-# 本笔记本回答三个问题。原课程为什么把 LN 放在激活函数之前，这个说法在多大程度上成立？以 token 为单位和以句子为单位做归一化，各在什么时候用？LN 为什么没有移动平均值？[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/01_before_the_activation_per_token.ipynb)
+# 本笔记本回答三个问题。原课程为什么把 LN 放在激活函数之前，这个说法有几分道理？以 token 为单位和以句子为单位做归一化，各在什么时候用？LN 为什么没有移动平均值？[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/01_before_the_activation_per_token.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
@@ -44,11 +44,11 @@ from helpers.widgets.activation_input import activation_input_demo
 # %% [markdown] lesson_point=5
 # ## 5 · 原课程说 LN 放在激活函数之前
 #
-# 原课程写道，“LN 和 BN 一样，通常用在激活函数之前”。Ioffe 和 Szegedy（2015）提出 BN 时，就把它放在激活函数之前。原课程给出的理由是，如果把 LN 放在激活函数之后，LN 就“会在已经非线性的输出上再做标准化，这可能破坏网络的表达能力”。
+# 原课程写道，“LN 和 BN 一样，通常用在激活函数之前”。Ioffe 和 Szegedy（2015）提出 BN 时就是这样放的。原课程的理由是，LN 放在激活函数之后，就“会在已经非线性的输出上再做标准化，这可能破坏网络的表达能力”。
 #
-# 下面给出一个具体的理由，也指出它的局限。tanh 的输出绝对值超过 0.97 以后，曲线几乎是平的，这时输入的绝对值大约超过 2.1（`atanh(0.97)` 等于 2.09）。我们把这两段叫作 tanh 的饱和区。饱和区里 tanh 的斜率小于 1 − 0.97² = 0.059，不到原点处的 6%，梯度经过它也只剩不到 6%。落进饱和区的输入，即使彼此相差很大，输出也几乎相同。`tanh(3)` 是 0.995，`tanh(6)` 是 1.000，两个输入相差 3，这个差别在输出中被抹掉了。
+# 下面给出一个具体的理由，也指出它的局限。tanh 的输出绝对值超过 0.97 以后，曲线几乎是平的，这时输入的绝对值大约超过 2.1（`atanh(0.97)` 等于 2.09）。这两段叫作 tanh 的饱和区。那里 tanh 的斜率小于 1 − 0.97² = 0.059，不到原点处的 6%，梯度经过它也只剩不到 6%。落进饱和区的输入即使相差很大，输出也几乎相同。`tanh(3)` 是 0.995，`tanh(6)` 是 1.000，输入相差 3，输出却几乎一样。
 #
-# 什么时候会出现这种情况？进入 tanh 的值分散得很开，就会这样，比如训练中某一层的权重变大了。下面这个 Linear 层的输入已经处在同一个尺度上，它的权重先取 PyTorch 的初始值，再换一组新权重并放大到 8 倍。
+# 什么时候会这样？进入 tanh 的值分散得很开时，比如训练中某层的权重变大了。下面 Linear 层的输出 z 就是进入 tanh 的值，下文说的激活前的值、激活函数的输入，都指它。Linear 层的输入已在同一个尺度上，权重先取 PyTorch 的初始值，再换一组放大到 8 倍的新权重。
 
 # %%
 torch.manual_seed(0)
@@ -63,22 +63,22 @@ for growth in (1, 8):
     print(f"weights x{growth}: on tanh's flat tails, {first:.0%} of values with LN first, {plain:.0%} with no LN")
 
 # %% [markdown]
-# 权重变大而又不加 LN 时，大部分值落进了饱和区。先做 LN 时，不论权重多大，这个比例都很小，因为 LN 去掉了输入的尺度。
+# 权重变大又不加 LN 时，大部分值落进了饱和区。先做 LN 时，不论权重多大，这个比例都很小，因为 LN 去掉了输入的尺度。
 #
-# 这个理由也有局限。用初始权重时，Linear 层输出的标准差约为 0.6，LN 会把它放大到 1，所以先做 LN 时落进饱和区的值，反而比不加 LN 时**更多**。而且 $\gamma$ 在训练中也可能变大，把值重新推向两端。所以 LN 放在 tanh 之前可能有帮助，但不是总有帮助。反过来，把 LN 放在 tanh 之后，只能重新缩放 tanh 留下的结果，被饱和区抹掉的差别再也找不回来。
+# 局限在于，用初始权重时，Linear 层输出的标准差约为 0.6，LN 会把它放大到 1，所以先做 LN 时落进饱和区的值反而比不加 LN 时**更多**。而且 $\gamma$ 在训练中也可能变大，把值重新推向两端。所以 LN 放在 tanh 之前可能有帮助，但不一定。反过来，LN 放在 tanh 之后只能重新缩放 tanh 的输出，被饱和区抹掉的差别找不回来。
 #
-# ReLU 在正半轴上没有饱和区。先做 LN 会把每个 token 的中心移到 0，于是 ReLU 会把每个 token 大约一半的特征置为零。$\beta$ 可以改变这个比例。
+# ReLU 在正半轴上没有饱和区。先做 LN 会把每个 token 的中心移到 0，于是 ReLU 把每个 token 大约一半的特征置为零，$\beta$ 可以改变这个比例。下面的 z 沿用上一个单元格最后的那组，即权重放大后的输出。
 
 # %%
-for beta in (0.0, 0.5):  # 在 LN 之后加上 beta，相当于学到的 beta
+for beta in (0.0, 0.5):  # 所有特征共用一个 beta，加在 LN 之后，作用同学到的 beta
     print(f"ReLU after LN, beta {beta}: {(torch.relu(ln(z) + beta) == 0).float().mean():.0%} of values zeroed")
 
 # %% [markdown]
 # ### 交互图 · 进入 tanh、ReLU 和 GELU 的值
 #
-# 两个滑块分别调节 Linear 层输出 `z` 的均值和标准差。这里的 `z` 是 512 个宽度为 64 的 token，从正态分布中随机抽取，均值和标准差由滑块决定。下拉菜单用来切换激活函数，其中 GELU 是平滑版的 ReLU，Transformer 中常用。左图先做 LN 再激活，右图先激活再做 LN。蓝色曲线是进入激活函数的值，红色曲线是 LN 和激活函数合起来的输出。图中的标签是英文，中文对照见第一个笔记本末尾的[术语表](00_what_layernorm_computes.ipynb)。
+# 两个滑块调节 Linear 层输出 `z` 的均值和标准差。这里的 `z` 是 512 个宽度为 64 的 token，从以此为均值和标准差的正态分布中随机抽取。下拉菜单切换激活函数，其中 GELU 是平滑版的 ReLU，Transformer 中常用。左图先做 LN 再激活，右图先激活再做 LN。蓝色曲线是进入激活函数的值，红色曲线是 LN 和激活函数合起来的输出。图中英文标签的中文对照见第一个笔记本的[术语表](00_what_layernorm_computes.ipynb)。
 #
-# 不管滑块怎么拖，左图都不变。LN 会去掉输入的均值和尺度，所以对任意 a > 0，`a * z + c` 和 `z` 经过 LN 得到的结果相同。右图中，激活函数的输入就是 `z` 本身。选 ReLU 时，先做 LN 总会把每个 token 大约一半的值置为零。后做 LN 时，被置零的比例从零到全部都有可能，取决于均值在哪里。GELU 在 −3 以下几乎为 0，而先做 LN 时几乎没有值落到那里。
+# 不管滑块怎么拖，左图都不变。LN 会去掉输入的均值和尺度，所以对任意 a > 0，`a * z + c` 和 `z` 经过 LN 的结果相同。选 ReLU 时，左图（先做 LN）总把每个 token 大约一半的值置为零。右图（后做 LN）中激活函数的输入就是 `z` 本身，置零的比例从零到全部都有可能，取决于均值在哪里。GELU 在 −3 以下几乎为 0，而左图几乎没有值落到那里。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -87,51 +87,51 @@ demo = activation_input_demo()
 demo
 
 # %% [markdown]
-# 下图选的是 tanh，`z` 的均值为 2，标准差为 3。左图是 LN 在前。LN 的输出大约到 ±2，所以 tanh 的输出堆积在 ±0.9 附近，但超过 ±0.97 的只有 4%。右图中，`z` 约有 48% 落在 +1 一侧的饱和区，tanh 给它们的输出几乎一样，LN 再把这个几乎不变的值变成那根高高的红色尖峰。另有约 9% 落在另一侧的饱和区，标题里的百分比把两侧都算在内。这根尖峰让右图的纵轴升到 0.3，约为左图的三倍。
+# 下图选的是 tanh，`z` 的均值为 2，标准差为 3。左图 LN 在前，LN 的输出大约到 ±2，tanh 在那里已趋于平坦，把较大的值挤到一起，所以输出堆积在 ±0.9 附近，但超过 ±0.97 的只有 4%。右图中 `z` 约有 48% 落在 +1 一侧的饱和区，tanh 给它们的输出几乎一样，LN 再把这个值变成那根高高的红色尖峰。另有约 9% 落在另一侧的饱和区，标题里的百分比把两侧都算在内。红字 beyond the axis 是超出横轴范围、没有画出的值所占的比例。这根尖峰让右图的纵轴升到 0.3，约为左图的三倍。
 
 # %%
 demo.snapshot(activation="tanh", shift=2.0, scale=3.0)
 plt.show()
 
 # %% [markdown]
-# 那么在真正训练网络时，这个顺序重要吗？我们训练了 8 层、每层 16 个单元的 MLP（多层感知机）去拟合一个固定的随机网络，分别把 LN 放在 tanh 之前或之后，对 ReLU 也一样，每种做法都用 10 个随机种子各训练一次。实验分不出这两种顺序的高下，两者的最终损失最多相差约 2%，哪边高都有可能。实验的做法见深入专题 [12](../12_where_the_norm_goes.ipynb)。
+# 那么真正训练时，这个顺序重要吗？我们训练 8 层、每层 16 个单元的 MLP（多层感知机）去拟合一个固定的随机网络，LN 分别放在 tanh 或 ReLU 之前和之后，每种做法用 10 个随机种子各训练一次。结果分不出两种顺序的高下，最终损失的差别都在约 2% 以内，哪边高都有可能。做法见深入专题 [12](../12_where_the_norm_goes.ipynb)。
 
 # %% [markdown] lesson_point=6
 # ## 6 · `normalized_shape` 决定了什么
 #
-# 一批句子的形状是 `(batch, seq_len, d_model)`，其中 `d_model` 是宽度。`nn.LayerNorm(normalized_shape)` 的参数 `normalized_shape` 指定哪些值共用一组均值和方差，它就是这些值的形状。LN 在**最后** `len(normalized_shape)` 个轴上求平均，前面那些轴的每一种下标组合构成一个组，每组有自己的均值和方差。$\gamma$ 和 $\beta$ 的形状就是 `normalized_shape`。
+# 一批句子的形状是 `(batch, seq_len, d_model)`，其中 `d_model` 是宽度。`nn.LayerNorm(normalized_shape)` 的参数 `normalized_shape` 指定哪些值共用一组均值和方差，即这些值的形状。LN 在**最后** `len(normalized_shape)` 个轴上求平均。前面各轴的下标每取定一组值，就得到一组数，各算一套均值和方差。$\gamma$ 和 $\beta$ 的形状就是 `normalized_shape`。
 #
-# 原课程的代码（见第 8 节）随机生成了一批数据。下面把这批数据按两种方式各归一化一次，同时把句子 0 中的 token 2 放大 100 倍。token 0 的输出会不会跟着变？
+# 下面取原课程代码（见第 8 节）随机生成的那批数据，把句子 0 的 token 2 放大 100 倍，得到另一批。两种做法都把原数据和放大后的数据各归一化一次，看同一句里 token 0 的输出变不变。
 
 # %%
 torch.manual_seed(42)
 batch, seq_len, d_model = 2, 3, 4
 x = torch.rand(batch, seq_len, d_model)  # 原课程的那批数据：2 个句子 × 3 个 token × 4 个特征
 loud = x.clone()
-loud[0, 2] *= 100  # 句子 0 中的 token 2，变成一个特别大的 token
+loud[0, 2] *= 100  # 把句子 0 的 token 2 变成特别大的 token
 for shape in [(d_model,), (seq_len, d_model)]:
     norm = nn.LayerNorm(shape)
     print(f"normalized_shape={shape}: {x.numel() // norm.weight.numel()} groups, gamma of shape",
           f"{tuple(norm.weight.shape)}, token 0 changed: {not torch.equal(norm(loud)[0, 0], norm(x)[0, 0])}")
 
 # %% [markdown]
-# 以 token 为单位时，共有 2 × 3 = 6 组。以句子为单位时，共有 2 组，每组 12 个值。原课程只说要根据“任务需求和应用场景”来选。
+# 以 token 为单位时，共有 2 × 3 = 6 组，token 0 的输出没变（False）。以句子为单位时，共有 2 组，每组 12 个值，它的输出变了（True）。原课程只说要根据“任务需求和应用场景”来选。
 #
 # 那么实际该选哪一种？Transformer 都以 token 为单位做归一化，理由有四条。
 #
-# - 句子长短不一。以句子为单位的 `nn.LayerNorm` 只适用于一种长度，也就是它的 `normalized_shape` 定下的长度，所以 `nn.LayerNorm((3, 4))` 不接受形状为 `(2, 5, 4)` 的批次。它的 γ 和 β 也和位置一一绑定。
+# - 句子长短不一。以句子为单位的 `nn.LayerNorm` 只适用于它的 `normalized_shape` 定下的那一种长度，`nn.LayerNorm((3, 4))` 就不接受形状为 `(2, 5, 4)` 的批次。它的 γ 和 β 也和位置一一绑定。
 # - 一个批次要把短句子填充到同一长度。以句子为单位时，填充的值会混进每个真实 token 的均值和方差。
-# - 因果模型根据前面的 token 预测下一个 token。以句子为单位时，每个 token 的均值和方差都包含了它后面的 token，等于泄露了未来的信息。
-# - 以句子为单位时，一个特别大的 token 会改变其他所有 token 的输出，上面的 token 0 就是例子。以 token 为单位时，每个 token 的输出只取决于它自己。
+# - 因果模型根据前面的 token 预测下一个 token。以句子为单位时，除最后一个 token 外，每个 token 的均值和方差都包含了它后面的 token，等于泄露了未来的信息。
+# - 以句子为单位时，一个特别大的 token 会改变其他所有 token 的输出，上面的例子就是这样。以 token 为单位时，每个 token 的输出只取决于它自己。
 #
-# 标准的 Transformer 没有以句子为单位做归一化的，GPT-2、BERT 和 LLaMA 都是对每个 token 在它自己的特征上做归一化。
+# GPT-2、BERT 和 LLaMA 都对每个 token 在它自己的特征上做归一化。
 #
-# 只有前三条理由都不成立时，以句子为单位才合适，也就是每个输入长度相同，没有填充，模型也不是因果模型。比如一个分类器一次读入长度固定的整句话，每句话给出一个标签，就属于这种情形。代价是第四条说的问题依然存在。真实模型究竟在哪些维度上归一化，如何处理填充和掩码，图像又该怎么做，见深入专题 [16](../16_sequences_padding_and_masks.ipynb)。
+# 只有前三条都不成立时，即输入长度相同、没有填充、模型也不是因果模型，以句子为单位才合适。比如一个分类器每次读入一整句长度固定的话，给出一个标签。代价是第四条的问题依然存在。真实模型在哪些轴上归一化，怎样处理填充、掩码和图像，见深入专题 [16](../16_sequences_padding_and_masks.ipynb)。
 
 # %% [markdown] lesson_point=7
 # ## 7 · 没有移动平均值
 #
-# 原课程指出，“LN 不需要像 BN 那样在训练时累计 running_mean 和 running_var 值”。这两个量是 BN 的移动平均值，即训练中各批次均值和**无偏**方差（分母是个数减一）的指数移动平均。`num_batches_tracked` 则记录见过多少个批次。在测试时使用的评估模式 `eval()` 下，BN 用它们代替当前批次自己的均值和方差，调用 `.train()` 则切换回训练模式。这类张量叫作缓冲区（buffer），由模块自己更新而不经过梯度，并和权重一起保存。LN 一个缓冲区也没有。
+# 原课程指出，“LN 不需要像 BN 那样在训练时累计 running_mean 和 running_var 值”。这两个量是 BN 的移动平均值，即训练中各批次均值和**无偏**方差（分母是个数减一）的指数移动平均。`num_batches_tracked` 记录见过多少个批次。测试时调用 `eval()` 切换到评估模式，BN 就用它们代替当前批次的均值和方差，调用 `.train()` 则切换回训练模式。这类张量叫作缓冲区（buffer），由模块自己更新而不靠梯度，和权重一起保存。LN 没有缓冲区。
 
 # %%
 tokens = x.reshape(-1, d_model)  # 把 6 个 token 当作形状为 (6, 4) 的一个批次
@@ -141,12 +141,12 @@ for norm in (nn.BatchNorm1d(d_model), nn.LayerNorm(d_model)):
     print(f"{type(norm).__name__}: buffers {[n for n, _ in norm.named_buffers()]}, train == eval: {same}")
 
 # %% [markdown]
-# 只见过一个批次时，BN 的移动平均值从初始值（0 和 1）出发，只朝这个批次的均值和无偏方差走了十分之一，这个比例就是它的 `momentum`，即 0.1。所以切换到 `eval()` 后，BN 的输出变了。LN 的输出则不可能变。
+# 只见过一个批次时，BN 的移动平均值从初始值（0 和 1）出发，只朝这个批次的均值和无偏方差走了十分之一，这个比例就是它的 `momentum`，即 0.1。所以切换到 `eval()` 后 BN 的输出变了，LN 的则不可能变。
 
 # %% [markdown] lesson_point=8
 # ## 8 · 原课程的代码，原样照搬
 #
-# 下面是原课程的代码，连注释在内一字未改。`test01` 用 `nn.LayerNorm` 按两种方式各算一次，`test02` 手工计算，并打印均值和方差。注释里的“以句子为单词”是原课程的笔误，应为“以句子为单位”。原课程把宽度叫作 `dim`，而 `torch.mean` 里的 `dim=2` 指的是最后一个轴。`elementwise_affine=False` 关掉了 $\gamma$ 和 $\beta$，所以 `bias=False` 是多余的。在笔记本里，`if __name__ == '__main__':` 这个条件也成立，所以最后几行照样会运行。
+# 下面是原课程的代码，连注释在内一字未改。`test01` 用 `nn.LayerNorm` 按两种方式各算一次，`test02` 手工计算，并打印均值和方差。注释里的“以句子为单词”是原课程的笔误，应为“以句子为单位”。代码里有两种 dim。变量 `dim` 是原课程对宽度的叫法，`torch.mean` 的参数 `dim=2` 则指定轴，这里是最后一个轴。`elementwise_affine=False` 关掉了 $\gamma$ 和 $\beta$，所以 `bias=False` 是多余的。在笔记本里，`if __name__ == '__main__':` 也成立，所以最后几行照样运行。
 
 # %%
 import torch.nn as nn  # noqa: I001 (原课程先导入 torch.nn)
@@ -193,7 +193,7 @@ if __name__ == '__main__':
 
 
 # %% [markdown]
-# 以上输出与原课程“程序执行结果”下印出的内容逐位相同。`test01` 打印的张量与 `test02` 的相同，因为 `nn.LayerNorm` 算的就是手写的那个公式。与其用眼睛逐个比对 24 个数，不如让计算机来比。下面比较以 token 为单位的结果。
+# 以上输出与原课程“程序执行结果”下印出的内容逐位相同。`test01` 打印的张量与 `test02` 的相同，因为 `nn.LayerNorm` 算的就是手写的那个公式。与其用眼睛比对 24 个数，不如让计算机来比。下面比较以 token 为单位的结果。
 
 # %%
 per_token = nn.LayerNorm(normalized_shape=d_model, eps=1e-5, elementwise_affine=False)(batch_inputs)  # 即 test01 的做法
@@ -203,7 +203,7 @@ print("per token, nn.LayerNorm equals the formula:", torch.allclose(per_token, b
 # %% [markdown]
 # ## 动手练习 · 以句子为单位，批量大小任意
 #
-# `test02` 里的 `.view(2, 1, 1)` 只适用于批量大小为 2 的情况。请改写 `my_sentence_layer_norm(x)`，让它适用于**任意**批量大小，不需要 $\gamma$ 和 $\beta$。初始代码照搬了 `test02` 的写法，故意让检查通不过。
+# `test02` 里的 `.view(2, 1, 1)` 只在批量大小为 2 时可用。请改写 `my_sentence_layer_norm(x)`，让它适用于**任意**批量大小，不需要 $\gamma$ 和 $\beta$。初始代码照搬 `test02` 的写法，故意通不过检查。
 
 # %%
 def my_sentence_layer_norm(x, eps=1e-5):
@@ -231,7 +231,7 @@ check_sentence_layer_norm(my_sentence_layer_norm)
 # %% [markdown]
 # ## 小结
 #
-# - 先做 LN，即使权重变大，tanh 的输入也不会大量落进饱和区。不过权重小的时候，它反而让更多的值落进去。在小型 MLP 的训练实验中，分不出这两种顺序有什么差别。
+# - 先做 LN，即使权重变大，tanh 的输入也不会大量落进饱和区。不过权重小的时候，它反而让更多的值落进去。在小型 MLP 的训练实验中，分不出两种顺序的高下。
 # - `normalized_shape=d_model` 以 token 为单位做归一化，Transformer 都这样做。`(seq_len, d_model)` 则以句子为单位，只适合长度固定、没有填充、也不用因果掩码的输入。
 # - LN 没有移动平均值，所以训练时和 `eval()` 模式下的计算完全相同。
 #

@@ -31,7 +31,7 @@ helpers.set_language("zh")
 # %% [markdown]
 # # 02 · Transformer 中的层归一化
 #
-# 本笔记本用你自己写的 `LayerNorm` 搭出 Transformer 块的两种形式，即 Pre-LN 和 Post-LN。接着说明为什么后来 Pre-LN 成了主流，以及模型末尾那个 LN 该放在哪里。最后看实验对原课程的各个说法给出了什么结论。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/02_layernorm_in_a_transformer.ipynb)
+# 本笔记本用你自己写的 `LayerNorm` 搭出 Transformer 块的两种形式，即 Pre-LN 和 Post-LN，说明 Pre-LN 为什么后来成了主流、模型末尾的 LN 放在哪里，最后看实验对原课程的各个说法有什么结论。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/02_layernorm_in_a_transformer.ipynb)
 
 # %%
 import matplotlib.pyplot as plt
@@ -65,14 +65,14 @@ class LayerNorm(nn.Module):
 # %% [markdown]
 # ## 10 · Transformer 块的两种形式
 #
-# Transformer 由一个个块堆叠而成，每个块有两个子层。注意力（attention）子层让每个 token 从它前面的 token 那里汇集信息。注意力可以分成几个头（head）并行计算，每个头处理宽度的一部分，头数即代码里的 `n_heads`。因果掩码（causal mask）把后面的 token 遮住，只让每个 token 关注自己和前面的 token，这样预测下一个 token 的模型就无法偷看答案。MLP 子层对每个 token 单独计算，结构是 `Linear → GELU → Linear`。这里不需要了解注意力的内部细节，只需要知道 LN 放在哪里。
+# Transformer 由一个个块堆叠而成，每个块有两个子层。注意力（attention）子层让每个 token 从其他 token 那里汇集信息。它分成几个头（head）并行计算，每个头处理宽度的一部分，头数即代码里的 `n_heads`。本笔记本搭的是因果模型，因果掩码（causal mask）让每个 token 只能关注它自己和前面的 token，这样预测下一个 token 的模型就无法偷看答案。MLP 子层（d2l-zh 称基于位置的前馈网络）对每个 token 单独计算，结构是 `Linear → GELU → Linear`。这里只需知道 LN 放在哪里。
 #
-# 每个子层的输出都会加回到它的输入上，这叫作残差连接（residual connection）。在块与块之间流动的这个累加和，叫作残差流（residual stream）。LN 可以放在两个位置。
+# 每个子层的输出都加回到它的输入上，这叫残差连接（residual connection）。在块与块之间流动的这个累加和叫残差流（residual stream）。LN 可以放在两个位置。
 #
 # - **Pre-LN**（GPT-2）把 LN 放在每个子层的输入处，即 `x + attn(LN(x))`。残差流本身从不做归一化。
 # - **Post-LN**（2017 年最初的 Transformer）把 LN 放在每次相加之后，即 `LN(x + attn(x))`。每经过一个子层，残差流都被归一化一次。
 #
-# 在 Pre-LN 的 MLP 子层中，顺序是 `LN → Linear → GELU → Linear`。LN 在激活函数之前，符合原课程“通常用在激活函数之前”的说法，但中间隔着一个 Linear 层。因此 GELU 的输入是标准化后的值再做一次线性变换，尺度由 Linear 层的权重决定，不像笔记本 01 中那样直接就是 LN 的输出。
+# 在 Pre-LN 的 MLP 子层中，顺序是 `LN → Linear → GELU → Linear`。LN 在激活函数之前，符合原课程“通常用在激活函数之前”的说法，但中间隔着一个 Linear 层。因此 GELU 的输入是标准化后的值经过线性变换的结果，尺度由 Linear 层的权重决定，不像笔记本 01 中那样直接是 LN 的输出。
 
 # %%
 def causal_mask(n):
@@ -102,7 +102,7 @@ class PostLN(PreLN):  # 组成部分相同，只是 LN 的位置不同
         return self.ln_2(x + self.mlp(x))
 
 # %% [markdown]
-# 下面两张图画的就是这两个块，图由它们自己的 `forward` 生成，做法是用 `torch.fx` 追踪代码执行的每一步。橙色方框是 LN。蓝色弧线是残差连接，它把子层的输入绕过子层，直接送到 `+` 处，与子层的输出相加。在 Pre-LN 中，这些弧线连成一条从 `x` 到 `out` 的通路，途中一个 LN 也不经过。在 Post-LN 中，每条通路都要经过 LN。
+# 下面两张图画的就是这两个块。作图时用 `torch.fx` 追踪各自的 `forward`，记下代码执行的每一步。橙色方框是 LN。蓝色弧线是残差连接，它把子层的输入绕过子层送到 `+` 处，与子层的输出相加。在 Pre-LN 中，这些弧线连成一条从 `x` 到 `out` 的通路，途中不经过任何 LN。在 Post-LN 中，每条通路都要经过 LN。
 
 # %%
 torch.manual_seed(0)
@@ -112,18 +112,18 @@ plt.show()
 # %% [markdown]
 # ## 11 · 为什么后来 Pre-LN 成了主流
 #
-# Xiong 等人（2020）给出了原因。在 Pre-LN 中，残差连接构成一条恒等通路，输入只经过加法就能到达输出，梯度也只经过加法就能传回来。初始化时，Post-LN 靠近输出的几层，其权重的梯度很大，而且不论模型多深都一样大。Pre-LN 的这些梯度则随着模型加深而变小。梯度很大时，一开始就用完整的学习率，训练会不稳定。因此 Xiong 等人发现，Post-LN 需要学习率预热（warm-up，让学习率从很小开始逐渐增大），或者只能用较小的学习率。Pre-LN 不用精心预热也能稳定训练，所以成了默认选择。深入专题 [12](../12_where_the_norm_goes.ipynb) 在一个小型 Transformer 上测量了这些梯度，深度从 2 个块到 24 个块。Pre-LN 的梯度确实像 Xiong 等人预测的那样随深度变小，但比他们预测的慢得多。Post-LN 的梯度则略有增大。
+# Pre-LN 在 Xiong 等人（2020）之前就有人用，他们从梯度的角度解释了它为什么训练得稳。在 Pre-LN 中，残差连接构成一条恒等通路，输入只经过加法就到达输出，梯度也只经过加法就传回来。在初始化时，Post-LN 中靠近输出的几层权重梯度很大，而且模型再深也不会变小，Pre-LN 的这些梯度则随模型加深而变小。梯度很大时一开始就用完整的学习率，训练会不稳定，所以 Post-LN 需要学习率预热（warm-up，让学习率从很小逐渐增大）或较小的学习率，而 Pre-LN 不用精心预热也能稳定训练。深入专题 [12](../12_where_the_norm_goes.ipynb) 在小型 Transformer 上测量了这些梯度，深度为 2 到 24 个块。Pre-LN 的梯度确实随深度变小，但比预测的慢得多。Post-LN 的梯度按他们的分析与深度无关，实测却略有增大。
 #
-# Post-LN 也有它自己的长处。原始的 Transformer（Vaswani 等人，2017）就是 Post-LN，沿用其结构的 BERT（Devlin 等人，2019）也是。两者训练时都用了学习率预热，分别预热 4000 步和 10000 步，深度在 6 到 24 个块之间。Liu 等人（2020）报告，Post-LN 一旦训练得起来，最终效果往往比 Pre-LN 更好。不过，GPT-3 和 LLaMA 这样的大型 Pre-LN 模型仍然使用预热（见深入专题 [12](../12_where_the_norm_goes.ipynb)）。
+# Post-LN 也有它的长处。Liu 等人（2020）报告，Post-LN 一旦训练得起来，最终效果往往比 Pre-LN 更好。原始的 Transformer（Vaswani 等人，2017）和沿用其结构的 BERT（Devlin 等人，2019）都是 Post-LN，训练时分别预热 4000 步和 10000 步，深度在 6 到 24 个块之间。大型 Pre-LN 模型也仍然使用预热，如 GPT-3，以及在同一位置改用 RMSNorm 的 LLaMA（深入专题 [12](../12_where_the_norm_goes.ipynb)）。
 
 # %% [markdown]
 # ### 交互图 · 残差流和注意力层的输入
 #
-# 这里是八个 Pre-LN 块，每个块有一个注意力头，权重随机，没有训练过。输入是 16 个序列，每个序列 16 个宽度为 64 的 token，从标准正态分布中随机抽取。左图是进入每个块的残差流 `x`，右图是归一化层交给注意力的输入，颜色表示块的编号。滑块缩放每个子层加到残差流上的输出，下拉菜单选择归一化层。RMSNorm 就是不减均值的 LN，LLaMA 用的就是它，详见深入专题 [15](../15_the_normalization_family.ipynb)。
+# 这里是八个 Pre-LN 块，每块一个注意力头，权重随机，未经训练。输入是 16 个序列，每个含 16 个宽度为 64 的 token，从标准正态分布中随机抽取。左图是进入每个块的残差流 `x`，右图是归一化层交给注意力的输入，颜色表示块的编号。滑块缩放每个子层加到残差流上的输出，下拉菜单选择归一化层。RMSNorm 不减均值，直接除以均方根，通常也没有 β，LLaMA 用的就是它（深入专题 [15](../15_the_normalization_family.ipynb)）。
 #
-# 图中的标签是英文，中文对照见第一个笔记本末尾的[术语表](00_what_layernorm_computes.ipynb)。
+# 图中英文标签的中文对照见第一个笔记本的[术语表](00_what_layernorm_computes.ipynb)。
 #
-# 拖动滑块，残差流会变。但只要选的是 LayerNorm 或 RMSNorm，不管滑块在哪里，注意力的输入标准差都保持为 1，因为归一化层除掉了残差流的尺度。选“不加归一化”时，注意力层的输入就是残差流本身。它会增长好几个数量级，所以坐标轴在 ±1 以外改用对数刻度（symlog）。这个交互图有意把权重的方差取为 PyTorch 默认值的三倍，好让这种增长看得清楚。卡片里的 Transformer 用的是 PyTorch 的默认权重。同样不加归一化，换成这样的权重，进入第 8 个块的残差流标准差只有 1.4 左右，而这里滑块为 1 时是 37。
+# 拖动滑块，残差流会变。但只要选的是 LayerNorm 或 RMSNorm，注意力的输入标准差就始终是 1（RMSNorm 是近似如此），因为归一化层除掉了残差流的尺度。选“不加归一化”时，注意力层的输入就是残差流本身，它会增长好几个数量级，所以坐标轴在 ±1 以外改用对数刻度（symlog）。为了看清这种增长，交互图有意把权重的方差取为 PyTorch 默认值的三倍。如果改用 PyTorch 的默认权重（卡片里的 Transformer 就是这样），同样不加归一化，进入第 8 个块的残差流标准差只有 1.4 左右，而这里滑块为 1 时是 37。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -132,7 +132,7 @@ demo = residual_stream_demo()
 demo
 
 # %% [markdown]
-# 下图选的是 LayerNorm，子层输出放大 2 倍。经过前七个块，到进入第八个块时，残差流的标准差已增大到原来的五倍左右，而注意力层输入的标准差始终是 1。
+# 下图选的是 LayerNorm，子层输出放大 2 倍。经过七个块，残差流的标准差增大到原来的五倍左右，而注意力层输入的标准差始终是 1。
 
 # %%
 demo.snapshot(norm="LayerNorm", branch_scale=2.0)
@@ -141,12 +141,12 @@ plt.show()
 # %% [markdown]
 # ### 最后的 LN
 #
-# 所以 Pre-LN 模型的末尾还要再加一个 LN。它的残差流从不做归一化，会随深度增加而变大，只是用默认权重时增长得很慢。最后的 LN（GPT-2 中的 `ln_f`）在预测下一个 token 的那一层之前，把残差流拉回同一个尺度。Post-LN 不需要最后的 LN，因为它的最后一步本身就是 LN。
+# Pre-LN 的残差流从不做归一化，会随深度增加而变大，只是用默认权重时增长得很慢。所以 Pre-LN 模型末尾还要再加一个 LN，即最后的 LN（GPT-2 中的 `ln_f`），在预测下一个 token 的那一层之前把残差流拉回同一个尺度。Post-LN 的最后一步本来就是 LN，不需要它。
 
 # %% [markdown]
 # ## 动手练习 · 最后的 LN 放在哪里
 #
-# 写出 `model_forward(x, blocks, ln_f, head, norm_first)`。它先依次运行各个块，在模型需要时接着做最后的 LN，即 `ln_f`，最后经过输出层 `head`。与 PyTorch 的 `nn.TransformerEncoderLayer` 一样，`norm_first` 为 `True` 表示 Pre-LN 块。
+# 写出 `model_forward(x, blocks, ln_f, head, norm_first)`。它依次运行各个块，模型需要时再做最后的 LN `ln_f`，最后经过输出层 `head`。与 PyTorch 的 `nn.TransformerEncoderLayer` 一样，`norm_first` 为 `True` 表示 Pre-LN 块。
 
 # %%
 def model_forward(x, blocks, ln_f, head, norm_first):
@@ -174,25 +174,25 @@ check_final_ln(model_forward)
 # %% [markdown]
 # ## 实验结果怎么说
 #
-# 原课程的各个说法，以及卡片最后六行的另外三个关于 Pre-LN 和 Post-LN 的说法，都在小实验里检验过，每种配置都用 10 个不同的随机种子各训练一次。MLP 是由 `Linear` 层和激活函数堆叠成的网络。LSTM 是一种 RNN，它用门控决定状态里保留什么，Ba 等人当年就是在这类 RNN 上检验 LN 的。训练步数指损失降到事先定好的目标值所需的步数。一次训练结束时损失低于这个目标值，就算训练成功。
+# 卡片前八行检验原课程的说法，最后六行检验另外三个关于 Pre-LN 和 Post-LN 的说法，每个说法各测两个任务。都是小实验，每种配置一般用 10 个随机种子各训练一次（漂移那一行更多）。MLP 是由 `Linear` 层和激活函数堆叠成的网络。LSTM 是一种 RNN，用门控决定状态里保留什么，Ba 等人当年就在这类 RNN 上检验 LN。训练步数指损失降到事先定好的目标值所需的步数，一次训练结束时损失低于这个目标值，就算训练成功。
 
 # %%
 HTML(evidence_card())
 
 # %% [markdown]
-# Pre-LN 与 Post-LN 对比的那两行，两种形式各用自己最合适的学习率，模型也很小。写着“分不出”的行，只说明这个小实验中看不出明显差别，并不等于 LN 没有用。不过这些行也提醒我们，原课程给出的理由只是引入 LN 的动机，而不是保证。
+# Pre-LN 与 Post-LN 对比的那两行，两种形式各用自己最合适的学习率，比的是各自的最佳表现。写着“分不出”的行，要么是测不出差别，要么是测到的差别比把学习率换到相邻一档带来的变化还小，不足以下结论。两种情况都不等于 LN 没有用，但也提醒我们，原课程给出的理由只是引入 LN 的动机，而不是保证。
 #
-# 在英文文本上，预热占了 60 步中的前 12 步。预热期间学习率还没升到设定值，所以必然多用步数。预热那两行只检验预热能不能加快训练，没有检验 Xiong 等人的说法，即 Post-LN 不预热会不稳定，或在较大学习率下失败，也没有检验原始 Transformer 和 BERT 那种长达数千步的预热。
+# 在英文文本上，预热占了 60 步中的前 12 步。预热期间学习率还没升到设定值，所以多用一些步数并不意外。预热那两行只检验预热能否加快训练，没有检验 Xiong 等人所说的 Post-LN 不预热会不稳定或在较大学习率下失败，也没有检验原始 Transformer 和 BERT 那种长达数千步的预热。
 #
-# 两行 RNN 的模型不同，序列长度也不同，这些实验说不清是哪一点造成了结果的差别。实验如何得出结论，见深入专题 [10](../10_how_a_claim_is_tested.ipynb)。
+# 两行 RNN 的模型不同，序列长度也不同，这些实验说不清是哪一点造成了差别。实验如何得出结论，见深入专题 [10](../10_how_a_claim_is_tested.ipynb)。
 
 # %% [markdown]
 # ## 小结
 #
 # - 你用自己的 `LayerNorm` 搭出了 Pre-LN 和 Post-LN 两种块，深入专题 [17](../17_layernorm_in_your_training_code.ipynb) 把它们与 `nn.TransformerEncoderLayer` 做了对照。
 # - Pre-LN 是 `x + attn(LN(x))`，它的残差流从不做归一化，所以模型末尾还要加一个 LN。Post-LN 是 `LN(x + attn(x))`。
-# - Pre-LN 成了主流，是因为它靠近输出的梯度在初始化时随深度变小，而 Post-LN 的这些梯度不论模型多深都很大，所以 Post-LN 需要学习率预热（Xiong 等人，2020）。深入专题 12 发现，这种随深度变化的趋势比预言的弱。
-# - 在卡片上，LN 让 LSTM 少用了训练步数。每批只有 2 个样本时，LN 的准确率比 BN 约高 36 个百分点。Pre-LN 比 Post-LN 少用了约 61%（复制任务）和 45%（英文文本）的训练步数，而 Post-LN 本身比不加归一化用的步数还多。在复制任务上，取两者都试过的最大学习率，用 Pre-LN 时训练成功的次数占比，比不加归一化时约高 90 个百分点。对 tanh RNN，以及 Pre-LN 与不加归一化在训练步数上的对比，实验中都看不出明显差别。
+# - 按 Xiong 等人（2020）的解释，在初始化时 Pre-LN 靠近输出的梯度随深度变小，Post-LN 的这些梯度不论模型多深都很大，所以 Post-LN 需要学习率预热。深入专题 12 测得 Pre-LN 的梯度变小得比预测的慢，Post-LN 的则略有增大。
+# - 在卡片上，LN 让 LSTM 少用了训练步数。每批只有 2 个样本时，LN 的准确率比 BN 约高 36 个百分点。Pre-LN 比 Post-LN 少用了约 61%（复制任务）和 45%（英文文本）的训练步数。在复制任务上，取两者都试过的最大学习率，用 Pre-LN 训练成功的比例比不加归一化高出约 90 个百分点。对 tanh RNN，以及 Pre-LN 与不加归一化在训练步数上的对比，卡片都记为“分不出”，即没有测出差别，或测出的差别比学习率换一档的影响还小。
 
 # %% [markdown]
 # ## 参考文献
