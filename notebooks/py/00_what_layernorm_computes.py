@@ -33,7 +33,7 @@ import helpers  # noqa: E402,F401
 # as one code over different axes. LN's formula, which you write yourself. Then `gamma` and
 # `beta`. [Open in Colab](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/00_what_layernorm_computes.ipynb)
 #
-# The first of three notebooks on a short, untitled Chinese lesson about LN, quoted where it is cited.
+# The first of three notebooks on a short Chinese lesson about LN, quoted where it is cited.
 # Sections 1 to 8, in notebooks 00 and 01, follow its eight points. Sections 9 to 11, in notebook
 # 02, go beyond them.
 
@@ -58,7 +58,8 @@ from helpers.widgets.deep_stack import deep_stack_demo
 # deviation, so what follows gets values on one scale.
 #
 # The card of results at the end of notebook 02 tests the claim on small models. LN cut an LSTM's
-# steps by about 45%. For a small RNN, for small Transformers, and for the lesson's reason itself,
+# steps by about 45%, and let a small Transformer train at a rate where it failed without LN. For
+# a small RNN's steps, for small Transformers' steps, and for the lesson's reason measured per unit,
 # the runs cannot tell (deep dive [13](13_does_it_speed_up_training.ipynb)).
 
 # %% [markdown] lesson_point=2
@@ -250,7 +251,7 @@ demo
 # it passes on, and by layer 8 the values all but vanish. These tiny values, half positive and half
 # negative, fall into the two bins beside 0, so the later layers peak at about 0.5. With LN, each
 # layer's values, pooled, are centred at 0.5 with spread 2, whatever the weights. The red note counts
-# values off the axis, beyond ±5 (layer 3 has the most; every layer has about 1.5%). A $\gamma$ this
+# values off the axis, beyond ±5: layer 3's 1.5%, rounded to 2%, and about as much in every layer. A $\gamma$ this
 # large puts about 31% of each layer's values on tanh's flat tails, which notebook 01 explains.
 #
 # Mind the y-axes: each panel fits its own. The right one peaks at about 0.025, twenty times lower

@@ -112,8 +112,7 @@ demo
 # just short of the flat tails, where tanh squeezes LN's larger outputs together. Only 4% passes
 # ±0.97. On the right, about 48% of `z` lands on the flat tail near +1, where tanh gives them all
 # almost one output. LN then turns that one value into the tall red spike. About 9% lands on the
-# other tail, and the title's percentage counts both. The spike is why the right panel's y-axis
-# reaches 0.3. The red note says that 17% of `z` lies beyond ±5, off
+# other tail, and the title's percentage counts both. The red note says that 17% of `z` lies beyond ±5, off
 # the axis.
 
 # %%
@@ -180,10 +179,8 @@ for shape in [(d_model,), (seq_len, d_model)]:
 # The lesson: "LN 不需要像 BN 那样在训练时累计 running_mean 和 running_var 值" (LN does not need to
 # accumulate running_mean and running_var in training, as BN does). These are BN's *running
 # statistics*, two averages it keeps while training: after each batch, each moves a tenth of the way
-# (its `momentum`, 0.1) toward that batch's mean and **unbiased** variance. `num_batches_tracked`
-# counts those batches. In `eval()` mode, for testing, BN uses them instead of the batch's own, so
-# its output differs from training. They are *buffers*, tensors a module updates itself, not by
-# gradients, and saves with its weights. LN has none, so it computes the same in training and in
+# (its `momentum`, 0.1) toward that batch's mean and **unbiased** variance. In `eval()` mode, for
+# testing, BN uses them instead of the batch's own, so its output differs from training. LN has none, so it computes the same in training and in
 # `eval()` mode. Deep dive [11](11_batchnorm_in_depth.ipynb) shows BN's running statistics at work.
 
 # %% [markdown] lesson_point=8
@@ -253,7 +250,7 @@ print("per token, nn.LayerNorm equals the formula:", torch.allclose(per_token, b
 # ## Your turn: per sentence, any batch size
 #
 # `test02`'s `.view(2, 1, 1)` works for a batch of 2 only. Make `my_sentence_layer_norm(x)` work
-# for **any** batch size (no $\gamma$, $\beta$). The stub, `test02`'s code, fails on purpose.
+# for **any** batch size and length (no $\gamma$, $\beta$). The stub, `test02`'s code, fails on purpose.
 
 # %%
 def my_sentence_layer_norm(x, eps=1e-5):

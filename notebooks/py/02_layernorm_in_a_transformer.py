@@ -69,7 +69,7 @@ class LayerNorm(nn.Module):
 # A *Transformer* is a stack of blocks. Each block has two sub-layers. *Attention* lets each token
 # gather information from the other tokens. It runs as `n_heads` *heads*, each on a slice of the width. A *causal mask* limits it to the token itself and those before it, so a model
 # that predicts the next token cannot peek at it. The *MLP* works on each token alone, as
-# `Linear → GELU → Linear`. Here only where LN sits matters.
+# `Linear → GELU → Linear`.
 #
 # Each sub-layer's output is added to its input, which is called a *residual connection*. The
 # running sum that flows from block to block is the *residual stream*. LN can sit in two places.
@@ -125,8 +125,8 @@ plt.show()
 # %% [markdown]
 # ## 11 · Why Pre-LN became the default
 #
-# Pre-LN was adopted before it was explained. GPT-2 (2019) and Wang et al. (2019) used it because
-# deep Post-LN models were hard to train. Xiong et al. (2020) gave the explanation. In Pre-LN, the
+# Pre-LN was adopted before it was explained. Wang et al. (2019) used it because deep Post-LN
+# models were hard to train, and GPT-2 (2019) used it too. Xiong et al. (2020) gave the explanation. In Pre-LN, the
 # input reaches the final LN through additions only (an identity path), and so does the gradient on
 # its way back. At initialisation, the gradients of Post-LN's weights near the output are large at
 # any depth, while Pre-LN's shrink as the model gets deeper. Large gradients at a full rate make the
@@ -214,9 +214,10 @@ check_final_ln(model_forward)
 # ## What the evidence says
 #
 # The lesson's claims come first. Then come two more, Pre-LN against Post-LN, and larger rates:
-# the last four rows. Each Transformer claim was tested on a copy task and on English text. Each variant ran from 10 random starts (20 for the drift row), at its own best
-# learning rate (the drift row at three rates). An *LSTM* is an RNN whose gates decide what its
-# state keeps, the kind of RNN Ba et al. tested LN on. *Steps* count training steps until the loss
+# the last four rows. Each Transformer claim was tested on a copy task and on English text. Each
+# variant ran from 10 random starts (20 for the drift row), at its own best learning rate (the
+# drift row at three rates, the larger-rates rows at larger ones). An *LSTM* is an RNN with gates, the kind Ba et
+# al. tested LN on. *Steps* count training steps until the loss
 # reaches a target fixed in advance. A run *trains* if its loss ends below it.
 
 # %%
@@ -242,7 +243,8 @@ HTML(evidence_card())
 #   why: at initialisation, Post-LN's gradients near the output are large at any depth.
 # - On the card, Pre-LN needed about 61% (copy task) and 45% (English text) fewer steps than
 #   Post-LN, and at a rate of 0.03 on the copy task, 9 of 10 Pre-LN runs trained and none with no
-#   norm. LN also helped the LSTM and batches of 2. The other rows say "cannot tell".
+#   norm. LN cut the LSTM's steps, and at batches of 2 beat BN, which barely learned. The other
+#   rows say "cannot tell".
 
 # %% [markdown]
 # ## References
