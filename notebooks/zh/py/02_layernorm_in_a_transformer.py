@@ -69,10 +69,10 @@ class LayerNorm(nn.Module):
 #
 # 每个子层的输出都加回到它的输入上，这叫残差连接（residual connection）。在块与块之间流动的这个累加和叫残差流（residual stream）。LN 可以放在两个位置。
 #
-# - **Pre-LN**（GPT-2）把 LN 放在每个子层的输入处，即 `x + attn(LN(x))`。残差流本身从不做归一化。
-# - **Post-LN**（2017 年最初的 Transformer）把 LN 放在每次相加之后，即 `LN(x + attn(x))`。每经过一个子层，残差流都被归一化一次。
+# - **Pre-LN**（GPT-2）把 LN 放在每个子层的输入处，先算 `x = x + attn(LN(x))`，再算 `x = x + mlp(LN(x))`。残差流本身从不做归一化。
+# - **Post-LN**（2017 年最初的 Transformer）把 LN 放在每次相加之后，先算 `x = LN(x + attn(x))`，再算 `x = LN(x + mlp(x))`。每经过一个子层，残差流都被归一化一次。
 #
-# 在 Pre-LN 的 MLP 子层中，顺序是 `LN → Linear → GELU → Linear`。LN 在激活函数之前，符合原课程“通常用在激活函数之前”的说法，但中间隔着一个 Linear 层。因此 GELU 的输入是标准化后的值经过线性变换的结果，尺度由 Linear 层的权重决定，不像笔记本 01 中那样直接是 LN 的输出。
+# 在 Pre-LN 的 MLP 子层中，顺序是 `LN → Linear → GELU → Linear`。LN 在激活函数之前，符合原课程“通常用在激活函数之前”的说法，但中间隔着一个 Linear 层，GELU 输入的尺度由这个 Linear 层的权重决定。笔记本 01 的论证是，不论权重多大，LN 都让激活函数的输入保持在同一个尺度上。这个论证在这里不成立。
 
 # %%
 def causal_mask(n):
@@ -112,18 +112,18 @@ plt.show()
 # %% [markdown]
 # ## 11 · 为什么后来 Pre-LN 成了主流
 #
-# Pre-LN 在 Xiong 等人（2020）之前就有人用，他们从梯度的角度解释了它为什么训练得稳。在 Pre-LN 中，残差连接构成一条恒等通路，输入只经过加法就到达输出，梯度也只经过加法就传回来。在初始化时，Post-LN 中靠近输出的几层权重梯度很大，而且模型再深也不会变小，Pre-LN 的这些梯度则随模型加深而变小。梯度很大时一开始就用完整的学习率，训练会不稳定，所以 Post-LN 需要学习率预热（warm-up，让学习率从很小逐渐增大）或较小的学习率，而 Pre-LN 不用精心预热也能稳定训练。深入专题 [12](../12_where_the_norm_goes.ipynb) 在小型 Transformer 上测量了这些梯度，深度为 2 到 24 个块。Pre-LN 的梯度确实随深度变小，但比预测的慢得多。Post-LN 的梯度按他们的分析与深度无关，实测却略有增大。
+# Pre-LN 是先被采用、后来才得到解释的。GPT-2（2019）和 Wang 等人（2019）用它，是因为深层的 Post-LN 模型很难训练。Xiong 等人（2020）给出了解释。在 Pre-LN 中，残差连接构成一条恒等通路，输入只经过加法就到达最后的 LN，梯度也只经过加法就传回来。在初始化时，Post-LN 中靠近输出的几层权重梯度很大，而且模型再深也不会变小，Pre-LN 的这些梯度则随模型加深而变小。梯度很大时一开始就用完整的学习率，训练会不稳定。所以 Post-LN 需要学习率预热（warm-up，让学习率从很小逐渐增大）或较小的学习率，而 Pre-LN 不用精心预热也能稳定训练。深入专题 [12](../12_where_the_norm_goes.ipynb) 测量了这些梯度，发现 Pre-LN 的梯度变小得比预测的慢得多。
 #
-# Post-LN 也有它的长处。Liu 等人（2020）报告，Post-LN 一旦训练得起来，最终效果往往比 Pre-LN 更好。原始的 Transformer（Vaswani 等人，2017）和沿用其结构的 BERT（Devlin 等人，2019）都是 Post-LN，训练时分别预热 4000 步和 10000 步，深度在 6 到 24 个块之间。大型 Pre-LN 模型也仍然使用预热，如 GPT-3，以及在同一位置改用 RMSNorm 的 LLaMA（深入专题 [12](../12_where_the_norm_goes.ipynb)）。
+# Post-LN 也有它的长处。Liu 等人（2020）报告，Post-LN 一旦训练得起来，最终效果往往比 Pre-LN 更好。原始的 Transformer 和 BERT 都是 Post-LN，训练时分别预热 4000 步和 10000 步。把归一化放在每个子层输入处的大模型也仍然使用预热，如 GPT-3 和 LLaMA。
 
 # %% [markdown]
 # ### 交互图 · 残差流和注意力层的输入
 #
-# 这里是八个 Pre-LN 块，每块一个注意力头，权重随机，未经训练。输入是 16 个序列，每个含 16 个宽度为 64 的 token，从标准正态分布中随机抽取。左图是进入每个块的残差流 `x`，右图是归一化层交给注意力的输入，颜色表示块的编号。滑块缩放每个子层加到残差流上的输出，下拉菜单选择归一化层。RMSNorm 不减均值，直接除以均方根，通常也没有 β，LLaMA 用的就是它（深入专题 [15](../15_the_normalization_family.ipynb)）。
+# 这里是八个 Pre-LN 块，权重随机，未经训练。输入是 16 个序列，每个含 16 个宽度为 64 的 token，从标准正态分布中随机抽取。左图是进入每个块的残差流 `x`，右图是归一化层交给注意力的输入，颜色表示块的编号。滑块缩放每个子层加到残差流上的输出，下拉菜单选择归一化层。RMSNorm 不减均值，直接除以均方根，通常也没有 β，LLaMA 用的就是它（深入专题 [15](../15_the_normalization_family.ipynb)）。
 #
 # 图中英文标签的中文对照见第一个笔记本的[术语表](00_what_layernorm_computes.ipynb)。
 #
-# 拖动滑块，残差流会变。但只要选的是 LayerNorm 或 RMSNorm，注意力的输入标准差就始终是 1（RMSNorm 是近似如此），因为归一化层除掉了残差流的尺度。选“不加归一化”时，注意力层的输入就是残差流本身，它会增长好几个数量级，所以坐标轴在 ±1 以外改用对数刻度（symlog）。为了看清这种增长，交互图有意把权重的方差取为 PyTorch 默认值的三倍。如果改用 PyTorch 的默认权重（卡片里的 Transformer 就是这样），同样不加归一化，进入第 8 个块的残差流标准差只有 1.4 左右，而这里滑块为 1 时是 37。
+# 拖动滑块，残差流会变。但只要选的是 LayerNorm 或 RMSNorm，注意力的输入标准差就始终是 1（RMSNorm 是近似如此），因为归一化层除掉了残差流的尺度。选“不加归一化”时，注意力层的输入就是残差流本身，它会增长好几个数量级，所以坐标轴在 ±1 以外改用对数刻度（symlog）。为了在 8 个块之内就看清这种增长，交互图有意把权重取得比 PyTorch 的默认值大。如果改用 PyTorch 的默认权重（卡片里的 Transformer 就是这样），同样不加归一化，进入第 8 个块的残差流标准差只有 1.4 左右，而这里滑块为 1 时是 37。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -132,7 +132,7 @@ demo = residual_stream_demo()
 demo
 
 # %% [markdown]
-# 下图选的是 LayerNorm，子层输出放大 2 倍。经过七个块，残差流的标准差增大到原来的五倍左右，而注意力层输入的标准差始终是 1。
+# 下图选的是 LayerNorm，子层输出放大 2 倍。经过七个块，残差流的标准差增大到原来的五倍左右，而注意力层输入的标准差始终是 1。红字说明，进入第 8 个块的残差流有 27% 落在 ±6 之外，超出了坐标轴。
 
 # %%
 demo.snapshot(norm="LayerNorm", branch_scale=2.0)
@@ -174,25 +174,23 @@ check_final_ln(model_forward)
 # %% [markdown]
 # ## 实验结果怎么说
 #
-# 卡片前八行检验原课程的说法，最后六行检验另外三个关于 Pre-LN 和 Post-LN 的说法，每个说法各测两个任务。都是小实验，每种配置一般用 10 个随机种子各训练一次（漂移那一行更多）。MLP 是由 `Linear` 层和激活函数堆叠成的网络。LSTM 是一种 RNN，用门控决定状态里保留什么，Ba 等人当年就在这类 RNN 上检验 LN。训练步数指损失降到事先定好的目标值所需的步数，一次训练结束时损失低于这个目标值，就算训练成功。
+# 卡片先列原课程的说法。最后四行检验另外两个说法，一个是 Pre-LN 与 Post-LN 的对比，一个是能否承受更大的学习率。关于 Transformer 的每个说法，都在复制任务和英文文本上各测一次。每种配置用 10 个随机种子各训练一次（漂移那一行用 20 个），学习率取它自己最合适的那个（漂移那一行用三种学习率）。LSTM 是一种 RNN，用门控决定状态里保留什么，Ba 等人当年就在这类 RNN 上检验 LN。训练步数指损失降到事先定好的目标值所需的步数，一次训练结束时损失低于这个目标值，就算训练成功。
 
 # %%
 HTML(evidence_card())
 
 # %% [markdown]
-# Pre-LN 与 Post-LN 对比的那两行，两种形式各用自己最合适的学习率，比的是各自的最佳表现。写着“分不出”的行，要么是测不出差别，要么是测到的差别比把学习率换到相邻一档带来的变化还小，不足以下结论。两种情况都不等于 LN 没有用，但也提醒我们，原课程给出的理由只是引入 LN 的动机，而不是保证。
+# 写着“分不出”的行，表示这些实验不足以对这个说法下结论。可能是测不出差别，可能是测到的差别比把学习率换到相邻一档带来的变化还小，也可能是换一种度量方式，结论就反了过来。比如在复制任务上，从每个随机种子出发，Pre-LN 都比不加归一化少用约 27% 的训练步数。但学习率换一档，不加归一化的步数变化就比这还大。“分不出”不等于 LN 没有用。
 #
-# 在英文文本上，预热占了 60 步中的前 12 步。预热期间学习率还没升到设定值，所以多用一些步数并不意外。预热那两行只检验预热能否加快训练，没有检验 Xiong 等人所说的 Post-LN 不预热会不稳定或在较大学习率下失败，也没有检验原始 Transformer 和 BERT 那种长达数千步的预热。
-#
-# 两行 RNN 的模型不同，序列长度也不同，这些实验说不清是哪一点造成了差别。实验如何得出结论，见深入专题 [10](../10_how_a_claim_is_tested.ipynb)。
+# 实验如何得出结论，见深入专题 [10](../10_how_a_claim_is_tested.ipynb)。
 
 # %% [markdown]
 # ## 小结
 #
 # - 你用自己的 `LayerNorm` 搭出了 Pre-LN 和 Post-LN 两种块，深入专题 [17](../17_layernorm_in_your_training_code.ipynb) 把它们与 `nn.TransformerEncoderLayer` 做了对照。
-# - Pre-LN 是 `x + attn(LN(x))`，它的残差流从不做归一化，所以模型末尾还要加一个 LN。Post-LN 是 `LN(x + attn(x))`。
-# - 按 Xiong 等人（2020）的解释，在初始化时 Pre-LN 靠近输出的梯度随深度变小，Post-LN 的这些梯度不论模型多深都很大，所以 Post-LN 需要学习率预热。深入专题 12 测得 Pre-LN 的梯度变小得比预测的慢，Post-LN 的则略有增大。
-# - 在卡片上，LN 让 LSTM 少用了训练步数。每批只有 2 个样本时，LN 的准确率比 BN 约高 36 个百分点。Pre-LN 比 Post-LN 少用了约 61%（复制任务）和 45%（英文文本）的训练步数。在复制任务上，取两者都试过的最大学习率，用 Pre-LN 训练成功的比例比不加归一化高出约 90 个百分点。对 tanh RNN，以及 Pre-LN 与不加归一化在训练步数上的对比，卡片都记为“分不出”，即没有测出差别，或测出的差别比学习率换一档的影响还小。
+# - Pre-LN 对每个子层的输入做归一化，即 `x + attn(LN(x))`。它的残差流从不做归一化，所以模型末尾还要加一个 LN。Post-LN 在每次相加之后做归一化，即 `LN(x + attn(x))`。
+# - Pre-LN 成为默认选择，是因为它训练稳定，需要调的地方少。Xiong 等人（2020）解释了其中的原因。在初始化时，Post-LN 靠近输出的梯度不论模型多深都很大。
+# - 在卡片上，Pre-LN 比 Post-LN 少用了约 61%（复制任务）和 45%（英文文本）的训练步数。在复制任务上，学习率取 0.03 时，用 Pre-LN 的 10 次训练有 9 次成功，不加归一化的一次也没成功。LN 还让 LSTM 训练得更快，在每批只有 2 个样本时也胜过 BN。其余各行都是“分不出”。
 
 # %% [markdown]
 # ## 参考文献
@@ -200,5 +198,6 @@ HTML(evidence_card())
 # - A. Vaswani et al., *Attention Is All You Need*, NeurIPS 2017, 第 3.1 节（Post-LN）和第 5.3 节（预热 4000 步）, [arXiv:1706.03762](https://arxiv.org/abs/1706.03762).
 # - J. Devlin et al., *BERT*, NAACL 2019, 第 3 节（沿用原始 Transformer 的编码器）和附录 A.2（预热 10000 步）, [arXiv:1810.04805](https://arxiv.org/abs/1810.04805).
 # - L. Liu et al., *Understanding the Difficulty of Training Transformers*, EMNLP 2020, [arXiv:2004.08249](https://arxiv.org/abs/2004.08249).
+# - Q. Wang et al., *Learning Deep Transformer Models for Machine Translation*, ACL 2019, [arXiv:1906.01787](https://arxiv.org/abs/1906.01787).
 # - R. Xiong et al., *On Layer Normalization in the Transformer Architecture*, ICML 2020, [arXiv:2002.04745](https://arxiv.org/abs/2002.04745).
 # - A. Radford et al., *Language Models are Unsupervised Multitask Learners*, OpenAI, 2019, 第 2.3 节, [PDF](https://cdn.openai.com/better-language-models/language_models_are_unsupervised_multitask_learners.pdf).
