@@ -215,7 +215,7 @@ register(Exercise(
     },
     hint=Text("run the blocks in order; then ln_f only if norm_first (Pre-LN); then the head.",
               "依次运行各个块；只有 norm_first（Pre-LN）为真时再过 ln_f；最后过输出层。"),
-    example="torch.randn(5, 8), [], lambda x: x, lambda x: x, True",
+    example="torch.randn(5, 8), [], torch.nn.LayerNorm(8), torch.nn.Linear(8, 6), True",  # a head that changes the width, as in the cases
     shape_hint=Text("the output is the head's: one row per token, one column per word of the vocabulary.",
                     "输出是输出层的结果：每个 token 一行，词表里每个词一列。"),
 ))

@@ -226,8 +226,8 @@ HTML(evidence_card())
 # %% [markdown]
 # "Cannot tell" means the runs do not decide the claim. Either no difference showed, or the one
 # that showed was smaller than what one step of the learning-rate grid changes, or it reversed
-# under a second measure. On the copy task, for instance, Pre-LN needed about 27% fewer steps than
-# no norm from every start, but one step of the grid moves no norm's steps by more. "Cannot tell"
+# under a second measure. On the copy task, for instance, Pre-LN needed fewer steps than no norm
+# from every start, about 27% fewer on average, but one step of the grid moves no norm's steps by more. "Cannot tell"
 # does not mean that LN does nothing.
 #
 # How the runs decide is in deep dive [10](10_how_a_claim_is_tested.ipynb).

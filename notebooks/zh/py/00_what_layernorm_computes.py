@@ -50,7 +50,7 @@ from helpers.widgets.deep_stack import deep_stack_demo
 #
 # LN 把送进来的每一组值标准化，即减去均值、再除以标准差，让后面的层拿到的值始终在同一个尺度上。这里的归一化就是这种标准化，不是把值压缩到零和一之间。
 #
-# 笔记本 02 末尾的实验结果表（下文称卡片）在小模型上检验了这个说法。加了 LN，LSTM 需要的训练步数少了约 45%，小型 Transformer 在某个学习率下也能训练成功，而不加 LN 时会失败。至于小型 RNN 和小型 Transformer 的训练步数，以及按单个单元测量的原课程理由，实验都分不出差别（深入专题 [13](../13_does_it_speed_up_training.ipynb)）。
+# 笔记本 02 末尾的实验结果表（下文称卡片）在小模型上检验了这个说法。加了 LN，LSTM 需要的训练步数少了约 45%，在复制任务上，小型 Transformer 加了 LN 能在较大的学习率下训练成功，不加就会失败。小型 RNN 和小型 Transformer 的训练步数分不出差别。原课程给出的理由，卡片按每个单元激活前的值漂移了多少来测量，也分不出差别（深入专题 [13](../13_does_it_speed_up_training.ipynb)）。
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN 和 LN 是同一段代码，只是换了轴

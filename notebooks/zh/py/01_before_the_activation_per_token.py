@@ -70,7 +70,7 @@ for growth in (1, 8):
 # ReLU 在正半轴上没有饱和区。先做 LN 会把每个 token 的中心移到 0，于是 ReLU 把每个 token 大约一半的特征置为零，$\beta$ 可以改变这个比例。下面的单元格沿用上面最后得到的 `z`（权重放大 8 倍），并给所有特征加上同一个 $\beta$。
 
 # %%
-for beta in (0.0, 0.5):  # 所有特征共用一个 beta，加在 LN 之后，作用同学到的 beta
+for beta in (0.0, 0.5):  # 所有特征共用一个 beta，加在 LN 之后，效果与学到的 beta 相同
     print(f"ReLU after LN, beta {beta}: {(torch.relu(ln(z) + beta) == 0).float().mean():.0%} of values zeroed")
 
 # %% [markdown]
