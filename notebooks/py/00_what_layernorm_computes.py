@@ -49,18 +49,18 @@ from helpers.widgets.deep_stack import deep_stack_demo
 # ## 1 · The lesson: deep networks need it
 #
 # The lesson starts from deep sequence models. An *RNN* (recurrent network) reads a sentence one
-# token (word) at a time, carrying a state from step to step. A *Transformer* reads all the tokens at once,
-# in a stack of blocks (notebook 02 builds one). In such models, the lesson says,
+# token (word) at a time, carrying a state from step to step. A *Transformer* reads all the tokens
+# at once, in a stack of blocks. In such models, the lesson says,
 # "随着训练推进，各层的输入分布不断变化，训练会变慢，甚至无法收敛" (as training goes on, each layer's
 # input distribution keeps changing, and training slows down or even fails to converge).
 #
-# LN *standardises* the values passing through it. It subtracts their mean and divides by their standard
-# deviation, so what follows gets values on one scale.
+# LN *standardises* the values passing through it. It subtracts their mean and divides by their
+# standard deviation, so what follows gets values on one scale.
 #
 # The card of results at the end of notebook 02 tests the claim on small models. LN cut an LSTM's
-# steps by about 45%, and let a small Transformer train at a rate where it failed without LN. For
-# a small RNN's steps, for small Transformers' steps, and for the lesson's reason measured per unit,
-# the runs cannot tell (deep dive [13](13_does_it_speed_up_training.ipynb)).
+# steps by about 45%, and on a copy task let a small Transformer train at a rate where it failed
+# without LN. For the other models' steps, and for the lesson's reason (how far what enters each
+# activation moves), the runs cannot tell (deep dive [13](13_does_it_speed_up_training.ipynb)).
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN vs LN: the same code over a different axis
@@ -86,8 +86,8 @@ print("BN, each column:\n", standardize(x, axis=0))
 print("LN, each row:\n", standardize(x, axis=-1))
 
 # %% [markdown]
-# With a batch of two, BN turns each column into −1 and +1: each value sits one spread away from
-# the pair's mean, so only *which sample is larger* survives.
+# With a batch of two, BN turns each column into −1 and +1 (each value is one spread from the
+# pair's mean), so only *which sample is larger* survives.
 #
 # LN keeps each sample's order of features, but loses the sample's mean and scale. `[1, 2, 3]` and
 # `[30, 10, 20]` both become −1.22, 0 and 1.22, each in its own order. Their means, 2 and 20, one
@@ -165,8 +165,7 @@ check_layer_norm_last_dim(my_layer_norm)
 # ### LayerNorm as a module
 #
 # In a model, LN is a module. It holds $\gamma$ and $\beta$ as `nn.Parameter`s, tensors that
-# backpropagation gives a gradient and the optimiser updates. Its `forward` is the function you just
-# wrote, so try the exercise before you read the next cell. PyTorch calls $\gamma$ `weight` and
+# the optimiser updates. Its `forward` is the function you just wrote, so try the exercise first. PyTorch calls $\gamma$ `weight` and
 # $\beta$ `bias`, and so does this module, so that it can load weights saved from `nn.LayerNorm`.
 
 # %%
@@ -234,8 +233,8 @@ print("variance of each token:\n", y.var(dim=-1, unbiased=False).round(decimals=
 # Eight layers `Linear → tanh`, without LN and with LN before each tanh. Each curve is what enters
 # one layer's tanh, coloured by layer (the bar on the right). The y-axis, "fraction of values", is
 # the share of that layer's values in each bin of the x-axis. One slider scales the weights, as
-# training might, and two set $\gamma$ and $\beta$ for every feature. The figure redraws when you
-# release a slider. The input is 512 tokens of width 64, drawn from a standard normal.
+# training might, and two set $\gamma$ and $\beta$ for every feature. The input is 512 tokens of
+# width 64, drawn from a standard normal.
 #
 # The weight scale changes the panel without LN, not the one with LN, because LN divides out any
 # scale of its input. There only $\gamma$ and $\beta$ move the values.
@@ -248,8 +247,8 @@ demo
 
 # %% [markdown]
 # Weights scaled by 0.5, $\gamma = 2$, $\beta = 0.5$. Without LN, each layer about halves the spread
-# it passes on, and by layer 8 the values all but vanish. These tiny values, half positive and half
-# negative, fall into the two bins beside 0, so the later layers peak at about 0.5. With LN, each
+# it passes on. By layer 8 the values, half positive and half negative, all fall into the two bins
+# beside 0, so the later layers peak at about 0.5. With LN, each
 # layer's values, pooled, are centred at 0.5 with spread 2, whatever the weights. The red note counts
 # values off the axis, beyond ±5: layer 3's 1.5%, rounded to 2%, and about as much in every layer. A $\gamma$ this
 # large puts about 31% of each layer's values on tanh's flat tails, which notebook 01 explains.

@@ -170,8 +170,9 @@ for shape in [(d_model,), (seq_len, d_model)]:
 # Per sentence fits only where the first three reasons do not apply: inputs of one length, with no
 # padding, in a model that is not causal, and language models rarely meet all three. Its cost is
 # the fourth reason. One mean and variance per sample is used for images, over all of a picture's
-# channels and pixels, as `nn.GroupNorm(1, C)` does. What real models normalise over, with padding,
-# masks and images, is in deep dive [16](16_sequences_padding_and_masks.ipynb).
+# channels and pixels, as `nn.GroupNorm(1, C)` does. It is LN with `normalized_shape` `(C, H, W)`,
+# except that its γ and β hold one value per channel. What real models normalise over, with
+# padding, masks and images, is in deep dive [16](16_sequences_padding_and_masks.ipynb).
 
 # %% [markdown] lesson_point=7
 # ## 7 · No running statistics
@@ -180,7 +181,8 @@ for shape in [(d_model,), (seq_len, d_model)]:
 # accumulate running_mean and running_var in training, as BN does). These are BN's *running
 # statistics*, two averages it keeps while training: after each batch, each moves a tenth of the way
 # (its `momentum`, 0.1) toward that batch's mean and **unbiased** variance. In `eval()` mode, for
-# testing, BN uses them instead of the batch's own, so its output differs from training. LN has none, so it computes the same in training and in
+# testing, BN uses them instead of the batch's own. LN needs none: its statistics come from the
+# sample itself, which is there at test time too, so LN computes the same in training and in
 # `eval()` mode. Deep dive [11](11_batchnorm_in_depth.ipynb) shows BN's running statistics at work.
 
 # %% [markdown] lesson_point=8
