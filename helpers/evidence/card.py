@@ -112,9 +112,9 @@ _STEPS = (Text("about {} fewer steps", "训练步数约少 {}"), Text("about {} 
 
 #: A stability row's effect: the difference in the share of runs that train, at the largest rate both arms ran.
 _RUNS_TRAIN = (Text("at the largest rate both ran, about {} percentage points fewer runs train",
-                    "在两者都试过的最大学习率下，训练成功的次数占比约低 {} 个百分点"),
+                    "在两者都试过的最大学习率下，训练成功的比例约低 {} 个百分点"),
                Text("at the largest rate both ran, about {} percentage points more runs train",
-                    "在两者都试过的最大学习率下，训练成功的次数占比约高 {} 个百分点"))
+                    "在两者都试过的最大学习率下，训练成功的比例约高 {} 个百分点"))
 
 _13, _12, _11 = ("13_does_it_speed_up_training.ipynb", "12_where_the_norm_goes.ipynb", "11_batchnorm_in_depth.ipynb")
 

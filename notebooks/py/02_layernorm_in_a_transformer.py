@@ -125,8 +125,8 @@ plt.show()
 # %% [markdown]
 # ## 11 · Why Pre-LN became the default
 #
-# Pre-LN was adopted before it was explained. Wang et al. (2019) used it because deep Post-LN
-# models were hard to train, and GPT-2 (2019) used it too. Xiong et al. (2020) gave the explanation. In Pre-LN, the
+# Pre-LN was adopted before it was explained. GPT-2 (2019) used it, and Wang et al. (2019) chose it
+# because deep Post-LN models were hard to train. Xiong et al. (2020) gave the explanation. In Pre-LN, the
 # input reaches the model's last LN through additions only (an identity path), and so does the gradient on
 # its way back. At initialisation, the gradients of Post-LN's weights near the output are large at
 # any depth, while Pre-LN's shrink as the model gets deeper. Large gradients at a full rate make the

@@ -90,7 +90,7 @@ assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=Fal
 # %% [markdown]
 # 可见 BN 的结果变了，LN 的没变。LN 只需要眼前这一个样本，所以批量大小随意，训练和测试时的计算也完全一样。Ba、Kiros 和 Hinton（2016）提出 LN，一是为了摆脱对批量大小的依赖，二是为了用在 RNN 上。RNN 每读一个 token 走一步，用 BN 就得每一步各统计一套均值和方差，而测试序列比训练序列长时，多出的步没有统计量可用。
 #
-# 不过在用大批量训练的图像卷积网络（如 ResNet）中，BN 通常仍是首选。这时 BN 的每个统计量取自一个通道（即卷积网络里的特征）在所有图像、所有像素上的值，数以千计，所以很稳定。BN 在测试时怎样计算，在 ImageNet 上表现如何，见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
+# 不过在用大批量训练的图像卷积网络（如 ResNet）中，BN 通常仍是首选。卷积网络里的特征叫作通道。BN 给每个通道算一套统计量，用的是这个通道在所有图像、所有像素上的值，数以千计，所以很稳定。BN 在测试时怎样计算，在 ImageNet 上表现如何，见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
 
 # %% [markdown] lesson_point=3
 # ## 3 · 公式

@@ -99,7 +99,7 @@ plt.show()
 # %% [markdown] lesson_point=6
 # ## 6 · `normalized_shape` 决定了什么
 #
-# 一批句子的形状是 `(batch, seq_len, d_model)`，其中 `d_model` 是宽度。`nn.LayerNorm(normalized_shape)` 的参数 `normalized_shape` 指定哪些值共用一组均值和方差，即这些值的形状。LN 在**最后** `len(normalized_shape)` 个轴上求平均。前面各轴的下标每取定一组值，就得到一组数，各算一套均值和方差。$\gamma$ 和 $\beta$ 的形状就是 `normalized_shape`。
+# 一批句子的形状是 `(batch, seq_len, d_model)`，其中 `d_model` 是宽度。`nn.LayerNorm(normalized_shape)` 的参数 `normalized_shape` 决定哪些值放在一起求均值和方差，它的值就是这组值的形状。LN 在**最后** `len(normalized_shape)` 个轴上求平均，前面那些轴上的每个位置（比如每个句子里的每个 token）各成一组，各算各的均值和方差。$\gamma$ 和 $\beta$ 的形状就是 `normalized_shape`。
 #
 # 下面取原课程代码（见第 8 节）随机生成的那批数据，把句子 0 的 token 2 放大 100 倍，得到另一批。两种做法都把原数据和放大后的数据各归一化一次，看同一句里 token 0 的输出变不变。
 
