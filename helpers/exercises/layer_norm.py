@@ -93,7 +93,7 @@ register(Exercise(
     },
     hint=Text("per sentence: the mean and the biased variance over dims (1, 2) with `keepdim=True`, "
               "then (x - mean) / sqrt(var + eps), with the argument `eps`.",
-              "以句子为单位：在轴 (1, 2) 上求均值和有偏方差，并加上 `keepdim=True`，然后用参数 `eps` 算 (x - mean) / sqrt(var + eps)。"),
+              "以句子为单位，在轴 (1, 2) 上求均值和有偏方差，并加上 `keepdim=True`，然后用参数 `eps` 算 (x - mean) / sqrt(var + eps)。"),
     example="torch.rand(3, 5, 4)",
 ))
 
@@ -212,7 +212,7 @@ register(Exercise(
     },
     hint=Text("per token: mean and biased variance over the last axis (keepdim=True), "
               "x_hat = (x - mean) / sqrt(var + eps), then x_hat * gamma + beta.",
-              "以 token 为单位：在最后一个轴上求均值和有偏方差（keepdim=True），x_hat = (x - mean) / sqrt(var + eps)，然后算 x_hat * gamma + beta。"),
+              "以 token 为单位，在最后一个轴上求均值和有偏方差（keepdim=True），x_hat = (x - mean) / sqrt(var + eps)，然后算 x_hat * gamma + beta。"),
     example="torch.randn(2, 3, 4), torch.ones(4), torch.zeros(4)",
 ))
 

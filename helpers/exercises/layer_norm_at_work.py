@@ -204,10 +204,10 @@ register(Exercise(
     ],
     mistakes={
         Text("a Pre-LN stream is never normalised: apply ln_f after the last block, before the head.",
-             "Pre-LN 的残差流从未归一化过：在最后一个块之后、输出层之前加上 ln_f。"):
+             "Pre-LN 的残差流从未归一化过，所以要在最后一个块之后、输出层之前加上 ln_f。"):
             lambda *args: _forward(*args, final=False),
         Text("a Post-LN block already ends with an LN: its model needs no final LN.",
-             "Post-LN 块的最后一步已经是 LN：这种模型不需要最后的 LN。"):
+             "Post-LN 块的最后一步已经是 LN，所以这种模型不需要最后的 LN。"):
             lambda *args: _forward(*args, final=True),
         Text("the final LN comes after the blocks, not before them.",
              "最后的 LN 在所有块之后，而不是之前。"):

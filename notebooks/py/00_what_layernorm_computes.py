@@ -60,7 +60,7 @@ from helpers.widgets.deep_stack import deep_stack_demo
 # The card of results at the end of notebook 02 tests the claim on small models. LN cut an LSTM's
 # steps by about 45%, and on a copy task let a small Transformer train at a rate where it failed
 # without LN. For the other models' steps, and for the lesson's reason (how far what enters each
-# activation moves), the runs cannot tell (deep dive [13](13_does_it_speed_up_training.ipynb)).
+# activation moves, unit by unit), the runs cannot tell (deep dive [13](13_does_it_speed_up_training.ipynb)).
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN vs LN: the same code over a different axis
@@ -165,7 +165,7 @@ check_layer_norm_last_dim(my_layer_norm)
 # ### LayerNorm as a module
 #
 # In a model, LN is a module. It holds $\gamma$ and $\beta$ as `nn.Parameter`s, tensors that
-# the optimiser updates. Its `forward` is the function you just wrote, so try the exercise first. PyTorch calls $\gamma$ `weight` and
+# the optimiser updates. Its `forward` is the function you just wrote. PyTorch calls $\gamma$ `weight` and
 # $\beta$ `bias`, and so does this module, so that it can load weights saved from `nn.LayerNorm`.
 
 # %%

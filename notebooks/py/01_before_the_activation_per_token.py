@@ -96,7 +96,7 @@ for beta in (0.0, 0.5):  # the same beta for every feature, added after LN as a 
 # activation. GELU is a smooth ReLU that Transformers use. The left panel puts LN first, the right one LN last. Blue is what enters the
 # activation. Red is what comes out of LN and the activation together.
 #
-# The left panel stays the same at every setting. LN removes any centre
+# The left panel stays the same at every slider setting. LN removes any centre
 # and spread, so LN of `a * z + c` is LN of `z` for any a > 0. On the right, the activation sees `z`
 # itself. With ReLU, the left panel (LN first) zeroes about half of each token at every setting.
 # The right panel (LN last) zeroes anywhere from none to all of it, depending on the centre.
@@ -123,7 +123,8 @@ plt.show()
 # Does the order matter when a network trains? Small *MLPs* (stacks of `Linear` layers and
 # activations), 8 layers of 16 units, learned to imitate a network with fixed random weights. LN
 # sat before or after tanh, or before or after ReLU, and each setup trained from 10 random starts.
-# Their final losses differ by 1% or less, and the runs cannot tell the orders apart. So "usually
+# Their final losses differ by about 1% (2% at most, either way), and the runs cannot tell the
+# orders apart. So "usually
 # before" is a convention that these runs neither confirm nor refute (deep dive
 # [12](12_where_the_norm_goes.ipynb)).
 
@@ -167,9 +168,8 @@ for shape in [(d_model,), (seq_len, d_model)]:
 #
 # GPT-2 and BERT normalise each token over its features with LN, LLaMA with RMSNorm (notebook 02).
 #
-# Per sentence fits only where the first three reasons do not apply: inputs of one length, with no
-# padding, in a model that is not causal, and language models rarely meet all three. Its cost is
-# the fourth reason. One mean and variance per sample is used for images, over all of a picture's
+# Per sentence fits only inputs with no padding, in a model that is not causal, and, with γ and β,
+# of one length. Language models rarely meet these. Its cost is the fourth reason. One mean and variance per sample is used for images, over all of a picture's
 # channels and pixels, as `nn.GroupNorm(1, C)` does. It is LN with `normalized_shape` `(C, H, W)`,
 # except that its γ and β hold one value per channel. What real models normalise over, with
 # padding, masks and images, is in deep dive [16](16_sequences_padding_and_masks.ipynb).
@@ -188,7 +188,7 @@ for shape in [(d_model,), (seq_len, d_model)]:
 # %% [markdown] lesson_point=8
 # ## 8 · The lesson's code, exactly
 #
-# The lesson's code, unchanged but for English beside the Chinese comments. `test01` uses
+# The lesson's code, unchanged but for added comments. `test01` uses
 # `nn.LayerNorm` both ways. `test02` does it by hand, printing means (均值) and variances (方差).
 # The lesson calls the width `dim` (here 4). Do not confuse it with the keyword `dim=` of
 # `torch.mean`, which names the axis to average over: `dim=2` is the last of the three, the features.
@@ -244,7 +244,7 @@ if __name__ == '__main__':
 # compares all 24 numbers, per token.
 
 # %%
-per_token = nn.LayerNorm(normalized_shape=d_model, eps=1e-5, elementwise_affine=False)(batch_inputs)  # test01's
+per_token = nn.LayerNorm(normalized_shape=dim, eps=1e-5, elementwise_affine=False)(batch_inputs)  # test01's
 by_hand = (batch_inputs - batch_inputs.mean(dim=2, keepdim=True)) / torch.sqrt(batch_inputs.var(dim=2, unbiased=False, keepdim=True) + 1e-5)
 print("per token, nn.LayerNorm equals the formula:", torch.allclose(per_token, by_hand, atol=1e-6))
 
@@ -280,11 +280,10 @@ check_sentence_layer_norm(my_sentence_layer_norm)
 # %% [markdown]
 # ## Summary
 #
-# - LN first keeps tanh's input off the flat tails even when the weights grow, though with small
-#   weights it puts more values there. In training runs of small MLPs, the runs could not tell the
-#   orders apart.
+# - LN first keeps tanh's input off the flat tails when the weights grow, though with small weights
+#   it puts more values there. Trained MLPs could not tell the two orders apart.
 # - `normalized_shape=d_model` normalises per token, as Transformers do. `(seq_len, d_model)`
-#   normalises per sentence, which fits only inputs of one fixed length, with no padding and no causal mask.
+#   normalises per sentence, which fits only unpadded inputs in a model that is not causal.
 # - LN keeps no running statistics, so it computes the same in training and in `eval()` mode.
 #
 # Next: [02 · LayerNorm in a Transformer](02_layernorm_in_a_transformer.ipynb).

@@ -50,7 +50,7 @@ from helpers.widgets.deep_stack import deep_stack_demo
 #
 # LN 把送进来的每一组值标准化，即减去均值、再除以标准差，让后面的层拿到的值始终在同一个尺度上。这里的归一化就是这种标准化，不是把值压缩到零和一之间。
 #
-# 笔记本 02 末尾的实验结果表（下文称卡片）在小模型上检验了这个说法。加了 LN，LSTM 需要的训练步数少了约 45%，在复制任务上，小型 Transformer 加了 LN 能在较大的学习率下训练成功，不加就会失败。小型 RNN 和小型 Transformer 的训练步数分不出差别。原课程给出的理由，卡片按每个单元激活前的值漂移了多少来测量，也分不出差别（深入专题 [13](../13_does_it_speed_up_training.ipynb)）。
+# 笔记本 02 末尾的实验结果表（下文称卡片）在小模型上检验了这个说法。加了 LN，LSTM 需要的训练步数少了约 45%，在复制任务上，小型 Transformer 加了 LN 能在较大的学习率下训练成功，不加就会失败。小型 RNN 和小型 Transformer 的训练步数分不出差别。至于原课程给出的理由，即每个单元激活前的值在训练中漂移多少，实验也分不出差别（深入专题 [13](../13_does_it_speed_up_training.ipynb)）。
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN 和 LN 是同一段代码，只是换了轴
@@ -132,7 +132,7 @@ check_layer_norm_last_dim(my_layer_norm)
 # %% [markdown]
 # ### 把 LayerNorm 写成模块
 #
-# 在模型里，LN 是一个模块。它把 $\gamma$ 和 $\beta$ 存为 `nn.Parameter`，这类张量在反向传播中得到梯度，由优化器更新。模块的 `forward` 就是你刚写的函数，所以请先做完练习再往下看。PyTorch 把 $\gamma$ 叫作 `weight`，把 $\beta$ 叫作 `bias`，这个模块也沿用这两个名字，以便载入 `nn.LayerNorm` 保存的权重。
+# 在模型里，LN 是一个模块。它把 $\gamma$ 和 $\beta$ 存为 `nn.Parameter`，这类张量在反向传播中得到梯度，由优化器更新。模块的 `forward` 就是你刚写的函数。PyTorch 把 $\gamma$ 叫作 `weight`，把 $\beta$ 叫作 `bias`，这个模块也沿用这两个名字，以便载入 `nn.LayerNorm` 保存的权重。
 
 # %%
 class LayerNorm(nn.Module):

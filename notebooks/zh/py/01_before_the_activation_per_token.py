@@ -70,7 +70,7 @@ for growth in (1, 8):
 # ReLU 在正半轴上没有饱和区。先做 LN 会把每个 token 的中心移到 0，于是 ReLU 把每个 token 大约一半的特征置为零，$\beta$ 可以改变这个比例。下面的单元格沿用上面最后得到的 `z`（权重放大 8 倍），并给所有特征加上同一个 $\beta$。
 
 # %%
-for beta in (0.0, 0.5):  # 所有特征共用一个 beta，加在 LN 之后，效果与学到的 beta 相同
+for beta in (0.0, 0.5):  # 所有特征共用一个 beta，加在 LN 之后，相当于把 LN 的 β 设成这个值
     print(f"ReLU after LN, beta {beta}: {(torch.relu(ln(z) + beta) == 0).float().mean():.0%} of values zeroed")
 
 # %% [markdown]
@@ -78,7 +78,7 @@ for beta in (0.0, 0.5):  # 所有特征共用一个 beta，加在 LN 之后，�
 #
 # 两个滑块调节 Linear 层输出 `z` 的均值和标准差。它由 512 个宽度为 64 的 token 组成，从以此为均值和标准差的正态分布中随机抽取。下拉菜单切换激活函数，其中 GELU 是平滑版的 ReLU，Transformer 中常用。左图先做 LN 再激活，右图先激活再做 LN。蓝色曲线是进入激活函数的值，红色曲线是 LN 和激活函数合起来的输出。图中英文标签的中文对照见第一个笔记本的[术语表](00_what_layernorm_computes.ipynb)。
 #
-# 不管滑块怎么拖，左图都不变。LN 会去掉输入的均值和尺度，所以对任意 a > 0，`a * z + c` 和 `z` 经过 LN 的结果相同。选 ReLU 时，左图（先做 LN）总把每个 token 大约一半的值置为零。右图（后做 LN）中激活函数的输入就是 `z` 本身，置零的比例从零到全部都有可能，取决于均值在哪里。
+# 不管滑块怎么拖，左图都不变（换激活函数时才会变）。LN 会去掉输入的均值和尺度，所以对任意 a > 0，`a * z + c` 和 `z` 经过 LN 的结果相同。选 ReLU 时，左图（先做 LN）总把每个 token 大约一半的值置为零。右图（后做 LN）中激活函数的输入就是 `z` 本身，置零的比例从零到全部都有可能，取决于均值在哪里。
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -94,7 +94,7 @@ demo.snapshot(activation="tanh", shift=2.0, scale=3.0)
 plt.show()
 
 # %% [markdown]
-# 那么真正训练时，这个顺序重要吗？我们用小型 MLP（多层感知机，由 `Linear` 层和激活函数堆叠而成）做了实验。每个 MLP 有 8 层，每层 16 个单元（即神经元），学习模仿一个权重固定的随机网络。LN 分别放在 tanh 或 ReLU 之前和之后，每种做法用 10 个随机种子各训练一次。最终损失相差不超过 1%，实验分不出两种顺序的高下。所以“通常用在激活函数之前”只是一种惯例，这些实验既不能证实它，也不能否定它（深入专题 [12](../12_where_the_norm_goes.ipynb)）。
+# 那么真正训练时，这个顺序重要吗？我们用小型 MLP（多层感知机，由 `Linear` 层和激活函数堆叠而成）做了实验。每个 MLP 有 8 层，每层 16 个单元（即神经元），学习模仿一个权重固定的随机网络。LN 分别放在 tanh 或 ReLU 之前和之后，每种做法用 10 个随机种子各训练一次。最终损失相差约 1%，无论哪边高，最多也只差 2%，实验分不出两种顺序的高下。所以“通常用在激活函数之前”只是一种惯例，这些实验既不能证实它，也不能否定它（深入专题 [12](../12_where_the_norm_goes.ipynb)）。
 
 # %% [markdown] lesson_point=6
 # ## 6 · `normalized_shape` 决定了什么
@@ -126,17 +126,17 @@ for shape in [(d_model,), (seq_len, d_model)]:
 #
 # GPT-2 和 BERT 用 LN 对每个 token 在它自己的特征上做归一化，LLaMA 用的则是 RMSNorm（见笔记本 02）。
 #
-# 只有前三条都不成立时，即输入长度相同、没有填充、模型也不是因果模型，以句子为单位才合适，而语言模型很少同时满足这三点。代价是第四条的问题依然存在。图像模型倒是常给每个样本只算一套均值和方差，范围是一张图的所有通道和所有像素，`nn.GroupNorm(1, C)` 就是这样做的。它等于 `normalized_shape` 取 `(C, H, W)` 的 LN，只是它的 γ 和 β 每个通道各有一个值。真实模型在哪些轴上归一化，怎样处理填充、掩码和图像，见深入专题 [16](../16_sequences_padding_and_masks.ipynb)。
+# 以句子为单位只适合没有填充、模型也不是因果模型的情况，带 γ 和 β 时还要求输入长度相同，语言模型很少满足这些条件。即使满足，第四条的代价依然存在。图像模型倒是常给每个样本只算一套均值和方差，范围是一张图的所有通道和所有像素，`nn.GroupNorm(1, C)` 就是这样做的。它等于 `normalized_shape` 取 `(C, H, W)` 的 LN，只是它的 γ 和 β 每个通道各有一个值。真实模型在哪些轴上归一化，怎样处理填充、掩码和图像，见深入专题 [16](../16_sequences_padding_and_masks.ipynb)。
 
 # %% [markdown] lesson_point=7
 # ## 7 · 没有移动平均值
 #
-# 原课程指出，“LN 不需要像 BN 那样在训练时累计 running_mean 和 running_var 值”。这两个量是 BN 的移动平均值，是它在训练中一直更新的两个平均值。每训练完一个批次，它们就朝这个批次的均值和**无偏**方差（分母是个数减一）走十分之一的距离，这个比例就是 BN 的 `momentum`，即 0.1。测试时切换到 `eval()` 模式，BN 就用移动平均值代替当前批次的均值和方差，所以输出与训练时不同。LN 用不着移动平均值，因为它的统计量来自样本本身，测试时样本同样在手边，所以训练时和 `eval()` 模式下的计算完全相同。BN 的移动平均值实际怎样起作用，见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
+# 原课程指出，“LN 不需要像 BN 那样在训练时累计 running_mean 和 running_var 值”。这两个量是 BN 在训练中不断更新的移动平均值。每训练完一个批次，它们就向这个批次的均值和**无偏**方差（分母是个数减一）靠近十分之一，这个比例就是 BN 的 `momentum`，即 0.1。测试时切换到 `eval()` 模式，BN 就用移动平均值代替当前批次的均值和方差，所以输出与训练时不同。LN 用不着移动平均值，因为它的统计量来自样本本身，测试时也现成可得，所以训练时和 `eval()` 模式下的计算完全相同。BN 的移动平均值实际怎样起作用，见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
 
 # %% [markdown] lesson_point=8
 # ## 8 · 原课程的代码，原样照搬
 #
-# 下面是原课程的代码，连注释在内一字未改。`test01` 用 `nn.LayerNorm` 按两种方式各算一次，`test02` 手工计算，并打印均值和方差。注释里的“以句子为单词”是原课程的笔误，应为“以句子为单位”。代码里有两种 dim，不要混淆。变量 `dim` 是原课程对宽度的叫法，这里是 4。`torch.mean` 的关键字参数 `dim=` 则指定沿哪个轴求平均，`dim=2` 是三个轴中的最后一个，即特征所在的轴。`elementwise_affine=False` 关掉了 $\gamma$ 和 $\beta$。
+# 下面是原课程的代码，除了补充的注释，一字未改。`test01` 用 `nn.LayerNorm` 按两种方式各算一次，`test02` 手工计算，并打印均值和方差。注释里的“以句子为单词”是原课程的笔误，应为“以句子为单位”。代码里有两种 dim，不要混淆。变量 `dim` 是原课程对宽度的叫法，这里是 4。`torch.mean` 的关键字参数 `dim=` 则指定沿哪个轴求平均，`dim=2` 是三个轴中的最后一个，即特征所在的轴。`elementwise_affine=False` 关掉了 $\gamma$ 和 $\beta$。
 
 # %%
 import torch.nn as nn  # noqa: I001 (原课程先导入 torch.nn)
@@ -186,7 +186,7 @@ if __name__ == '__main__':
 # 以上输出与原课程“程序执行结果”下印出的内容逐位相同。`test01` 打印的张量与 `test02` 的相同，因为 `nn.LayerNorm` 算的就是手写的那个公式。与其用眼睛比对 24 个数，不如让计算机来比。下面比较以 token 为单位的结果。
 
 # %%
-per_token = nn.LayerNorm(normalized_shape=d_model, eps=1e-5, elementwise_affine=False)(batch_inputs)  # 即 test01 的做法
+per_token = nn.LayerNorm(normalized_shape=dim, eps=1e-5, elementwise_affine=False)(batch_inputs)  # 即 test01 的做法
 by_hand = (batch_inputs - batch_inputs.mean(dim=2, keepdim=True)) / torch.sqrt(batch_inputs.var(dim=2, unbiased=False, keepdim=True) + 1e-5)
 print("per token, nn.LayerNorm equals the formula:", torch.allclose(per_token, by_hand, atol=1e-6))
 
@@ -221,8 +221,8 @@ check_sentence_layer_norm(my_sentence_layer_norm)
 # %% [markdown]
 # ## 小结
 #
-# - 先做 LN，即使权重变大，tanh 的输入也不会大量落进饱和区。不过权重小的时候，它反而让更多的值落进去。在小型 MLP 的训练实验中，分不出两种顺序的高下。
-# - `normalized_shape=d_model` 以 token 为单位做归一化，Transformer 都这样做。`(seq_len, d_model)` 则以句子为单位，只适合长度固定、没有填充、也不用因果掩码的输入。
+# - 先做 LN，即使权重变大，tanh 的输入也不会大量落进饱和区。不过权重小的时候，它反而让更多的值落进去。训练好的 MLP 分不出两种顺序的高下。
+# - `normalized_shape=d_model` 以 token 为单位做归一化，Transformer 都这样做。`(seq_len, d_model)` 则以句子为单位，只适合没有填充、模型也不是因果模型的情况。
 # - LN 没有移动平均值，所以训练时和 `eval()` 模式下的计算完全相同。
 #
 # 下一个笔记本是 [02 · Transformer 中的层归一化](02_layernorm_in_a_transformer.ipynb)。
