@@ -29,18 +29,29 @@ def test_a_right_sentence_layer_norm_passes_every_case():
 
     verdict = check_sentence_layer_norm(mine)
     assert verdict and verdict.message.startswith("✅")
-    assert verdict.table["ok"].all() and len(verdict.table) == len(SENTENCE.cases) == 4
+    assert verdict.table["ok"].all() and len(verdict.table) == len(SENTENCE.cases) == 5
 
 
 def test_the_cases_vary_batch_length_and_dim():
     shapes = [tuple(args[0].shape) for args in SENTENCE.inputs()]
-    assert shapes == [(2, 3, 4), (3, 5, 8), (1, 7, 4), (2, 4, 8)]
+    assert shapes == [(2, 3, 4), (3, 5, 8), (1, 7, 4), (2, 4, 8), (2, 3, 4)]
 
 
 @pytest.mark.parametrize("hint", list(SENTENCE.mistakes))
 def test_each_known_slip_gets_its_hint(hint):
     verdict = check_sentence_layer_norm(SENTENCE.mistakes[hint])
     assert not verdict and hint in verdict.message
+
+
+def test_a_hard_coded_eps_fails_on_the_case_that_passes_eps_and_says_so():
+    def fixed(x, eps=1e-5):
+        mean = x.mean(dim=(1, 2), keepdim=True)
+        var = ((x - mean) ** 2).mean(dim=(1, 2), keepdim=True)
+        return (x - mean) / torch.sqrt(var + 1e-5)  # the argument ignored
+
+    verdict = check_sentence_layer_norm(fixed)
+    assert not verdict and "eps = 0.1 passed in" in verdict.message and "whatever eps is passed" in verdict.message
+    assert verdict.table["ok"].tolist() == [True, True, True, True, False]
 
 
 def test_the_lessons_hard_coded_view_fails_on_a_batch_of_three_and_says_what_to_try():
@@ -53,7 +64,7 @@ def test_the_lessons_hard_coded_view_fails_on_a_batch_of_three_and_says_what_to_
     assert not verdict
     assert "case '3 sentences of 5 tokens" in verdict.message and "raised RuntimeError" in verdict.message
     assert "`torch.rand(3, 5, 4)`" in verdict.message
-    assert verdict.table["ok"].tolist() == [True, False, False, True]  # right on batches of 2
+    assert verdict.table["ok"].tolist() == [True, False, False, True, False]  # right on batches of 2, but eps fixed
 
 
 # ---------------------------------------------------------------- masked per-sentence LN

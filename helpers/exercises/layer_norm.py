@@ -25,6 +25,9 @@ from helpers.language import Text
 __all__ = ["check_biased_variance", "check_output_variance", "check_sentence_layer_norm"]
 
 
+#: The hint for a function that ignores the ``eps`` it is given (both LayerNorm exercises).
+_FIXED_EPS_HINT = Text("your function uses 1e-5 whatever eps is passed: use the argument, `torch.sqrt(var + eps)`.",
+                       "不管传入的 eps 是多少，你的函数都用 1e-5，要用参数 eps，即 `torch.sqrt(var + eps)`。")
 _ONE_PASS_HINT = (
     Text("E[x²] - E[x]² subtracts two huge, nearly equal numbers when the mean is large next to the "
          "spread, and float32 cancels catastrophically: centre first, then average the squares.",
@@ -39,8 +42,8 @@ def _one_pass_var(x: torch.Tensor, dims: tuple[int, ...], *, keepdim: bool = Tru
 # ------------------------------------------------ core notebook 01: LayerNorm per sentence
 
 
-def _sentence_reference(x: torch.Tensor) -> torch.Tensor:
-    return F.layer_norm(x, x.shape[-2:], eps=1e-5)
+def _sentence_reference(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    return F.layer_norm(x, x.shape[-2:], eps=eps)
 
 
 def _randn_batch(batch: int, seq_len: int, dim: int, mean: float = 0.0,
@@ -68,28 +71,32 @@ register(Exercise(
                   "1 个句子，7 个 token × 4 个特征"), _randn_batch(1, 7, 4)),
         Case(Text("2 sentences of 4 tokens x 8 features around 10000 (std 500)",
                   "2 个句子，每句 4 个 token × 8 个特征，在 10000 附近（标准差 500）"), _randn_batch(2, 4, 8, 1e4, 500.0)),
+        Case(Text("2 sentences of 3 tokens x 4 features with std 0.1, eps = 0.1 passed in",
+                  "2 个句子，每句 3 个 token × 4 个特征，标准差 0.1，传入 eps = 0.1"),
+             lambda g: (*_randn_batch(2, 3, 4, 0.0, 0.1)(g), 0.1)),
     ],
     mistakes={
         Text("you normalized each token (statistics over the last dim only): a sentence's mean and "
              "variance are over its tokens AND features, `dim=(1, 2)`.",
              "你是对每个 token 分别归一化的（只在最后一个轴上算统计量）：一个句子的均值和方差要把它的 token 和特征全部算在内，`dim=(1, 2)`。"):
-            lambda x: _per_sentence(x, (2,)),
+            lambda x, eps=1e-5: _per_sentence(x, (2,), eps=eps),
         Text("you took one mean and variance for the whole batch: each sentence needs its own, "
              "`dim=(1, 2)` with `keepdim=True`.",
              "你对整个批次只算了一个均值和方差：每个句子都需要自己的一组，`dim=(1, 2)` 并加上 `keepdim=True`。"):
-            lambda x: _per_sentence(x, (0, 1, 2)),
+            lambda x, eps=1e-5: _per_sentence(x, (0, 1, 2), eps=eps),
         Text("you averaged over the tokens only (`dim=1`), once per feature: take the features too, "
              "`dim=(1, 2)`.",
              "你只在 token 上求了平均（`dim=1`），每个特征各算一次：特征也要算进去，`dim=(1, 2)`。"):
-            lambda x: _per_sentence(x, (1,)),
+            lambda x, eps=1e-5: _per_sentence(x, (1,), eps=eps),
         Text("`torch.var` divides by n - 1 unless you pass `unbiased=False`; LayerNorm divides by n.",
              "除非传入 `unbiased=False`，`torch.var` 会除以 n - 1；LayerNorm 除以 n。"):
-            lambda x: _per_sentence(x, (1, 2), unbiased=True),
+            lambda x, eps=1e-5: _per_sentence(x, (1, 2), unbiased=True, eps=eps),
         Text("eps goes inside the square root: `torch.sqrt(var + eps)`, not `torch.sqrt(var) + eps`.",
              "eps 应放在根号里面：`torch.sqrt(var + eps)`，而不是 `torch.sqrt(var) + eps`。"):
-            lambda x: _per_sentence(x, (1, 2), eps_inside=False),
+            lambda x, eps=1e-5: _per_sentence(x, (1, 2), eps_inside=False, eps=eps),
         _ONE_PASS_HINT:
-            lambda x: (x - x.mean(dim=(1, 2), keepdim=True)) / torch.sqrt(_one_pass_var(x, (1, 2)) + 1e-5),
+            lambda x, eps=1e-5: (x - x.mean(dim=(1, 2), keepdim=True)) / torch.sqrt(_one_pass_var(x, (1, 2)) + eps),
+        _FIXED_EPS_HINT: lambda x, eps=1e-5: _per_sentence(x, (1, 2)),
     },
     hint=Text("per sentence: the mean and the biased variance over dims (1, 2) with `keepdim=True`, "
               "then (x - mean) / sqrt(var + eps), with the argument `eps`.",
@@ -163,8 +170,7 @@ register(Exercise(
              lambda g: (*_tokens((3, 8), 0.0, 0.1)(g), 0.1)),
     ],
     mistakes={
-        Text("your function uses 1e-5 whatever eps is passed: use the argument, `torch.sqrt(var + eps)`.",
-             "不管传入的 eps 是多少，你的函数都用 1e-5：要用参数 eps，即 `torch.sqrt(var + eps)`。"):
+        _FIXED_EPS_HINT:
             lambda x, gamma, beta, eps=1e-5: _last_dim_reference(x, gamma, beta),
         Text("`x.mean(-1)` drops the last axis, so `x - mean` lines each token's mean up with the "
              "features, not with the token: pass `keepdim=True` to the mean and the variance.",
