@@ -7,8 +7,9 @@ It makes ``helpers`` importable wherever a notebook is opened:
 - in Google Colab, by pip-installing the package from :data:`REPO_URL`;
 - anywhere else, it stops with one sentence that says what to do.
 
-The Chinese edition of the core path (``notebooks/zh/``) opens with the same cell plus one line,
-:data:`LANGUAGE_LINES` ``["zh"]``, that makes the checkers speak Chinese: :func:`first_cell`.
+The Chinese edition of the core path (``notebooks/zh/``) opens with the same code, its opening
+comment in Chinese (:data:`FIRST_COMMENTS`), plus one line, :data:`LANGUAGE_LINES` ``["zh"]``, that
+makes the checkers speak Chinese: :func:`first_cell`.
 
 ``tests/test_notebook_hygiene.py`` checks that each notebook's first code cell is exactly
 :func:`first_cell` of its language, that :data:`REPO_URL` matches ``pyproject.toml`` and that every
@@ -45,15 +46,19 @@ import helpers  # noqa: E402,F401'''
 #: The line a notebook's first cell adds after :data:`FIRST_CELL` to speak another language
 #: than English, by language; the folder of the set's notebooks in each language.
 LANGUAGE_LINES = {"zh": 'helpers.set_language("zh")'}
+#: The first cell's opening comment in another language than English, by language (the code is the same).
+FIRST_COMMENTS = {"zh": "# 这个单元格不必细读，它让本套笔记本的 `helpers` 包可以导入。"}
 FOLDERS = {"en": "notebooks", "zh": "notebooks/zh"}
 
 
 def first_cell(language: str = "en") -> str:
-    """The first code cell of a notebook in ``language``: :data:`FIRST_CELL`, then (after a blank
-    line) the line that sets the language; for English, :data:`FIRST_CELL` alone."""
+    """The first code cell of a notebook in ``language``: :data:`FIRST_CELL` with its opening comment
+    in that language (:data:`FIRST_COMMENTS`), then (after a blank line) the line that sets the
+    language; for English, :data:`FIRST_CELL` alone."""
     if language == "en":
         return FIRST_CELL
-    return f"{FIRST_CELL}\n\n{LANGUAGE_LINES[language]}"  # a blank line after the imports, as isort wants
+    _, code = FIRST_CELL.split("\n", 1)  # the English comment, then the code
+    return f"{FIRST_COMMENTS[language]}\n{code}\n\n{LANGUAGE_LINES[language]}"  # a blank line after the imports, as isort wants
 
 
 def colab_url(notebook: str) -> str:

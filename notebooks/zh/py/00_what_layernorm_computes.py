@@ -14,7 +14,7 @@
 # ---
 
 # %%
-# You need not read this cell. It makes `helpers`, this set's package, importable.
+# 这个单元格不必细读，它让本套笔记本的 `helpers` 包可以导入。
 import importlib.util, os, pathlib, subprocess, sys  # noqa: E401, I001
 REPO_URL = os.environ.get("LAYERNORM_HANDS_ON_REPO", "https://github.com/layernorm-hands-on/layernorm-hands-on")
 clone = next((p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "helpers" / "__init__.py").is_file()), None)
