@@ -178,12 +178,14 @@ def test_the_message_says_how_far_off():
     assert verdict.table["ok"].tolist() == [True, True, False, True, True]
 
 
-def test_the_learners_inputs_are_copies():
+def test_the_learners_inputs_are_copies_and_changing_them_fails_with_its_hint():
     def destructive(x):
         out = correct(x.clone())
         x.zero_()
         return out
-    assert check_layer_norm_one_token(destructive)
+    verdict = check_layer_norm_one_token(destructive)
+    assert not verdict and "in place" in verdict.message
+    assert verdict.table["close"].all()  # every case still compared right: its copies were spoiled, not the cases
 
 
 def test_cases_are_seeded_and_reproducible():

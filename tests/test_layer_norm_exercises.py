@@ -62,3 +62,17 @@ def test_layer_norm_last_dim_catches_a_hard_coded_eps():
     verdict = check_layer_norm_last_dim(hard_coded)
     assert not verdict and "uses 1e-5 whatever eps is passed" in repr(verdict).split("Hint:")[1]
     assert verdict.table["ok"].tolist() == [True] * 6 + [False]  # only the case that passes eps catches it
+
+
+def test_layer_norm_last_dim_names_a_solution_that_changes_its_input_in_place():
+    def in_place(x, gamma, beta, eps=1e-5):  # a planted slip: right values, but the caller's x is spoiled
+        mean = x.mean(-1, keepdim=True)
+        x -= mean
+        return x / torch.sqrt((x**2).mean(-1, keepdim=True) + eps) * gamma + beta
+
+    x = torch.randn(3, 4)
+    kept = x.clone()
+    verdict = check_layer_norm_last_dim(in_place)
+    assert not verdict and "changed its argument 1 in place" in verdict.message and "x -= mean" in verdict.message
+    assert verdict.table["close"].all() and not verdict.table["ok"].any()  # every value right, every case failed
+    assert torch.equal(x, kept)  # a tensor of the learner's own is not touched by the check

@@ -111,7 +111,7 @@ def test_ignoring_the_mask_is_wrong_even_where_it_looks_right():
     assert verdict.table["ok"].tolist() == [False, False, False, True]
 
 
-def test_changing_the_inputs_in_place_cannot_spoil_the_check():
+def test_changing_the_inputs_in_place_cannot_spoil_the_check_and_fails_it_with_its_hint():
     reference = masked_layer_norm  # kept before the check: the name itself refuses to run inside it
 
     def vandal(x, mask):
@@ -120,4 +120,6 @@ def test_changing_the_inputs_in_place_cannot_spoil_the_check():
         mask.fill_(True)
         return y
 
-    assert check_masked_sentence_layer_norm(vandal)
+    verdict = check_masked_sentence_layer_norm(vandal)
+    assert not verdict and "changed its argument 1 in place" in verdict.message and "x -= mean" in verdict.message
+    assert verdict.table["close"].all()  # every output right: the check's own inputs were not spoiled

@@ -302,6 +302,11 @@ _SAID = {
     "dtype hint": Text("keep the input's dtype (no `.double()` or float64 constants).",
                        "保持输入的 dtype（不要用 `.double()`，也不要用 float64 常数）。"),
     "difference": Text("max difference {diff} from the reference", "与参考结果的最大差值为 {diff}"),
+    "in place": Text("your function changed its argument {i} in place", "你的函数原地修改了第 {i} 个参数"),
+    "in place hint": Text("compute on new tensors (`x = x - mean`, not `x -= mean`): the caller's tensor must "
+                          "come back unchanged, as it does from `nn.LayerNorm`.",
+                          "在新的张量上计算，写 `x = x - mean`，不要写 `x -= mean`。调用者传入的张量必须原样保留，"
+                          "`nn.LayerNorm` 也是这样。"),
     "passed": Text("✅ {name}: all {n} cases match the reference. Well done!",
                    "✅ {name}：全部 {n} 个用例都与参考结果一致。做得好！"),
     "failed": Text("❌ {name}: case '{case}': {why}.\n   Hint: {hint}",
@@ -317,8 +322,9 @@ def _run(exercise: Exercise, fn: Callable, args: tuple) -> tuple[str | None, str
         handed_in = _forbidden_name(fn, (*ALWAYS_FORBIDDEN, *exercise.forbidden))
         if handed_in is not None:  # the forbidden function itself, passed in as it is
             raise ForbiddenCall(handed_in)
+        given = _clone(args)  # copies: a function that changes them cannot spoil the check
         with refusing((*ALWAYS_FORBIDDEN, *exercise.forbidden), namespaces):
-            got = fn(*_clone(args))
+            got = fn(*given)
     except ForbiddenCall as err:
         return say(_SAID["forbidden"]).format(err=err), say(_SAID["forbidden hint"]), {"ok": False}
     except Exception as err:  # the learner's code: any error is feedback, not a crash
@@ -337,7 +343,18 @@ def _run(exercise: Exercise, fn: Callable, args: tuple) -> tuple[str | None, str
     if not row["close"]:
         why = say(_SAID["difference"]).format(diff=_fmt(row["max_abs_diff"]))
         return why, say(_diagnose(exercise, got, args) or exercise.hint), {**row, "ok": False}
+    changed = _changed(args, given)
+    if changed is not None:  # a right answer that spoils its caller's tensor, as `x -= mean` does
+        return say(_SAID["in place"]).format(i=changed), say(_SAID["in place hint"]), {**row, "ok": False}
     return None, None, {**row, "ok": True}
+
+
+def _changed(before: tuple, after: tuple) -> int | None:
+    """The position (from 1) of the first tensor argument that a call changed in place, or None."""
+    for i, (a, b) in enumerate(zip(before, after, strict=True), 1):
+        if isinstance(a, torch.Tensor) and not (a.shape == b.shape and bool(((a == b) | (a != a) & (b != b)).all())):
+            return i
+    return None
 
 
 def _diagnose(exercise: Exercise, got: torch.Tensor, args: tuple) -> str | None:
@@ -355,7 +372,7 @@ def check(exercise: str | Exercise, fn: Callable) -> Verdict:
     Args:
         exercise: a registered exercise's name, or an :class:`Exercise`.
         fn: the learner's function; it gets each case's arguments (copies: changing
-            them in place cannot spoil the check).
+            them in place cannot spoil the check, and fails it with its own hint).
 
     Returns:
         A :class:`Verdict`: ``✅`` when every case matches the reference within
