@@ -220,7 +220,7 @@ plt.show()
 # | biased variance | 有偏方差（除以 n） | 无 |
 # | scale, shift (gamma, beta) | 缩放、平移 | 拉伸参数、偏移参数 |
 # | flat tails (of tanh) | 饱和区 | 无 |
-# | running statistics / buffer | 移动平均值、缓冲区 | 移动平均、无 |
+# | running statistics | 移动平均值 | 移动平均 |
 # | train mode, eval mode | 训练模式、评估模式 | 训练模式、预测模式 |
 # | module (nn.Module) | 模块 | 块 |
 # | Transformer block / sub-layer | 块、子层 | 块、子层 |
