@@ -58,9 +58,10 @@ from helpers.widgets.deep_stack import deep_stack_demo
 # standard deviation, so what follows gets values on one scale.
 #
 # The card of results at the end of notebook 02 tests the claim on small models. LN cut an LSTM's
-# steps by about 45%, and on a copy task let a small Transformer train at a rate where it failed
-# without LN. For the other models' steps, and for the lesson's reason (how far what enters each
-# activation moves, unit by unit), the runs cannot tell (deep dive [13](13_does_it_speed_up_training.ipynb)).
+# steps by about 45%, and on a copy task a small Transformer with Pre-LN trained at a rate where it
+# failed with no norm. For a small RNN's steps, for Pre-LN's steps against no norm, and for the
+# lesson's reason (how far each unit's activation input moves), the runs cannot tell (deep dive
+# [13](13_does_it_speed_up_training.ipynb)).
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN vs LN: the same code over a different axis

@@ -157,8 +157,9 @@ for shape in [(d_model,), (seq_len, d_model)]:
 # Which one, and when? Transformers normalise per token, for four reasons.
 #
 # - Sentences differ in length. A per-sentence `nn.LayerNorm` is built for one length:
-#   `nn.LayerNorm((3, 4))` refuses a `(2, 5, 4)` batch, and its γ and β hold one value per position
-#   and feature. Without γ and β, per-sentence statistics work at any length (your exercise below).
+#   `nn.LayerNorm((3, 4))` refuses a `(2, 5, 4)` batch, even without γ and β, which hold one value
+#   per position and feature. Statistics computed by hand over each sentence work at any length
+#   (your exercise below).
 # - A batch pads short sentences to one length. Per sentence, the padding enters every real
 #   token's mean and variance.
 # - A causal model predicts each token from the tokens before it. Per sentence, each token's mean
@@ -168,8 +169,8 @@ for shape in [(d_model,), (seq_len, d_model)]:
 #
 # GPT-2 and BERT normalise each token over its features with LN, LLaMA with RMSNorm (notebook 02).
 #
-# Per sentence fits only inputs with no padding, in a model that is not causal, and, with γ and β,
-# of one length. Language models rarely meet these. Its cost is the fourth reason. One mean and variance per sample is used for images, over all of a picture's
+# Per sentence fits only inputs with no padding, in a model that is not causal (and, for
+# `nn.LayerNorm`, of one length). Language models rarely meet these. Its cost is the fourth reason. One mean and variance per sample is used for images, over all of a picture's
 # channels and pixels, as `nn.GroupNorm(1, C)` does. It is LN with `normalized_shape` `(C, H, W)`,
 # except that its γ and β hold one value per channel. What real models normalise over, with
 # padding, masks and images, is in deep dive [16](16_sequences_padding_and_masks.ipynb).

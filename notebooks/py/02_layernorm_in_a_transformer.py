@@ -153,7 +153,7 @@ plt.show()
 #
 # The slider moves the stream, but attention's input keeps spread 1 at
 # every setting, because the norm divides out the stream's scale. With "no norm", attention sees the
-# stream itself. It grows by orders of magnitude, so the axis turns logarithmic beyond ±1 (symlog).
+# stream itself. It grows fast, so the axis turns logarithmic beyond ±1 (symlog).
 # This widget draws larger weights than PyTorch's default, so that the growth shows within 8 blocks.
 # With "no norm" and PyTorch's default weights, as in the card's Transformer, the stream entering
 # block 8 has spread about 1.4, against 37 here at slider 1.
@@ -232,7 +232,7 @@ HTML(evidence_card())
 # does not mean that LN does nothing.
 #
 # On English text, Post-LN also needed about 86% more steps than no norm (deep dive 13). So the gap
-# between the two forms says as much about Post-LN as about LN.
+# between the two forms there reflects Post-LN's slowness more than LN's help.
 #
 # How the runs decide is in deep dive [10](10_how_a_claim_is_tested.ipynb).
 
@@ -244,7 +244,7 @@ HTML(evidence_card())
 # - Pre-LN is the default because it trains stably with less tuning (Xiong et al. 2020).
 # - On the card, Pre-LN needed about 61% (copy task) and 45% (English text) fewer steps than
 #   Post-LN, and on the copy task it trained at a rate where no norm failed. LN cut the LSTM's
-#   steps, and at batches of 2 beat BN, which barely learned. The other rows say "cannot tell".
+#   steps, and at batches of 2 beat BN, which stayed at chance (50% accuracy). The other rows say "cannot tell".
 
 # %% [markdown]
 # ## References

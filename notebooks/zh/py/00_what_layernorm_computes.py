@@ -50,7 +50,7 @@ from helpers.widgets.deep_stack import deep_stack_demo
 #
 # LN 把送进来的每一组值标准化，即减去均值、再除以标准差，让后面的层拿到的值始终在同一个尺度上。这里的归一化就是这种标准化，不是把值压缩到零和一之间。
 #
-# 笔记本 02 末尾的实验结果表（下文称卡片）在小模型上检验了这个说法。加了 LN，LSTM 需要的训练步数少了约 45%，在复制任务上，小型 Transformer 加了 LN 能在较大的学习率下训练成功，不加就会失败。小型 RNN 和小型 Transformer 的训练步数分不出差别。至于原课程给出的理由，即每个单元激活前的值在训练中漂移多少，实验也分不出差别（深入专题 [13](../13_does_it_speed_up_training.ipynb)）。
+# 笔记本 02 末尾的实验结果表（下文称卡片）在小模型上检验了这个说法。加了 LN，LSTM 需要的训练步数少了约 45%，在复制任务上，用 Pre-LN 的小型 Transformer 能在不加归一化就会失败的学习率下训练成功。小型 RNN 的训练步数，以及 Pre-LN 与不加归一化相比的训练步数，都分不出差别。至于原课程给出的理由，即每个单元激活前的值在训练中漂移多少，实验也分不出差别（深入专题 [13](../13_does_it_speed_up_training.ipynb)）。
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN 和 LN 是同一段代码，只是换了轴
@@ -88,7 +88,7 @@ assert torch.allclose(standardize(x, 0), nn.BatchNorm1d(3, affine=False)(x), ato
 assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=False)(x), atol=1e-4)
 
 # %% [markdown]
-# 可见 BN 的结果变了，LN 的没变。LN 只需要眼前这一个样本，所以批量大小随意，训练和测试时的计算也完全一样。Ba、Kiros 和 Hinton（2016）提出 LN，一是为了摆脱对批量大小的依赖，二是为了用在 RNN 上。RNN 每读一个 token 走一步，用 BN 就得每一步各统计一套均值和方差，而测试序列比训练序列长时，多出的步没有统计量可用。
+# 可见 BN 的结果变了，LN 的没变。LN 只需要眼前这一个样本，所以批量大小随意，训练和测试时的计算也完全一样。Ba、Kiros 和 Hinton（2016）提出 LN，看中的正是这两点，也是为了用在 RNN 上。RNN 每读一个 token 走一步，用 BN 就得每一步各统计一套均值和方差，而测试序列比训练序列长时，多出的步没有统计量可用。
 #
 # 不过在用大批量训练的图像卷积网络（如 ResNet）中，BN 通常仍是首选。卷积网络里的特征叫作通道。BN 给每个通道算一套统计量，用的是这个通道在所有图像、所有像素上的值，数以千计，所以很稳定。BN 在测试时怎样计算，在 ImageNet 上表现如何，见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
 
