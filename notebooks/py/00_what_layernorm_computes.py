@@ -35,7 +35,7 @@ import helpers  # noqa: E402,F401
 #
 # The first of three notebooks on a short Chinese lesson about LN, quoted where it is cited.
 # Sections 1 to 8, in notebooks 00 and 01, follow its eight points. Sections 9 to 11, in notebook
-# 02, go beyond them.
+# 02, take LN into a Transformer.
 
 # %%
 import matplotlib.pyplot as plt
@@ -114,7 +114,7 @@ assert torch.allclose(standardize(x, -1), nn.LayerNorm(3, elementwise_affine=Fal
 # BN is usually still the first choice in convolutional networks for images trained with large
 # batches, such as ResNets. There a feature is a *channel*, and each BN statistic pools one channel
 # over every pixel of every image, thousands of values, so it is stable. Deep dive
-# [11](11_batchnorm_in_depth.ipynb) shows BN at test time and on ImageNet.
+# [11](11_batchnorm_in_depth.ipynb) covers BN at test time and its ImageNet results.
 
 # %% [markdown] lesson_point=3
 # ## 3 · The formula

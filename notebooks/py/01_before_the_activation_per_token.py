@@ -157,8 +157,8 @@ for shape in [(d_model,), (seq_len, d_model)]:
 # Which one, and when? Transformers normalise per token, for four reasons.
 #
 # - Sentences differ in length. A per-sentence `nn.LayerNorm` is built for one length:
-#   `nn.LayerNorm((3, 4))` refuses a `(2, 5, 4)` batch, even without γ and β, which hold one value
-#   per position and feature. Statistics computed by hand over each sentence work at any length
+#   `nn.LayerNorm((3, 4))` refuses a `(2, 5, 4)` batch, even without γ and β (with them, it holds
+#   one value per position and feature). Statistics computed by hand over each sentence work at any length
 #   (your exercise below).
 # - A batch pads short sentences to one length. Per sentence, the padding enters every real
 #   token's mean and variance.

@@ -244,7 +244,7 @@ HTML(evidence_card())
 # - Pre-LN is the default because it trains stably with less tuning (Xiong et al. 2020).
 # - On the card, Pre-LN needed about 61% (copy task) and 45% (English text) fewer steps than
 #   Post-LN, and on the copy task it trained at a rate where no norm failed. LN cut the LSTM's
-#   steps, and at batches of 2 beat BN, which stayed at chance (50% accuracy). The other rows say "cannot tell".
+#   steps, and at batches of 2 beat BN, which stayed at chance (50%). The other rows say "cannot tell".
 
 # %% [markdown]
 # ## References

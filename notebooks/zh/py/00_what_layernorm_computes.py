@@ -33,7 +33,7 @@ helpers.set_language("zh")
 #
 # 本笔记本先说明深层网络为什么需要归一化，再用同一段代码写出批量归一化（BatchNorm，BN）和层归一化（LayerNorm，LN），两者只是沿不同的轴（axis，PyTorch 的参数名是 dim）计算。然后你会亲手写出 LN 的公式，再看 `gamma` 和 `beta` 的作用。[在 Colab 中打开](https://colab.research.google.com/github/layernorm-hands-on/layernorm-hands-on/blob/main/notebooks/zh/00_what_layernorm_computes.ipynb)
 #
-# 核心路线共三个笔记本，这是第一个。它们围绕一篇讲 LN 的中文短教程（无标题，无署名）展开，下文称原课程，引用时给出原文。第 1 到 8 节在笔记本 00 和 01 中，对应原课程的八个要点。第 9 到 11 节在笔记本 02 中，讲原课程之外的内容。图中文字和打印输出是英文，中英对照见末尾的术语表。检查器的反馈、交互图的标题和滑块，以及核心路线末尾的实验结果卡片是中文。
+# 核心路线共三个笔记本，这是第一个。它们围绕一篇讲 LN 的中文短教程（无标题，无署名）展开，下文称原课程，引用时给出原文。第 1 到 8 节在笔记本 00 和 01 中，对应原课程的八个要点。第 9 到 11 节在笔记本 02 中，把 LN 放进 Transformer。图中文字和打印输出是英文，中英对照见末尾的术语表。检查器的反馈、交互图的标题和滑块，以及核心路线末尾的实验结果卡片是中文。
 
 # %%
 import matplotlib.pyplot as plt
@@ -50,7 +50,7 @@ from helpers.widgets.deep_stack import deep_stack_demo
 #
 # LN 把送进来的每一组值标准化，即减去均值、再除以标准差，让后面的层拿到的值始终在同一个尺度上。这里的归一化就是这种标准化，不是把值压缩到零和一之间。
 #
-# 笔记本 02 末尾的实验结果表（下文称卡片）在小模型上检验了这个说法。加了 LN，LSTM 需要的训练步数少了约 45%，在复制任务上，用 Pre-LN 的小型 Transformer 能在不加归一化就会失败的学习率下训练成功。小型 RNN 的训练步数，以及 Pre-LN 与不加归一化相比的训练步数，都分不出差别。至于原课程给出的理由，即每个单元激活前的值在训练中漂移多少，实验也分不出差别（深入专题 [13](../13_does_it_speed_up_training.ipynb)）。
+# 笔记本 02 末尾的实验结果表（下文称卡片）在小模型上检验了这个说法。加了 LN，LSTM 需要的训练步数少了约 45%，在复制任务上，用 Pre-LN 的小型 Transformer 能在不加归一化就会失败的学习率下训练成功。至于训练步数，小型 RNN 加不加 LN、Transformer 用 Pre-LN 还是不加归一化，实验都分不出高下。原课程给出的理由是每个单元激活前的值在训练中会漂移，加不加 LN，这种漂移的大小实验也分不出差别（深入专题 [13](../13_does_it_speed_up_training.ipynb)）。
 
 # %% [markdown] lesson_point=2
 # ## 2 · BN 和 LN 是同一段代码，只是换了轴
@@ -180,7 +180,7 @@ print("mean of each token:\n", y.mean(dim=-1).abs().round(decimals=4))
 print("variance of each token:\n", y.var(dim=-1, unbiased=False).round(decimals=4))
 
 # %% [markdown]
-# 为什么先标准化，再缩放？标准化让下一层不受前面权重尺度的影响。$\gamma$ 和 $\beta$ 每个特征各有一个，靠训练学出来。网络用它们给每个特征重新设定尺度和中心，使其适合下一层，比如这个特征有多少值落进 tanh 的弯曲段乃至饱和区（tanh 两端几乎平坦的部分）。如果所有特征共用同一个 $\gamma$ 和 $\beta$，每个 token 的均值就是 $\beta$，标准差就是 $|\gamma|$。训练之后各特征的参数不再相同，这就不成立了。
+# 为什么先标准化，再缩放？标准化让下一层不受前面权重尺度的影响。$\gamma$ 和 $\beta$ 每个特征各有一个，靠训练学出来。有了它们，网络就能按下一层的需要，给每个特征换上合适的尺度和中心，比如决定这个特征有多少值落进 tanh 的弯曲段，甚至落进饱和区（tanh 两端几乎平坦的部分）。如果所有特征共用同一个 $\gamma$ 和 $\beta$，每个 token 的均值就是 $\beta$，标准差就是 $|\gamma|$。训练之后各特征的参数不再相同，这就不成立了。
 
 # %% [markdown]
 # ### 交互图 · 深层网络里加不加 LN

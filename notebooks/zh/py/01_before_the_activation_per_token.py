@@ -99,7 +99,7 @@ plt.show()
 # %% [markdown] lesson_point=6
 # ## 6 · `normalized_shape` 决定了什么
 #
-# 一批句子的形状是 `(batch, seq_len, d_model)`，其中 `d_model` 是宽度。`nn.LayerNorm(normalized_shape)` 的参数 `normalized_shape` 决定哪些值放在一起求均值和方差，它的值就是这组值的形状。LN 在**最后** `len(normalized_shape)` 个轴上求平均，前面那些轴上的每个位置（比如每个句子里的每个 token）各成一组，各算各的均值和方差。$\gamma$ 和 $\beta$ 的形状就是 `normalized_shape`。
+# 一批句子的形状是 `(batch, seq_len, d_model)`，其中 `d_model` 是宽度。`nn.LayerNorm(normalized_shape)` 的参数 `normalized_shape` 指定哪些值放在一起求均值和方差，写的就是这些值合起来的形状。LN 在**最后** `len(normalized_shape)` 个轴上求平均，前面那些轴上的每个位置（比如每个句子里的每个 token）各成一组，各算各的均值和方差。$\gamma$ 和 $\beta$ 的形状就是 `normalized_shape`。
 #
 # 下面取原课程代码（见第 8 节）随机生成的那批数据，把句子 0 的 token 2 放大 100 倍，得到另一批。两种做法都把原数据和放大后的数据各归一化一次，看同一句里 token 0 的输出变不变。
 
@@ -131,7 +131,7 @@ for shape in [(d_model,), (seq_len, d_model)]:
 # %% [markdown] lesson_point=7
 # ## 7 · 没有移动平均值
 #
-# 原课程指出，“LN 不需要像 BN 那样在训练时累计 running_mean 和 running_var 值”。这两个量是 BN 在训练中不断更新的移动平均值。每训练完一个批次，它们就向这个批次的均值和**无偏**方差（分母是个数减一）靠近十分之一，这个比例就是 BN 的 `momentum`，即 0.1。测试时切换到 `eval()` 模式，BN 就用移动平均值代替当前批次的均值和方差，所以输出与训练时不同。LN 用不着移动平均值，因为它的统计量来自样本本身，测试时也现成可得，所以训练时和 `eval()` 模式下的计算完全相同。BN 的移动平均值实际怎样起作用，见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
+# 原课程指出，“LN 不需要像 BN 那样在训练时累计 running_mean 和 running_var 值”。这两个量是 BN 在训练中不断更新的移动平均值。每训练完一个批次，它们与这个批次的均值和**无偏**方差（分母是个数减一）之间的差距就缩小十分之一，这个比例就是 BN 的 `momentum`，即 0.1。测试时切换到 `eval()` 模式，BN 就用移动平均值代替当前批次的均值和方差，所以输出与训练时不同。LN 用不着移动平均值，因为它的统计量来自样本本身，测试时也现成可得，所以训练时和 `eval()` 模式下的计算完全相同。BN 的移动平均值实际怎样起作用，见深入专题 [11](../11_batchnorm_in_depth.ipynb)。
 
 # %% [markdown] lesson_point=8
 # ## 8 · 原课程的代码，原样照搬
