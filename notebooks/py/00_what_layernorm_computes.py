@@ -66,7 +66,7 @@ from helpers.widgets.deep_stack import deep_stack_demo
 # %% [markdown] lesson_point=2
 # ## 2 · BN vs LN: the same code over a different axis
 #
-# Think of a batch as a table: one row per *sample* (one input), one column per *feature* (one
+# Think of a batch as a table, one row per *sample* (one input) and one column per *feature* (one
 # number that describes it). *Spread* below means standard deviation.
 # **BN** standardises each feature over the batch (a column). **LN** standardises each sample
 # over its own features (a row). The lesson announces an example, "假设我们有以下两个样本组成一个批次"
@@ -92,7 +92,7 @@ print("LN, each row:\n", standardize(x, axis=-1))
 #
 # LN keeps each sample's order of features, but loses the sample's mean and scale. `[1, 2, 3]` and
 # `[30, 10, 20]` both become −1.22, 0 and 1.22, each in its own order. Their means, 2 and 20, one
-# ten times the other, are gone, and $\gamma$ and $\beta$ cannot bring them back: they are the same
+# ten times the other, are gone, and $\gamma$ and $\beta$ cannot bring them back, since they are the same
 # for every sample.
 #
 # And BN's output for sample 0 depends on sample 1:
@@ -251,10 +251,10 @@ demo
 # it passes on. By layer 8 the values, half positive and half negative, all fall into the two bins
 # beside 0, so the later layers peak at about 0.5. With LN, each
 # layer's values, pooled, are centred at 0.5 with spread 2, whatever the weights. The red note counts
-# values off the axis, beyond ±5: layer 3's 1.5%, rounded to 2%, and about as much in every layer. A $\gamma$ this
+# values off the axis, beyond ±5. Layer 3 has 1.5%, rounded to 2%, and every layer about as much. A $\gamma$ this
 # large puts about 31% of each layer's values on tanh's flat tails, which notebook 01 explains.
 #
-# Mind the y-axes: each panel fits its own. The right one peaks at about 0.025, twenty times lower
+# Mind the y-axes. Each panel fits its own. The right one peaks at about 0.025, twenty times lower
 # than the left, because its values spread widely.
 
 # %%

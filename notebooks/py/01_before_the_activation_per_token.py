@@ -91,7 +91,7 @@ for beta in (0.0, 0.5):  # the same beta for every feature, added after LN as a 
 # %% [markdown]
 # ### See it: what enters tanh, ReLU and GELU
 #
-# Sliders move the centre and the spread of `z`, the Linear's output: 512 tokens of width 64, drawn
+# Sliders move the centre and the spread of `z`, the Linear's output, here 512 tokens of width 64, drawn
 # from a normal distribution with that centre and spread. A dropdown picks the
 # activation. GELU is a smooth ReLU that Transformers use. The left panel puts LN first, the right one LN last. Blue is what enters the
 # activation. Red is what comes out of LN and the activation together.
@@ -108,7 +108,7 @@ demo = activation_input_demo()
 demo
 
 # %% [markdown]
-# tanh, with `z` centred at 2 and spread 3. On the left, LN first: the red curve peaks near ±0.95,
+# tanh, with `z` centred at 2 and spread 3. On the left, with LN first, the red curve peaks near ±0.95,
 # just short of the flat tails, where tanh squeezes LN's larger outputs together. Only 4% passes
 # ±0.97. On the right, about 48% of `z` lands on the flat tail near +1, where tanh gives them all
 # almost one output. LN then turns that one value into the tall red spike. About 9% lands on the
@@ -156,7 +156,7 @@ for shape in [(d_model,), (seq_len, d_model)]:
 #
 # Which one, and when? Transformers normalise per token, for four reasons.
 #
-# - Sentences differ in length. A per-sentence `nn.LayerNorm` is built for one length:
+# - Sentences differ in length. A per-sentence `nn.LayerNorm` is built for one length, and
 #   `nn.LayerNorm((3, 4))` refuses a `(2, 5, 4)` batch, even without γ and β (with them, it holds
 #   one value per position and feature). Statistics computed by hand over each sentence work at any length
 #   (your exercise below).
@@ -180,9 +180,9 @@ for shape in [(d_model,), (seq_len, d_model)]:
 #
 # The lesson: "LN 不需要像 BN 那样在训练时累计 running_mean 和 running_var 值" (LN does not need to
 # accumulate running_mean and running_var in training, as BN does). These are BN's *running
-# statistics*, two averages it keeps while training: after each batch, each moves a tenth of the way
+# statistics*, two averages it keeps while training. After each batch, each moves a tenth of the way
 # (its `momentum`, 0.1) toward that batch's mean and **unbiased** variance. In `eval()` mode, for
-# testing, BN uses them instead of the batch's own. LN needs none: its statistics come from the
+# testing, BN uses them instead of the batch's own. LN needs none. Its statistics come from the
 # sample itself, which is there at test time too, so LN computes the same in training and in
 # `eval()` mode. Deep dive [11](11_batchnorm_in_depth.ipynb) shows BN's running statistics at work.
 
@@ -192,7 +192,7 @@ for shape in [(d_model,), (seq_len, d_model)]:
 # The lesson's code, unchanged but for added comments. `test01` uses
 # `nn.LayerNorm` both ways. `test02` does it by hand, printing means (均值) and variances (方差).
 # The lesson calls the width `dim` (here 4). Do not confuse it with the keyword `dim=` of
-# `torch.mean`, which names the axis to average over: `dim=2` is the last of the three, the features.
+# `torch.mean`, which names the axis to average over. `dim=2` is the last of the three, the features.
 # `elementwise_affine=False` switches $\gamma$ and $\beta$ off.
 
 # %%

@@ -125,14 +125,14 @@ plt.show()
 # %% [markdown]
 # ## 11 · Why Pre-LN became the default
 #
-# Pre-LN was adopted before it was explained. GPT-2 (2019) used it, and Wang et al. (2019) chose it
+# GPT-2 (2019) used Pre-LN, and Wang et al. (2019) chose it
 # because deep Post-LN models were hard to train. Xiong et al. (2020) gave the explanation. In Pre-LN, the
 # input reaches the model's last LN through additions only (an identity path), and so does the gradient on
 # its way back. At initialisation, the gradients of Post-LN's weights near the output are large at
 # any depth, while Pre-LN's shrink as the model gets deeper. Large gradients at a full rate make the
 # first steps unstable. So Post-LN needs a *warm-up* (a rate that starts small and grows) or small
 # rates, while Pre-LN trains stably without a careful warm-up. Deep dive
-# [12](12_where_the_norm_goes.ipynb) measures these gradients: Pre-LN's shrink far more slowly than
+# [12](12_where_the_norm_goes.ipynb) measures these gradients. Pre-LN's shrink far more slowly than
 # predicted.
 #
 # Post-LN has merits of its own. Liu et al. (2020) report that Post-LN, when it trains, often ends
@@ -214,8 +214,8 @@ check_final_ln(model_forward)
 # %% [markdown]
 # ## What the evidence says
 #
-# The lesson's claims come first. Then come two more, Pre-LN against Post-LN, and larger rates:
-# the last four rows. Each Transformer claim was tested on a copy task and on English text. Each
+# The lesson's claims come first. Then come two more, Pre-LN against Post-LN and larger rates,
+# in the last four rows. Each Transformer claim was tested on a copy task and on English text. Each
 # variant ran from 10 random starts (20 for the drift row), at its own best learning rate (the
 # drift row at three rates, the larger-rates rows at larger ones). An *LSTM* is an RNN with gates, the kind Ba et
 # al. tested LN on. *Steps* count training steps until the loss
